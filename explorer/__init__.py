@@ -1,0 +1,1 @@
+"""Session Explorer: the Django app and its pure session engine (`explorer.session`)."""
