@@ -127,36 +127,59 @@ def js_order(keys: list[str]) -> list[str]:
 
 
 def _encode(value: Any, parts: list[str]) -> None:
-    if value is None or value is True or value is False:
-        parts.append("null" if value is None else ("true" if value else "false"))
-    elif isinstance(value, str):
-        parts.append(_encode_str(value))
-    elif isinstance(value, (int, float)):
-        parts.append(_format_number(value))
-    elif isinstance(value, dict):
-        parts.append("{")
-        first = True
-        for key in js_order(list(value.keys())):
-            item = value[key]
-            if item is _UNDEFINED:
+    # Iterative, not recursive: session trees thousands of levels deep are serialized as
+    # nested JSON and must not hit Python's recursion limit.
+    stack: list[list[Any]] = []  # [is_dict, container, iterator, first]
+    while True:
+        if value is None or value is True or value is False:
+            parts.append("null" if value is None else ("true" if value else "false"))
+        elif isinstance(value, str):
+            parts.append(_encode_str(value))
+        elif isinstance(value, (int, float)):
+            parts.append(_format_number(value))
+        elif isinstance(value, dict):
+            parts.append("{")
+            stack.append([True, value, iter(js_order(list(value.keys()))), True])
+        elif isinstance(value, (list, tuple)):
+            parts.append("[")
+            stack.append([False, value, iter(value), True])
+        else:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        # Find the next value to write, closing every container that is exhausted.
+        while stack:
+            frame = stack[-1]
+            is_dict, container, items, first = frame
+            if is_dict:
+                for key in items:
+                    item = container[key]
+                    if item is _UNDEFINED:
+                        continue
+                    if not first:
+                        parts.append(",")
+                    frame[3] = False
+                    parts.append(_encode_str(str(key)))
+                    parts.append(":")
+                    value = item
+                    break
+                else:
+                    parts.append("}")
+                    stack.pop()
+                    continue
+                break
+            for item in items:
+                if not first:
+                    parts.append(",")
+                frame[3] = False
+                # JSON.stringify writes undefined array members as null.
+                value = None if item is _UNDEFINED else item
+                break
+            else:
+                parts.append("]")
+                stack.pop()
                 continue
-            if not first:
-                parts.append(",")
-            first = False
-            parts.append(_encode_str(str(key)))
-            parts.append(":")
-            _encode(item, parts)
-        parts.append("}")
-    elif isinstance(value, (list, tuple)):
-        parts.append("[")
-        for i, item in enumerate(value):
-            if i:
-                parts.append(",")
-            # JSON.stringify writes undefined array members as null.
-            _encode(None if item is _UNDEFINED else item, parts)
-        parts.append("]")
-    else:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+            break
+        else:
+            return
 
 
 class _Undefined:
