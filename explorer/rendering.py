@@ -1,0 +1,168 @@
+"""Turning untrusted session content into safe HTML and SVG, in one place.
+
+Everything shown on the explorer pages comes from agent sessions: model output, tool output,
+file names, labels chosen by anyone who could write the JSONL file. All of it is treated as
+hostile. Markdown is rendered first and then sanitised with an allow-list (nh3), so a payload
+that survives the markdown step still cannot execute. Graph labels are escaped for DOT, and
+the SVG that graphviz produces is cached by the hash of its DOT source so repeated requests
+(on any worker sharing the cache) skip the layout.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from typing import Any
+
+import graphviz
+import markdown
+import nh3
+from django.core.cache import caches
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+# Tags a rendered chat message may contain. No img: a message must not make the browser fetch
+# arbitrary URLs (tracking pixels); images reach the page only as inline image blocks.
+ALLOWED_TAGS = frozenset(
+    {
+        "a", "abbr", "b", "blockquote", "br", "code", "del", "details", "div", "em",
+        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "ol", "p", "pre",
+        "s", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "th",
+        "thead", "tr", "ul",
+    }
+)  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "code": {"class"},
+    "td": {"align"},
+    "th": {"align"},
+    "ol": {"start"},
+}
+URL_SCHEMES = frozenset({"http", "https", "mailto"})
+# Image types a browser renders without running code (no image/svg+xml).
+SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+_MD_EXTENSIONS = ["fenced_code", "tables", "sane_lists", "nl2br"]
+_CLASS_OK = re.compile(r"^language-[A-Za-z0-9_+-]{1,40}$")
+
+
+def _filter_attribute(tag: str, attr: str, value: str) -> str | None:
+    # Code blocks keep their "language-x" class for styling; no other class survives, so
+    # message content cannot borrow the page's own classes (e.g. to fake UI controls).
+    if attr == "class":
+        return value if tag == "code" and _CLASS_OK.match(value) else None
+    return value
+
+
+def sanitize_html(html: str) -> SafeString:
+    """Reduce arbitrary HTML to inert, allow-listed markup."""
+    cleaned = nh3.clean(
+        html,
+        tags=set(ALLOWED_TAGS),
+        attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
+        url_schemes=set(URL_SCHEMES),
+        link_rel="noopener noreferrer nofollow",
+        attribute_filter=_filter_attribute,
+        strip_comments=True,
+    )
+    return mark_safe(cleaned)  # noqa: S308 - nh3 output is the safe form
+
+
+def render_markdown(text: Any) -> SafeString:
+    """Markdown → sanitised HTML. Non-strings render as empty (malformed content)."""
+    if not isinstance(text, str) or not text:
+        return mark_safe("")
+    html = markdown.markdown(text, extensions=_MD_EXTENSIONS, output_format="html")
+    return sanitize_html(html)
+
+
+def render_plain(text: Any) -> SafeString:
+    """Preformatted text (tool output, JSON): escaped, never interpreted."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    return mark_safe(escape(text))
+
+
+_B64 = re.compile(r"^[A-Za-z0-9+/\s]*={0,2}\s*$")
+
+
+def image_data_uri(data: Any, mime_type: Any) -> str | None:
+    """A data: URI for an image block, or None when the block is not a safe raster image."""
+    if not isinstance(data, str) or not isinstance(mime_type, str):
+        return None
+    mime = mime_type.strip().lower()
+    if mime not in SAFE_IMAGE_TYPES or not _B64.match(data):
+        return None
+    try:
+        base64.b64decode(data[:64].ljust(4 * ((len(data[:64]) + 3) // 4), "="), validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    return f"data:{mime};base64,{''.join(data.split())}"
+
+
+# --- DOT and SVG -------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def dot_escape(text: Any, limit: int = 60) -> str:
+    """Make arbitrary text safe inside a double-quoted DOT string.
+
+    Backslashes would otherwise start graphviz escapes (\\N, \\G, \\l ...), quotes would end the
+    string, and control characters upset the layout; graphviz itself XML-escapes the result
+    when writing SVG.
+    """
+    s = "" if text is None else str(text)
+    s = _CONTROL.sub(" ", s.replace("\r", " ").replace("\n", " "))
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+SVG_CACHE_ALIAS = "default"
+SVG_CACHE_TIMEOUT = 24 * 3600
+_XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
+# Defence in depth: the SVG is ours, but if a future label path forgot to escape, nothing
+# scriptable may reach the page.
+# Text content cannot contain "<" (graphviz escapes it), so "<[^>]*" stays inside one tag.
+_SVG_DANGER = re.compile(
+    r"<\s*/?\s*(script|foreignObject|iframe|object|embed|use)\b"
+    r"|<[^>]*\son\w+\s*="
+    r"|<[^>]*href\s*=\s*[\"']?\s*(javascript|data|vbscript):",
+    re.I,
+)
+
+
+class GraphRenderError(RuntimeError):
+    """graphviz failed; the message is safe to show."""
+
+
+def svg_cache_key(dot: str) -> str:
+    return "explorer:svg:" + hashlib.sha256(dot.encode("utf-8")).hexdigest()
+
+
+def _layout(dot: str) -> str:
+    try:
+        out = graphviz.pipe("dot", "svg", dot.encode("utf-8"))
+    except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as exc:
+        raise GraphRenderError(
+            f"graphviz could not lay out the graph: {type(exc).__name__}"
+        ) from exc
+    svg = _XML_PROLOG.sub("", out.decode("utf-8", errors="replace"))
+    if _SVG_DANGER.search(svg):
+        raise GraphRenderError("graph output rejected: unexpected active content")
+    return svg
+
+
+def dot_to_svg(dot: str) -> str:
+    """Lay out DOT with the real `dot` binary; the result is cached by content hash."""
+    cache = caches[SVG_CACHE_ALIAS]
+    key = svg_cache_key(dot)
+    svg = cache.get(key)
+    if svg is None:
+        svg = _layout(dot)
+        cache.set(key, svg, SVG_CACHE_TIMEOUT)
+    return svg

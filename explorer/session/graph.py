@@ -1,0 +1,454 @@
+"""Session tree → folded graph → DOT source (a string; rendering to SVG happens elsewhere).
+
+A real session has tens of thousands of entries, almost all of them in long linear runs.
+Drawing each entry would give graphviz an impossible layout and the reader an unreadable
+picture, so linear chains fold into one node carrying a count. Only entries that matter for
+the tree's shape or meaning stay individual: roots, branch points, leaves, labelled entries,
+compactions, branch summaries and the cursor. A node budget bounds the output however large or
+bushy the session is: the active path is placed first, and whatever does not fit becomes a
+"subtree" node that can be opened on its own (`root=`).
+
+Pure functions over plain records: no Django, no I/O.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_NODES = 250
+
+# Entry types drawn as individual nodes wherever they occur.
+DISTINCT_TYPES = frozenset({"compaction", "branch_summary"})
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """One session entry as the graph needs it (no message bodies)."""
+
+    id: str
+    parent_id: str | None
+    type: str
+    role: str | None = None
+    label: str | None = None  # the user's bookmark, if any
+    title: str = ""  # a short description, e.g. the first words of a message
+    flags: frozenset[str] = frozenset()  # e.g. "hidden", "replaced", "error", "tools"
+
+
+@dataclass(slots=True)
+class FoldedItem:
+    """One drawn node: a single entry, a folded chain, or a closed subtree."""
+
+    key: str  # DOT node name, unique in one graph
+    kind: str  # "entry" | "chain" | "subtree"
+    entry_id: str  # the entry; the chain's first entry; the subtree's root
+    parent_key: str | None
+    count: int = 1  # entries represented
+    last_id: str | None = None  # last entry of a chain
+    node: GraphNode | None = None  # set for kind == "entry"
+    active: bool = False  # on the path from the root to the cursor
+    leaves: int = 0  # leaves inside a folded subtree
+    side_branches: int = 0  # branches hidden inside a folded stretch of the active path
+    merged: int = 1  # closed subtrees gathered in one "subtree" node
+    children: list[FoldedItem] = field(default_factory=list)
+
+    @property
+    def is_branch_point(self) -> bool:
+        return len(self.children) > 1
+
+
+@dataclass(slots=True)
+class FoldedGraph:
+    roots: list[FoldedItem]
+    items: list[FoldedItem]
+    total_entries: int
+    truncated: bool  # some subtrees were closed to respect the budget
+
+    def rows(self) -> list[tuple[FoldedItem, int]]:
+        """Depth-first (item, indent) pairs for an indented text tree.
+
+        Indentation grows only below branch points, like a terminal tree view: a linear run
+        stays in one column however long it is.
+        """
+        out: list[tuple[FoldedItem, int]] = []
+        stack: list[tuple[FoldedItem, int]] = [(r, 0) for r in reversed(self.roots)]
+        while stack:
+            item, indent = stack.pop()
+            out.append((item, indent))
+            kids = item.children
+            step = 1 if len(kids) > 1 else 0
+            # Active child first so the current route reads top to bottom.
+            ordered = sorted(kids, key=lambda c: not c.active)
+            stack.extend((c, indent + step) for c in reversed(ordered))
+        return out
+
+
+def _children_map(
+    nodes: Sequence[GraphNode],
+) -> tuple[dict[str, GraphNode], dict[str, list[str]], list[str]]:
+    by_id: dict[str, GraphNode] = {}
+    for n in nodes:
+        by_id[n.id] = n
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    seen: set[str] = set()
+    for n in nodes:
+        if n.id in seen:  # duplicate ids: the last record wins, attached once
+            continue
+        seen.add(n.id)
+        p = n.parent_id
+        if not p or p == n.id or p not in by_id:
+            roots.append(n.id)
+        else:
+            children.setdefault(p, []).append(n.id)
+    return by_id, children, roots
+
+
+def _subtree_sizes(
+    start: Iterable[str], children: dict[str, list[str]]
+) -> dict[str, tuple[int, int]]:
+    """(entries, leaves) below and including each node, iteratively (paths can be 50k deep)."""
+    sizes: dict[str, tuple[int, int]] = {}
+    for root in start:
+        stack: list[tuple[str, bool]] = [(root, False)]
+        while stack:
+            nid, done = stack.pop()
+            if done:
+                kids = children.get(nid, ())
+                total, leaves = 1, 0 if kids else 1
+                for k in kids:
+                    t, lv = sizes.get(k, (0, 0))
+                    total += t
+                    leaves += lv
+                sizes[nid] = (total, leaves)
+                continue
+            if nid in sizes:
+                continue
+            sizes[nid] = (1, 1)  # provisional; guards against cycles
+            stack.append((nid, True))
+            stack.extend((k, False) for k in children.get(nid, ()) if k not in sizes)
+    return sizes
+
+
+def fold_tree(
+    nodes: Sequence[GraphNode],
+    *,
+    active_path: Iterable[str] = (),
+    cursor_id: str | None = None,
+    root_id: str | None = None,
+    expanded: Iterable[str] = (),
+    pinned: Iterable[str] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> FoldedGraph:
+    """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
+
+    `active_path`: ids from the root to the cursor, highlighted and laid out first.
+    `root_id`: draw only the subtree under this entry (on-demand loading of closed subtrees).
+    `expanded`: first ids of chains to unfold into individual entries.
+    `pinned`: extra ids that must stay individual (e.g. the selected entry).
+    """
+    by_id, children, roots = _children_map(nodes)
+    active = set(active_path)
+    expanded_set = set(expanded)
+    keep = set(pinned)
+    if cursor_id:
+        keep.add(cursor_id)
+    starts = [root_id] if root_id and root_id in by_id else roots
+    sizes = _subtree_sizes(starts, children)
+
+    def naturally_interesting(nid: str) -> bool:
+        n = by_id[nid]
+        return (
+            len(children.get(nid, ())) != 1
+            or bool(n.label)
+            or n.type in DISTINCT_TYPES
+            or nid in keep
+        )
+
+    # The active path is always drawn, so it gets its own share of the budget: beyond it the
+    # stretch between the first few and the last (nearest the cursor) notable entries folds
+    # into one chain, and the side branches inside that stretch are counted, not drawn.
+    active_next: dict[str, str] = {}
+    demoted: set[str] = set()
+    path_list = [a for a in active_path if a in by_id] if active else []
+    for a, b in zip(path_list, path_list[1:], strict=False):
+        active_next[a] = b
+    notable = [a for a in path_list if naturally_interesting(a)]
+    share = max(4, max_nodes // 3)
+    if len(notable) > share:
+        head = 2
+        demoted = set(notable[head : len(notable) - (share - head)]) - keep
+
+    def interesting(nid: str) -> bool:
+        return nid not in demoted and naturally_interesting(nid)
+
+    def next_in_chain(nid: str) -> str:
+        if nid in demoted:
+            return active_next.get(nid) or children[nid][0]
+        return children[nid][0]
+
+    items: list[FoldedItem] = []
+    out_roots: list[FoldedItem] = []
+    truncated = False
+    counter = 0
+    visited: set[str] = set()
+
+    def new_key() -> str:
+        nonlocal counter
+        counter += 1
+        return f"n{counter}"
+
+    def attach(item: FoldedItem, parent: FoldedItem | None) -> None:
+        items.append(item)
+        if parent is None:
+            out_roots.append(item)
+        else:
+            parent.children.append(item)
+
+    # Priority queue of segment starts: active first, then breadth (depth in items), then order.
+    overflow: dict[str | None, FoldedItem] = {}
+    seq = 0
+    heap: list[tuple[int, int, int, str, int]] = []
+    parents: dict[int, FoldedItem | None] = {}
+
+    def push(nid: str, parent: FoldedItem | None, level: int) -> None:
+        nonlocal seq
+        seq += 1
+        parents[seq] = parent
+        heapq.heappush(heap, (0 if nid in active else 1, level, seq, nid, seq))
+
+    for r in starts:
+        push(r, None, 0)
+
+    while heap:
+        _, level, _, start, pid = heapq.heappop(heap)
+        parent = parents.pop(pid)
+        if start in visited:
+            continue
+        if len(items) >= max_nodes and start not in active:
+            # Over budget: one closed "subtree" node per parent, however many children.
+            total, leaves = sizes.get(start, (1, 1))
+            pkey = parent.key if parent else None
+            stub = overflow.get(pkey)
+            if stub is None:
+                stub = FoldedItem(new_key(), "subtree", start, pkey, count=total, leaves=leaves)
+                overflow[pkey] = stub
+                attach(stub, parent)
+            else:
+                stub.count += total
+                stub.leaves += leaves
+                stub.merged += 1
+                if parent is not None and parent.node is not None:
+                    stub.entry_id = parent.node.id  # opening it shows all the siblings
+            truncated = True
+            continue
+        # Walk one segment: a chain of uninteresting single-child entries, then (maybe) an
+        # interesting entry, whose children start new segments.
+        nid: str | None = start
+        chain: list[str] = []
+        side_count = 0
+        unfold = start in expanded_set
+        cur_parent = parent
+        while nid is not None and nid not in visited:
+            visited.add(nid)
+            if interesting(nid) or unfold:
+                if chain:
+                    cur_parent = _emit_chain(chain, cur_parent, active, new_key, attach, side_count)
+                    chain = []
+                    side_count = 0
+                item = FoldedItem(
+                    new_key(),
+                    "entry",
+                    nid,
+                    cur_parent.key if cur_parent else None,
+                    node=by_id[nid],
+                    active=nid in active,
+                )
+                attach(item, cur_parent)
+                cur_parent = item
+                kids = children.get(nid, ())
+                if len(kids) == 1 and unfold:
+                    if len(items) >= max_nodes and kids[0] not in active:
+                        push(kids[0], cur_parent, level + 1)
+                        break
+                    nid = kids[0]
+                    continue
+                for k in kids:
+                    push(k, cur_parent, level + 1)
+                break
+            chain.append(nid)
+            if nid in demoted:
+                sides = len(children.get(nid, ())) - 1
+                side_count += max(0, sides)
+                if sides:
+                    truncated = True
+            nxt = next_in_chain(nid) if children.get(nid) else None
+            if nxt is None:
+                break
+            nid = nxt
+        if chain:
+            _emit_chain(chain, cur_parent, active, new_key, attach, side_count)
+    return FoldedGraph(out_roots, items, total_entries=len(by_id), truncated=truncated)
+
+
+def _emit_chain(
+    chain: list[str],
+    parent: FoldedItem | None,
+    active: set[str],
+    new_key: Callable[[], str],
+    attach: Callable[[FoldedItem, FoldedItem | None], None],
+    side_branches: int = 0,
+) -> FoldedItem:
+    item = FoldedItem(
+        new_key(),
+        "chain",
+        chain[0],
+        parent.key if parent else None,
+        count=len(chain),
+        last_id=chain[-1],
+        active=chain[0] in active,
+        side_branches=side_branches,
+    )
+    attach(item, parent)
+    return item
+
+
+# --- DOT -------------------------------------------------------------------------------
+
+_CONTROL_CHARS = dict.fromkeys([*range(0, 32), 127], " ")
+
+
+def dot_quote(text: object, limit: int = 48) -> str:
+    """A double-quoted DOT string holding `text` literally (no graphviz escapes survive)."""
+    s = ("" if text is None else str(text)).translate(_CONTROL_CHARS)
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# Palette (light theme; the page CSS can recolour through classes).
+_ROLE_FILL = {
+    "user": "#dbeafe",
+    "assistant": "#f1f5f9",
+    "toolResult": "#f8fafc",
+    "system": "#fef9c3",
+    "bashExecution": "#e0f2fe",
+    "custom": "#ede9fe",
+}
+_ACCENT = "#2563eb"
+
+
+def _entry_caption(node: GraphNode) -> tuple[str, str]:
+    kind = node.role or node.type
+    if node.type == "compaction":
+        kind = "compaction"
+    elif node.type == "branch_summary":
+        kind = "branch summary"
+    elif node.type == "custom_message":
+        kind = "custom message"
+    return kind, node.title
+
+
+def _node_attrs(item: FoldedItem, selected: str | None) -> dict[str, str]:
+    cls = ["ge", f"ge-{item.kind}"]
+    attrs: dict[str, str] = {"fontsize": "10"}
+    if item.kind == "chain":
+        attrs.update(
+            shape="box", style="rounded,dashed,filled", fillcolor="#ffffff", color="#94a3b8"
+        )
+        text = f"⋯ {item.count} entr{'y' if item.count == 1 else 'ies'}"
+        if item.side_branches:
+            text += f" · {item.side_branches} side branches"
+        attrs["label"] = dot_quote(text, 60)
+        attrs["tooltip"] = dot_quote(f"{item.count} entries folded; click to unfold", 80)
+    elif item.kind == "subtree":
+        attrs.update(shape="folder", style="filled", fillcolor="#f8fafc", color="#64748b")
+        what = "subtree" if item.merged == 1 else f"{item.merged} subtrees"
+        attrs["label"] = dot_quote(f"+ {what}: {item.count} entries, {item.leaves} leaves", 60)
+        attrs["tooltip"] = dot_quote("open this subtree", 80)
+    else:
+        node = item.node
+        assert node is not None
+        kind, title = _entry_caption(node)
+        lines = [dot_quote(kind, 24)[1:-1]]
+        if title:
+            lines.append(dot_quote(title, 30)[1:-1])
+        if node.label:
+            lines.append("🏷 " + dot_quote(node.label, 24)[1:-1])
+        attrs["label"] = '"' + "\\n".join(lines) + '"'
+        attrs["tooltip"] = dot_quote(f"{node.type} {node.id}: {title}", 100)
+        fill = _ROLE_FILL.get(node.role or "", "#ffffff")
+        style = ["rounded", "filled"]
+        shape = "box"
+        color = "#94a3b8"
+        if node.type == "compaction":
+            shape, fill, color = "box3d", "#ffedd5", "#ea580c"
+            cls.append("ge-compaction")
+        elif node.type == "branch_summary":
+            shape, fill, color = "hexagon", "#f3e8ff", "#9333ea"
+            style = ["filled"]
+            cls.append("ge-branch-summary")
+        if node.label:
+            cls.append("ge-labelled")
+            color = "#ca8a04"
+        if "hidden" in node.flags:
+            style.append("dashed")
+            cls.append("ge-hidden")
+        if "error" in node.flags:
+            color = "#dc2626"
+        if not item.children:
+            attrs["peripheries"] = "2"
+            cls.append("ge-leaf")
+        elif len(item.children) > 1:
+            cls.append("ge-branch")
+            attrs["penwidth"] = "1.6"
+        attrs.update(shape=shape, style=",".join(style), fillcolor=fill, color=color)
+        if selected and node.id == selected:
+            cls.append("ge-selected")
+            attrs["color"] = "#0f172a"
+            attrs["penwidth"] = "2.5"
+    if item.active:
+        cls.append("ge-active")
+        attrs["color"] = _ACCENT
+        attrs["penwidth"] = "2.5" if attrs.get("penwidth") != "2.5" else "3"
+        attrs["fontcolor"] = "#1e3a8a"
+    attrs["class"] = dot_quote(" ".join(cls))
+    attrs["id"] = dot_quote("g-" + item.key)
+    for k in ("shape", "style", "fillcolor", "color", "penwidth", "peripheries", "fontcolor"):
+        if k in attrs and not attrs[k].startswith('"'):
+            attrs[k] = dot_quote(attrs[k])
+    return attrs
+
+
+def to_dot(
+    graph: FoldedGraph,
+    *,
+    href: Callable[[FoldedItem], str] | None = None,
+    selected: str | None = None,
+) -> str:
+    """DOT source for a folded graph. `href(item)` gives each node's link (shown as <a>)."""
+    lines = [
+        "digraph session {",
+        '  graph [rankdir="TB", bgcolor="transparent", nodesep="0.25", ranksep="0.32", '
+        'fontname="Helvetica", margin="0.1"];',
+        '  node [fontname="Helvetica", margin="0.08,0.04", height="0.3"];',
+        '  edge [color="#94a3b8", arrowsize="0.5"];',
+    ]
+    for item in graph.items:
+        attrs = _node_attrs(item, selected)
+        if href is not None:
+            attrs["URL"] = dot_quote(href(item), 2000)
+            attrs["target"] = '"_top"'
+        body = ", ".join(f"{k}={v}" for k, v in attrs.items())
+        lines.append(f"  {item.key} [{body}];")
+    for item in graph.items:
+        if item.parent_key:
+            if item.active:
+                lines.append(
+                    f'  {item.parent_key} -> {item.key} [color="{_ACCENT}", penwidth="2.2", class="ge-edge-active"];'
+                )
+            else:
+                lines.append(f"  {item.parent_key} -> {item.key};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
