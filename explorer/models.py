@@ -1,0 +1,181 @@
+"""Database mirror of Pi session files.
+
+Each stored line keeps its original text (``Entry.raw``), so exports are byte-identical and
+unknown fields survive; the other columns are an index of what pages query, parsed once at
+import. Rows are only ever added: a context edit, a label or a rename is a new ``Entry``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from explorer.session import jsonfmt
+
+
+class Session(models.Model):
+    session_id = models.CharField(max_length=200, unique=True, help_text="Header id")
+    version = models.IntegerField(default=3, help_text="Version after migration (always 3)")
+    source_version = models.IntegerField(default=3, help_text="Version of the imported file")
+    cwd = models.TextField(blank=True, default="")
+    header_timestamp = models.CharField(max_length=64, blank=True, default="")
+    parent_session = models.TextField(blank=True, default="")
+    source_path = models.TextField(blank=True, default="")
+    header_raw = models.TextField(help_text="Header line as exported (verbatim for v3 files)")
+    name = models.TextField(blank=True, default="", help_text="From the newest session_info")
+    entry_count = models.IntegerField(default=0)
+    leaf_count = models.IntegerField(default=0)
+    compaction_count = models.IntegerField(default=0)
+    context_edit_count = models.IntegerField(default=0)
+    # Bookkeeping for idempotent and incremental import of the same file.
+    source_size = models.BigIntegerField(default=0, help_text="Bytes of the source consumed")
+    source_sha256 = models.CharField(max_length=64, blank=True, default="")
+    source_original = models.BinaryField(
+        null=True, blank=True, editable=False,
+        help_text="Original bytes of a legacy (v1/v2) file, which is stored migrated",
+    )
+    missing_final_newline = models.BooleanField(default=False)
+    next_position = models.IntegerField(default=1)
+    warning_count = models.IntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+    modified = models.DateTimeField(auto_now=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="imported_sessions",
+    )
+
+    class Meta:
+        ordering = ["-modified", "-pk"]
+
+    def __str__(self) -> str:
+        return self.name or self.session_id
+
+    @property
+    def group_name(self) -> str:
+        """Channels group of everyone watching this session."""
+        return f"session-{self.pk}"
+
+    @property
+    def display_name(self) -> str:
+        return self.name or f"Session {self.session_id[:8]}"
+
+    def header(self) -> dict:
+        return jsonfmt.loads(self.header_raw)
+
+
+class EntryQuerySet(models.QuerySet):
+    def children_of(self, session: Session, entry_id: str | None) -> EntryQuerySet:
+        return self.filter(session=session, parent_id=entry_id).order_by("position")
+
+    def roots(self, session: Session) -> EntryQuerySet:
+        return self.filter(session=session, depth=0).order_by("position")
+
+    def of_type(self, session: Session, entry_type: str) -> EntryQuerySet:
+        return self.filter(session=session, type=entry_type).order_by("position")
+
+    def light(self) -> EntryQuerySet:
+        """Everything but the raw line: lists and graphs never need the payload."""
+        return self.defer("raw", "raw_bytes")
+
+
+class Entry(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries")
+    entry_id = models.CharField(max_length=200)
+    parent_id = models.CharField(max_length=200, null=True, blank=True)
+    type = models.CharField(max_length=64)
+    timestamp = models.CharField(max_length=64, blank=True, default="")
+    position = models.IntegerField(help_text="Line index in the exported file (header = 0)")
+    line_no = models.IntegerField(help_text="1-based line number in the exported file")
+    depth = models.IntegerField(default=0, help_text="Distance from its root")
+    raw = models.TextField(help_text="The original JSON line, verbatim, without newline")
+    raw_bytes = models.BinaryField(
+        null=True, blank=True, editable=False,
+        help_text="Original bytes when the line was not valid UTF-8",
+    )
+    role = models.CharField(max_length=64, blank=True, default="")
+    custom_type = models.CharField(max_length=200, blank=True, default="")
+    target_id = models.CharField(max_length=200, blank=True, default="")
+    size = models.IntegerField(default=0, help_text="Bytes of the raw line")
+    child_count = models.IntegerField(default=0)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", help_text="Who appended it in the app; empty for imported entries",
+    )
+
+    objects = EntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "entry_id"], name="entry_unique_id"),
+            models.UniqueConstraint(fields=["session", "position"], name="entry_unique_pos"),
+        ]
+        indexes = [
+            models.Index(fields=["session", "parent_id", "position"], name="entry_children"),
+            models.Index(fields=["session", "type", "position"], name="entry_by_type"),
+            models.Index(fields=["session", "target_id"], name="entry_by_target"),
+            models.Index(fields=["session", "depth"], name="entry_by_depth"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.entry_id}"
+
+    def data(self) -> dict:
+        return jsonfmt.loads(self.raw)
+
+
+class ExtraLine(models.Model):
+    """A line that is not a tree entry (malformed JSON, a blank line, a non-object value, an
+    object without an id). Pi skips or ignores these; we keep them so nothing is lost and the
+    export stays byte-identical."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="extra_lines")
+    position = models.IntegerField()
+    line_no = models.IntegerField()
+    kind = models.CharField(max_length=32)
+    raw = models.BinaryField()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="extra_unique_pos"),
+        ]
+
+
+class Leaf(models.Model):
+    """A named navigation cursor. Moving it appends nothing, as in the engine: the file's
+    own leaf ("default") is always its last entry; each user has a private cursor."""
+
+    DEFAULT = "default"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="leaves")
+    name = models.CharField(max_length=150)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="session_cursors",
+    )
+    entry_id = models.CharField(max_length=200, null=True, blank=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "name"], name="leaf_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.entry_id}"
+
+
+class ImportProblem(models.Model):
+    """Warnings found when a file was imported (errors block the import and are never
+    stored), kept so the session page can list them with their line numbers."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="problems")
+    line = models.IntegerField()
+    severity = models.CharField(max_length=16)
+    code = models.CharField(max_length=64)
+    message = models.TextField()
+    entry_id = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["session", "line", "pk"]

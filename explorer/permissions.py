@@ -1,0 +1,121 @@
+"""Roles are Django groups: "viewer" reads, "editor" may append (context edits, labels,
+names, branch summaries, compaction), "admin" imports, deletes and manages users. A superuser
+is an admin. Checks live in views (never only in templates), since a client can request any
+partial directly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.models import AnonymousUser, Group
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+
+VIEWER = "viewer"
+EDITOR = "editor"
+ADMIN = "admin"
+ROLES = (VIEWER, EDITOR, ADMIN)
+_RANK = {None: 0, VIEWER: 1, EDITOR: 2, ADMIN: 3}
+
+
+def role_of(user) -> str | None:
+    """Highest role of ``user`` (None for anonymous users and users without a role)."""
+    if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return None
+    if not user.is_active:
+        return None
+    if user.is_superuser:
+        return ADMIN
+    cached = getattr(user, "_explorer_role", "unset")
+    if cached != "unset":
+        return cached
+    names = set(user.groups.values_list("name", flat=True))
+    role = next((r for r in (ADMIN, EDITOR, VIEWER) if r in names), None)
+    user._explorer_role = role
+    return role
+
+
+def has_role(user, role: str) -> bool:
+    return _RANK[role_of(user)] >= _RANK[role]
+
+
+def can_edit(user) -> bool:
+    return has_role(user, EDITOR)
+
+
+def can_admin(user) -> bool:
+    return has_role(user, ADMIN)
+
+
+def ensure_groups() -> None:
+    for name in ROLES:
+        Group.objects.get_or_create(name=name)
+
+
+def set_role(user, role: str | None) -> None:
+    """Give ``user`` exactly one role group (or none)."""
+    ensure_groups()
+    user.groups.remove(*Group.objects.filter(name__in=ROLES))
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    if hasattr(user, "_explorer_role"):
+        del user._explorer_role
+
+
+def _require(role: str, *, writes_only: bool) -> Callable:
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs):
+            if not request.user.is_authenticated:
+                from django.contrib.auth.views import redirect_to_login
+
+                return redirect_to_login(request.get_full_path())
+            needed = role
+            if writes_only and request.method in ("GET", "HEAD", "OPTIONS"):
+                needed = VIEWER
+            if not has_role(request.user, needed):
+                raise PermissionDenied(f"This needs the {needed} role.")
+            return view(request, *args, **kwargs)
+
+        wrapped.required_role = role  # type: ignore[attr-defined]
+        return wrapped
+
+    return decorator
+
+
+def viewer_required(view: Callable) -> Callable:
+    return _require(VIEWER, writes_only=False)(view)
+
+
+def editor_required(view: Callable) -> Callable:
+    """Viewers may GET (e.g. see the form disabled); any other method needs editor."""
+    return _require(EDITOR, writes_only=True)(view)
+
+
+def admin_required(view: Callable) -> Callable:
+    """Viewers may GET; any other method needs admin."""
+    return _require(ADMIN, writes_only=True)(view)
+
+
+def get_session_for_user(request: HttpRequest, pk: int):
+    """The session ``pk`` if the user may see it, else 404 (no role → 404, not 403, so the
+    existence of sessions is not revealed)."""
+    from explorer.models import Session
+
+    if not has_role(request.user, VIEWER):
+        from django.http import Http404
+
+        raise Http404("No such session")
+    return get_object_or_404(Session, pk=pk)
+
+
+def role_context(request: HttpRequest) -> dict:
+    user = getattr(request, "user", None)
+    role = role_of(user)
+    return {
+        "user_role": role,
+        "can_edit": _RANK[role] >= _RANK[EDITOR],
+        "can_admin": _RANK[role] >= _RANK[ADMIN],
+    }

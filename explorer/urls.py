@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import importlib
+
+from django.urls import path
+
+from explorer.views import sessions
+
+app_name = "explorer"
+
+urlpatterns = [
+    path("", sessions.session_list, name="session_list"),
+    path("import/", sessions.import_view, name="import"),
+    path("sessions/<int:pk>/export.jsonl", sessions.export_view, name="export"),
+    path("sessions/<int:pk>/branch.jsonl", sessions.branch_download, name="branch_download"),
+    path("sessions/<int:pk>/fork/", sessions.fork_view, name="fork"),
+    path("sessions/<int:pk>/delete/", sessions.delete_view, name="delete"),
+    path("sessions/<int:pk>/problems/", sessions.problems_view, name="problems"),
+]
+
+
+def _explorer_urls() -> list:
+    """The visual explorer's pages (session detail and friends) when they are installed;
+    until then ``session_detail`` falls back to a plain summary page."""
+    try:
+        module = importlib.import_module("explorer.urls_explorer")
+    except ModuleNotFoundError as exc:
+        if exc.name != "explorer.urls_explorer":
+            raise
+        return [path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")]
+    patterns = list(module.urlpatterns)
+    if not any(getattr(p, "name", None) == "session_detail" for p in patterns):
+        patterns.append(
+            path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")
+        )
+    return patterns
+
+
+urlpatterns += _explorer_urls()

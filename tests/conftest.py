@@ -1,0 +1,111 @@
+"""Shared fixtures: users with each role, logged-in clients, and stored sessions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+FIXTURES_DIR = Path(os.environ.get("SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"))
+PI_FIXTURES = FIXTURES_DIR / "pi"
+
+# A small but complete version-3 session: a branch, a tool call and result, a label,
+# a context edit and a name.
+SMALL_SESSION = (
+    b'{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b","timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}\n'
+    b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2025-03-04T05:06:08.000Z","message":{"role":"user","content":"Read demo.txt and summarise it","timestamp":1741064768000}}\n'
+    b'{"type":"message","id":"b2c3d4e5","parentId":"a1b2c3d4","timestamp":"2025-03-04T05:06:10.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"call_1","name":"read","arguments":{"path":"demo.txt"}}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":1200,"output":40,"cacheRead":0,"cacheWrite":0,"totalTokens":1240,"cost":{"input":0.0036,"output":0.0006,"cacheRead":0,"cacheWrite":0,"total":0.0042}},"stopReason":"toolUse","timestamp":1741064770000}}\n'
+    b'{"type":"message","id":"c3d4e5f6","parentId":"b2c3d4e5","timestamp":"2025-03-04T05:06:10.500Z","message":{"role":"toolResult","toolCallId":"call_1","toolName":"read","content":[{"type":"text","text":"hello world"}],"isError":false,"timestamp":1741064770500}}\n'
+    b'{"type":"message","id":"d4e5f6a7","parentId":"c3d4e5f6","timestamp":"2025-03-04T05:06:12.000Z","message":{"role":"assistant","content":[{"type":"text","text":"The file says hello world."}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":1300,"output":12,"cacheRead":0,"cacheWrite":0,"totalTokens":1312,"cost":{"input":0.0039,"output":0.0002,"cacheRead":0,"cacheWrite":0,"total":0.0041}},"stopReason":"stop","timestamp":1741064772000}}\n'
+    b'{"type":"message","id":"e5f6a7b8","parentId":"a1b2c3d4","timestamp":"2025-03-04T05:07:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"Another route."}],"api":"anthropic-messages","provider":"anthropic","model":"claude-sonnet-4-5","usage":{"input":10,"output":3,"cacheRead":0,"cacheWrite":0,"totalTokens":13,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":1741064820000}}\n'
+    b'{"type":"label","id":"f6a7b8c9","parentId":"d4e5f6a7","timestamp":"2025-03-04T05:08:00.000Z","targetId":"a1b2c3d4","label":"start"}\n'
+    b'{"type":"context_edit","id":"0a1b2c3d","parentId":"f6a7b8c9","timestamp":"2025-03-04T05:09:00.000Z","targetId":"c3d4e5f6","replacement":null}\n'
+    b'{"type":"session_info","id":"1b2c3d4e","parentId":"0a1b2c3d","timestamp":"2025-03-04T05:10:00.000Z","name":"Demo of a small session"}\n'
+)
+
+
+@pytest.fixture
+def small_session_bytes() -> bytes:
+    return SMALL_SESSION
+
+
+def _user_with_role(django_user_model, username: str, role: str | None):
+    from explorer.permissions import set_role
+
+    user = django_user_model.objects.create_user(username=username, password="pw-" + username)
+    if role:
+        set_role(user, role)
+    return user
+
+
+@pytest.fixture
+def viewer_user(db, django_user_model):
+    return _user_with_role(django_user_model, "vera", "viewer")
+
+
+@pytest.fixture
+def editor_user(db, django_user_model):
+    return _user_with_role(django_user_model, "eddie", "editor")
+
+
+@pytest.fixture
+def admin_user(db, django_user_model):
+    return _user_with_role(django_user_model, "ada", "admin")
+
+
+@pytest.fixture
+def norole_user(db, django_user_model):
+    return _user_with_role(django_user_model, "nobody", None)
+
+
+def _client_for(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    client.user = user
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer_user):
+    return _client_for(viewer_user)
+
+
+@pytest.fixture
+def editor_client(editor_user):
+    return _client_for(editor_user)
+
+
+@pytest.fixture
+def admin_client(admin_user):
+    return _client_for(admin_user)
+
+
+@pytest.fixture
+def csrf_client_factory(db):
+    """Clients that enforce CSRF like a browser would."""
+    from django.test import Client
+
+    def make(user):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def make_session(db) -> Callable:
+    """Import bytes (default: the small session) and return the stored ``Session``."""
+    from explorer import store
+
+    def make(data: bytes | None = None, *, source_path: str = "", user=None):
+        result = store.import_bytes(SMALL_SESSION if data is None else data,
+                                    source_path=source_path, user=user)
+        assert result.ok, [str(p) for p in result.problems]
+        return result.session
+
+    return make
