@@ -12,12 +12,17 @@ messages are new dicts.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .jsonfmt import truthy
-from .messages import EDITABLE_ROLES, session_entry_to_context_messages
+from .messages import (
+    EDITABLE_ROLES,
+    get_current_system_message,
+    session_entry_to_context_messages,
+)
 from .sentinel import UNSET
 
 # Absent keys compare equal only to each other, like two undefined values.
@@ -351,10 +356,222 @@ def build_session_context(
 # Diagnostics
 
 
+def _problem(
+    code: str, message: str, entry_id: Any, severity: str = "warning", **extra: Any
+) -> dict[str, Any]:
+    problem = {"severity": severity, "code": code, "message": message, "entry_id": entry_id}
+    problem.update(extra)
+    return problem
+
+
+def _edit_problem(edit: dict[str, Any]) -> tuple[str, str] | None:
+    if "replacement" not in edit:
+        return "edit_without_replacement", "context edit has no replacement key"
+    replacement = edit["replacement"]
+    if replacement is None:
+        return None
+    if not isinstance(replacement, dict):
+        return (
+            "edit_replacement_not_object",
+            "context edit replacement is neither null nor an object",
+        )
+    if "content" not in replacement:
+        return "edit_replacement_without_content", "context edit replacement has no content"
+    if not isinstance(replacement["content"], (str, list)):
+        return "edit_content_not_text", "context edit content is neither a string nor a block list"
+    return None
+
+
 def projection_diagnostics(path: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Problems the agent absorbs silently (or fails on) in the projection of one path.
 
-    Each item is `{"severity", "code", "message", "entry_id", "target_id"?}`; nothing here
-    changes the projection. See `_diagnostics` for the codes.
+    Nothing reported here changes the projection; the point is to show what the agent would
+    have done without a word. Each item is a dict with `severity` ("error" or "warning"),
+    `code`, `message` and `entry_id`, plus `target_id` / `edit_id` / `section` where useful.
     """
-    return []
+    from .tokens import message_problems  # tokens imports messages only; no cycle at runtime
+
+    problems: list[dict[str, Any]] = []
+    if not path:
+        return problems
+    ids_on_path = {}
+    for position, entry in enumerate(path):
+        try:
+            ids_on_path.setdefault(entry.get("id"), position)
+        except TypeError:
+            continue
+    root_parent = path[0].get("parentId")
+    if truthy(root_parent) and _lookup(ids_on_path, root_parent) is not None:
+        cycle = [entry.get("id") for entry in path[_lookup(ids_on_path, root_parent) :]]
+        problems.append(
+            _problem(
+                "parent_cycle",
+                "parentId links form a cycle; the path stops where it repeats",
+                path[0].get("id"),
+                severity="error",
+                cycle=cycle,
+            )
+        )
+
+    context_entries = context_entries_from_path(path)
+    context_positions: dict[int, int] = {id(entry): i for i, entry in enumerate(context_entries)}
+    edits = _edit_map(context_entries)
+    latest = get_latest_compaction_entry(path)
+    if latest is not None:
+        latest_id = latest.get("id", _MISSING)
+        first_kept = latest.get("firstKeptEntryId", _MISSING)
+        found = False
+        for entry in path:
+            if entry.get("id", _MISSING) == latest_id:
+                break
+            if entry.get("id", _MISSING) == first_kept:
+                found = True
+                break
+        if not found and first_kept != latest_id:
+            problems.append(
+                _problem(
+                    "first_kept_not_found",
+                    "the compaction's firstKeptEntryId is not before it on this path; "
+                    "nothing before it is kept",
+                    latest.get("id"),
+                    target_id=None if first_kept is _MISSING else first_kept,
+                )
+            )
+
+    # Context edits: malformed ones, and ones that have no effect.
+    for entry in path:
+        if entry.get("type") != "context_edit":
+            continue
+        edit_id = entry.get("id")
+        target_id = entry.get("targetId")
+        malformed = _edit_problem(entry)
+        if malformed is not None:
+            problems.append(_problem(malformed[0], malformed[1], edit_id, target_id=target_id))
+        if id(entry) not in context_positions:
+            problems.append(
+                _problem(
+                    "edit_folded",
+                    "context edit was folded away by a compaction; it no longer applies",
+                    edit_id,
+                    target_id=target_id,
+                )
+            )
+            continue
+        if _lookup(edits, target_id) is not entry:
+            problems.append(
+                _problem(
+                    "edit_superseded",
+                    "a later context edit of the same target wins",
+                    edit_id,
+                    target_id=target_id,
+                )
+            )
+            continue
+        target_position = _lookup(ids_on_path, target_id)
+        if target_position is None:
+            problems.append(
+                _problem(
+                    "edit_target_off_path",
+                    "context edit targets an entry that is not on this path",
+                    edit_id,
+                    target_id=target_id,
+                )
+            )
+            continue
+        target = path[target_position]
+        if id(target) not in context_positions:
+            problems.append(
+                _problem(
+                    "edit_target_folded",
+                    "context edit targets an entry folded away by compaction",
+                    edit_id,
+                    target_id=target_id,
+                )
+            )
+            continue
+        if entry.get("replacement", UNSET) is not None:
+            originals = session_entry_to_context_messages(target)
+            if not any(isinstance(m, dict) and m.get("role") in EDITABLE_ROLES for m in originals):
+                problems.append(
+                    _problem(
+                        "edit_target_not_editable",
+                        "context edit replaces an entry whose messages have no editable role; it has no effect",
+                        edit_id,
+                        target_id=target_id,
+                    )
+                )
+
+    projection = projection_from_path(path)
+    call_ids: set[Any] = set()
+    system_entries: list[Any] = []
+    for item in projection.entries:
+        source = item.source_entry
+        source_id = source.get("id")
+        if source.get("type") == "message" and not isinstance(source.get("message"), dict):
+            problems.append(
+                _problem("message_missing", "message entry without a message object", source_id)
+            )
+        edit = _lookup(edits, source_id) if edits else None
+        for message in item.messages:
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role")
+            if role == "system":
+                system_entries.append(source_id)
+                if source.get("type") == "compaction" and not isinstance(
+                    message.get("content"), (str, list)
+                ):
+                    problems.append(
+                        _problem(
+                            "checkpoint_without_content",
+                            "compaction systemMessage has no usable content",
+                            source_id,
+                        )
+                    )
+                sections = message.get("sections")
+                if isinstance(sections, dict):
+                    for name, value in sections.items():
+                        if truthy(value) and not isinstance(value, (str, list)):
+                            problems.append(
+                                _problem(
+                                    "section_not_text",
+                                    "section value without a length makes token estimates NaN",
+                                    source_id,
+                                    section=name,
+                                )
+                            )
+            for detail in message_problems(message):
+                extra: dict[str, Any] = {"edit_id": edit.get("id")} if edit is not None else {}
+                problems.append(
+                    _problem("malformed_message", f"{role} message: {detail}", source_id, **extra)
+                )
+            if role == "assistant" and isinstance(message.get("content"), list):
+                for block in message["content"]:
+                    if isinstance(block, dict) and block.get("type") == "toolCall":
+                        with contextlib.suppress(TypeError):
+                            call_ids.add(block.get("id"))
+            elif role == "toolResult":
+                try:
+                    known = message.get("toolCallId") in call_ids
+                except TypeError:
+                    known = False
+                if not known:
+                    problems.append(
+                        _problem(
+                            "orphan_tool_result",
+                            "tool result whose call is not in the projected context",
+                            source_id,
+                            target_id=message.get("toolCallId"),
+                        )
+                    )
+    if system_entries and get_current_system_message(projection.messages) is None:
+        problems.append(
+            _problem(
+                "system_without_timestamp",
+                "system messages without a timestamp and no tool declared: "
+                "the replayed system state is empty",
+                system_entries[0],
+                entry_ids=system_entries,
+            )
+        )
+    return problems
