@@ -23,6 +23,7 @@ __all__ = [
     "CompactionSettings",
     "ContextEstimate",
     "calculate_context_tokens",
+    "context_usage",
     "estimate_context_tokens",
     "estimate_projected_context",
     "estimate_projected_context_tokens",
@@ -390,3 +391,43 @@ def should_compact(context_tokens: float, context_window: float, settings: Any =
         return bool(context_tokens > context_window - reserve)
     except TypeError:
         return False
+
+
+def context_usage(
+    projection: Any, branch_entries: Sequence[Mapping[str, Any]], context_window: Any
+) -> dict[str, Any] | None:
+    """The context meter: `{"tokens", "contextWindow", "percent"}`, or None without a window.
+
+    After a compaction the size is unknown (None) until an assistant with valid usage
+    answers after it: older usage measured a context that no longer exists.
+    """
+    if not isinstance(context_window, (int, float)) or not context_window > 0:
+        return None
+    entries, messages = _projection_parts(projection)
+    latest = None
+    for i in range(len(branch_entries) - 1, -1, -1):
+        if branch_entries[i].get("type") == "compaction":
+            latest = i
+            break
+    if latest is not None:
+        answered: set[Any] = set()
+        for source, entry_messages in entries:
+            if any(_has_valid_usage(message) for message in entry_messages):
+                answered.add(source.get("id"))
+        if not any(entry.get("id") in answered for entry in branch_entries[latest + 1 :]):
+            return {"tokens": None, "contextWindow": context_window, "percent": None}
+    tokens = estimate_projected_context(projection, branch_entries).tokens
+    return {
+        "tokens": tokens,
+        "contextWindow": context_window,
+        "percent": tokens / context_window * 100,
+    }
+
+
+def _has_valid_usage(message: Any) -> bool:
+    # The meter checks role, stop reason and size, not whether a usage key exists.
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return False
+    if message.get("stopReason") in ("aborted", "error"):
+        return False
+    return calculate_context_tokens(message.get("usage")) > 0
