@@ -1,0 +1,607 @@
+"""Who writes summaries: the `Summarizer` protocol and its two implementations.
+
+`compact()` and branch summarization only build a `SummaryRequest` and classify the answer
+(SPEC sections 6.8-6.10); the answer comes from a `Summarizer`. The embedded one works offline
+and deterministically, so the explorer can compact any session without a model or network and
+tests get stable output; the OpenAI-compatible one sends the same request to a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .jsonfmt import utf16_len, utf16_slice
+from .prompts import BRANCH_INSTRUCTIONS
+from .providers import OpenAIChatProvider, zero_usage
+from .serialize import tolerant_content_text
+
+__all__ = [
+    "EmbeddedSummarizer",
+    "OpenAICompatibleSummarizer",
+    "SummaryRequest",
+    "Summarizer",
+    "summarizer_from_env",
+]
+
+KIND_HISTORY = "history"
+KIND_TURN_PREFIX = "turn_prefix"
+KIND_BRANCH = "branch"
+
+
+@dataclass
+class SummaryRequest:
+    """One summary request: the transcript (system prompt + one user message) and options.
+
+    `options` holds what Pi passes to the model besides the transcript (`cacheRetention`,
+    routing `sessionId`, `reasoning` when enabled). `kind` says which of the three requests
+    this is (`history`, `turn_prefix`, `branch`) so a summarizer need not guess from wording.
+    """
+
+    system_prompt: str
+    messages: list[dict[str, Any]]
+    max_tokens: int | None
+    options: dict[str, Any] = field(default_factory=dict)
+    model: dict[str, Any] | None = None
+    kind: str = KIND_HISTORY
+    signal: threading.Event | None = None
+
+    @property
+    def prompt_text(self) -> str:
+        """The text of the (last) user message."""
+        for message in reversed(self.messages):
+            if isinstance(message, dict) and message.get("role") == "user":
+                return tolerant_content_text(message.get("content"))
+        return ""
+
+
+class Summarizer(Protocol):
+    def complete(self, request: SummaryRequest) -> dict[str, Any]:
+        """Return an assistant message dict (`content`, `stopReason`, `usage`, `errorMessage`?)."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# OpenAI-compatible
+
+
+class OpenAICompatibleSummarizer:
+    """Sends summary requests to a chat-completions server (streaming)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+        self.provider = OpenAIChatProvider(base_url, model, api_key, timeout=timeout)
+
+    def complete(self, request: SummaryRequest) -> dict[str, Any]:
+        reasoning = request.options.get("reasoning") if isinstance(request.options, dict) else None
+        return self.provider.complete(
+            request.messages,
+            max_tokens=request.max_tokens,
+            cancel=request.signal,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+        )
+
+
+def summarizer_from_env(environ: dict[str, str] | None = None) -> Summarizer:
+    """OpenAI-compatible when `SESSIONS_LLM_BASE_URL` is set, otherwise embedded."""
+    env = os.environ if environ is None else environ
+    base_url = env.get("SESSIONS_LLM_BASE_URL", "").strip()
+    if base_url:
+        model = env.get("SESSIONS_LLM_MODEL", "").strip() or "default"
+        api_key = env.get("SESSIONS_LLM_API_KEY", "").strip() or None
+        return OpenAICompatibleSummarizer(base_url, model, api_key)
+    return EmbeddedSummarizer()
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded: reading the request back
+
+
+@dataclass
+class _Part:
+    label: str  # "User", "Assistant", "Assistant thinking", "Assistant tool calls", "Tool result"
+    text: str
+
+
+@dataclass
+class _Call:
+    name: str
+    args: dict[str, Any] | None
+    raw: str
+
+
+_PART_RE = re.compile(r"(?:\A|\n\n)\[(User|Assistant thinking|Assistant tool calls|Assistant|Tool result)\]: ")
+
+
+def _split_parts(conversation: str) -> list[_Part]:
+    matches = list(_PART_RE.finditer(conversation))
+    parts = []
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(conversation)
+        parts.append(_Part(m.group(1), conversation[m.end() : end]))
+    return parts
+
+
+_DECODER = json.JSONDecoder()
+_NAME_RE = re.compile(r"[^\s(;]*\(")
+_KEY_RE = re.compile(r"([^=,()\s]+)=")
+
+
+def _parse_calls(text: str) -> list[_Call]:
+    """Read back `name(k=<json>, ...); name2(...)`; unparsable calls keep their raw text."""
+    calls: list[_Call] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        start = pos
+        m = _NAME_RE.match(text, pos)
+        if m is None:
+            calls.append(_Call("", None, text[pos:]))
+            break
+        name = m.group(0)[:-1]
+        pos = m.end()
+        args: dict[str, Any] | None = {}
+        while pos < n and text[pos] != ")":
+            km = _KEY_RE.match(text, pos)
+            if km is None:
+                args = None
+                break
+            try:
+                value, pos = _DECODER.raw_decode(text, km.end())
+            except ValueError:
+                args = None
+                break
+            args[km.group(1)] = value
+            if text.startswith(", ", pos):
+                pos += 2
+        if args is None:
+            nxt = text.find("; ", start)
+            end = n if nxt < 0 else nxt
+            calls.append(_Call(name, None, text[start:end]))
+            pos = end + 2 if nxt >= 0 else n
+            continue
+        pos += 1  # ")"
+        calls.append(_Call(name, args, text[start:pos]))
+        if text.startswith("; ", pos):
+            pos += 2
+    return calls
+
+
+@dataclass
+class _Prompt:
+    kind: str
+    conversation: str
+    previous_summary: str | None
+    focus: str | None
+
+
+def _parse_prompt(text: str, kind_hint: str | None) -> _Prompt:
+    focus = None
+    fm = re.search(r"\n\nAdditional focus: (.*)\Z", text, re.S)
+    if text.startswith("# Conversation\n"):
+        end = text.rfind("\n\n# Instructions\n")
+        conv = text[len("# Conversation\n") : end if end >= 0 else len(text)]
+        return _Prompt(KIND_TURN_PREFIX, conv, None, None)
+    kind = kind_hint or (KIND_BRANCH if BRANCH_INSTRUCTIONS in text else KIND_HISTORY)
+    if fm:
+        focus = fm.group(1)
+    previous = None
+    conv_end = -1
+    pe = text.rfind("\n</previous-summary>\n\n")
+    if pe >= 0:
+        marker = "\n</conversation>\n\n<previous-summary>\n"
+        ps = text.rfind(marker, 0, pe + 1)
+        if ps >= 0:
+            previous = text[ps + len(marker) : pe]
+            conv_end = ps
+    if conv_end < 0:
+        conv_end = text.rfind("\n</conversation>\n\n")
+    start = len("<conversation>\n") if text.startswith("<conversation>\n") else 0
+    conv = text[start:conv_end] if conv_end >= start else text[start:]
+    return _Prompt(kind, conv, previous, focus)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded: extraction
+
+_SENTENCE_RE = re.compile(r"[^\n.!?。！？；;]+[.!?。！？；;]?")
+_CONSTRAINT_RE = re.compile(
+    r"\b(must|mustn't|don't|do not|never|always|only|should|shouldn't|prefer|avoid|without|"
+    r"make sure|required|require|keep|no more than|at most|at least)\b|必须|不要|不能|不得|务必|避免|禁止|只能|保持|请勿|至少|最多",
+    re.I,
+)
+_DECISION_RE = re.compile(
+    r"\b(let's|lets|go with|decided?|decision|choose|chose|switch to|use|instead|we'll|we will|agreed?)\b|决定|选择|采用|改用|就用",
+    re.I,
+)
+_PLAN_RE = re.compile(r"\b(I'll|I will|I'm going to|decided|chose|instead of|plan is)\b", re.I)
+_DONE_RE = re.compile(
+    r"\b(done|fixed|created|updated|added|removed|implemented|completed|finished|wrote|renamed|passes|passed|works)\b|完成|已修复|已创建|已更新|通过",
+    re.I,
+)
+_BLOCK_RE = re.compile(r"\b(can't|cannot|unable|blocked|failed|failing|broken|stuck)\b|无法|失败|阻塞", re.I)
+_NEXT_RE = re.compile(
+    r"\b(next|then|todo|to do|remaining|need to|needs to|will|should|afterwards|later)\b|接下来|下一步|然后|待办|需要",
+    re.I,
+)
+_HEDGE_RE = re.compile(
+    r"\b(probably|likely|might|may|maybe|perhaps|seems?|appears?|should work|I think|I believe|assum\w*|untested|unverified|not verified|guess)\b|可能|应该|似乎|大概|未验证|猜测",
+    re.I,
+)
+_ERROR_LINE_RE = re.compile(
+    r"(error|exception|traceback|failed|failure|fatal|panic|denied|not found|no such file|"
+    r"command exited with code [1-9]|exit code [1-9]|错误|失败)",
+    re.I,
+)
+
+_URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
+_PATH_RE = re.compile(
+    r"(?<![\w/.-])(?:~?/)?(?:[\w.@-]+/)+[\w.@-]+|(?<![\w/.-])[\w@-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|json|jsonl|md|txt|toml|yaml|yml|cfg|ini|html|css|sh|rs|go|java|c|h|cpp|rb|php|sql|lock|csv|xml|log)\b"
+)
+_ID_RE = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b[A-Z][A-Z0-9]+-\d+\b"
+    r"|(?<![\w#])#\d+\b"
+    r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
+    r"|\b(?:[a-z]+_)+[A-Za-z0-9]{6,}\b",
+    re.I,
+)
+_CODE_RE = re.compile(r"`([^`\n]{2,120})`")
+_KEY_ARGS = ("path", "file_path", "filePath", "command", "cmd", "url", "pattern", "query", "id", "name", "target")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+
+
+def _first_line(text: str) -> str:
+    for line in text.split("\n"):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if utf16_len(text) <= limit:
+        return text
+    return utf16_slice(text, 0, max(0, limit - 1)).rstrip() + "…"
+
+
+def _call_label(call: _Call, limit: int = 240) -> str:
+    if call.args is None:
+        return f"`{_clip(call.raw, limit)}`"
+    keys = [k for k in _KEY_ARGS if k in call.args] or list(call.args)[:2]
+    inner = ", ".join(f"{k}={json.dumps(call.args[k], ensure_ascii=False)}" for k in keys)
+    return f"`{_clip(f'{call.name}({inner})', limit)}`"
+
+
+def _add_unique(target: list[str], item: str) -> None:
+    if item and item not in target:
+        target.append(item)
+
+
+@dataclass
+class _Facts:
+    goals: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    in_progress: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    next_steps: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
+    last_request: str = ""
+
+
+def _collect_refs(text: str, facts: _Facts) -> None:
+    for url in _URL_RE.findall(text):
+        _add_unique(facts.refs, url.rstrip(".,;:"))
+    for span in _CODE_RE.findall(text):
+        _add_unique(facts.refs, span)
+    stripped = _URL_RE.sub(" ", text)
+    for path in _PATH_RE.findall(stripped):
+        if "/" in path or "." in path:
+            _add_unique(facts.files, path.rstrip(".,;:"))
+    for ident in _ID_RE.findall(stripped):
+        _add_unique(facts.refs, ident)
+
+
+def _extract(parts: list[_Part]) -> _Facts:
+    facts = _Facts()
+    pending_calls: list[_Call] = []
+    last_label = ""
+    for part in parts:
+        text = part.text
+        if part.label == "User":
+            request = _clip(text, 400)
+            _add_unique(facts.goals, request)
+            facts.last_request = request
+            for s in _sentences(text):
+                if _CONSTRAINT_RE.search(s):
+                    _add_unique(facts.constraints, _clip(s, 300))
+                elif _DECISION_RE.search(s):
+                    _add_unique(facts.decisions, f"**User decision**: {_clip(s, 300)}")
+            _collect_refs(text, facts)
+        elif part.label == "Assistant":
+            for s in _sentences(text):
+                if _HEDGE_RE.search(s):
+                    _add_unique(facts.unverified, _clip(s, 300))
+                elif _BLOCK_RE.search(s):
+                    _add_unique(facts.blocked, _clip(s, 300))
+                elif _DONE_RE.search(s):
+                    _add_unique(facts.done, f"[x] {_clip(s, 300)}")
+                elif _PLAN_RE.search(s):
+                    _add_unique(facts.decisions, f"**Assistant plan**: {_clip(s, 300)}")
+                if _NEXT_RE.search(s):
+                    _add_unique(facts.next_steps, _clip(s, 300))
+            _collect_refs(text, facts)
+        elif part.label == "Assistant tool calls":
+            calls = _parse_calls(text)
+            for call in calls:
+                if call.args is not None:
+                    for key in ("path", "file_path", "filePath"):
+                        value = call.args.get(key)
+                        if isinstance(value, str) and value:
+                            _add_unique(facts.files, value)
+                    for key in ("command", "cmd"):
+                        value = call.args.get(key)
+                        if isinstance(value, str) and value:
+                            _add_unique(facts.commands, _clip(value, 300))
+                    for key in ("url", "id"):
+                        value = call.args.get(key)
+                        if isinstance(value, str) and value:
+                            _add_unique(facts.refs, value)
+                else:
+                    _collect_refs(call.raw, facts)
+            # Calls left without a result stay "done" (their results may simply be truncated).
+            for call in pending_calls:
+                _add_unique(facts.done, f"[x] {_call_label(call)}")
+            pending_calls = list(calls)
+        elif part.label == "Tool result":
+            call = pending_calls.pop(0) if pending_calls else None
+            error = next((ln.strip() for ln in text.split("\n") if _ERROR_LINE_RE.search(ln)), "")
+            if error:
+                err = _clip(error, 300)
+                _add_unique(facts.errors, err)
+                label = _call_label(call) if call else "a tool call"
+                _add_unique(facts.blocked, f"{label} failed: {err}")
+            elif call is not None:
+                _add_unique(facts.done, f"[x] {_call_label(call)}")
+            _collect_refs(text[:2000], facts)
+        last_label = part.label
+    for call in pending_calls:
+        _add_unique(facts.in_progress, f"[ ] {_call_label(call)} (no result seen)")
+    if facts.last_request:
+        if last_label == "Assistant":
+            _add_unique(facts.done, f"[x] Answered: {_clip(facts.last_request, 200)}")
+        else:
+            _add_unique(facts.in_progress, f"[ ] {_clip(facts.last_request, 300)}")
+    return facts
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded: previous summaries
+
+_SECTION_ALIASES = {
+    "goal": "goal",
+    "original request": "goal",
+    "constraints & preferences": "constraints",
+    "done": "done",
+    "progress so far": "done",
+    "in progress": "in_progress",
+    "blocked": "blocked",
+    "key decisions": "decisions",
+    "next steps": "next_steps",
+    "critical context": "context",
+    "context needed to continue": "context",
+}
+
+
+def _parse_previous(summary: str) -> dict[str, list[str]]:
+    """Items of an earlier summary by section, so an update can keep all of them."""
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    in_tags = False
+    for raw in summary.split("\n"):
+        line = raw.strip()
+        if line in ("<read-files>", "<modified-files>"):
+            in_tags = True
+            continue
+        if line in ("</read-files>", "</modified-files>"):
+            in_tags = False
+            continue
+        if in_tags:
+            sections.setdefault("files", []).append(line)
+            continue
+        heading = re.match(r"#{2,3}\s+(.*)", line)
+        if heading:
+            current = _SECTION_ALIASES.get(heading.group(1).strip().lower())
+            continue
+        if not line or line in ("---", "**Turn Context (split turn):**", "No prior history.", "(none)", "- (none)"):
+            continue
+        if line.startswith("## Progress"):
+            continue
+        item = re.sub(r"^(?:[-*]|\d+\.)\s+", "", line)
+        sections.setdefault(current or "context", []).append(item)
+    return sections
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded: rendering within the output limit
+
+
+@dataclass
+class _Section:
+    heading: str
+    items: list[str]
+    style: str = "-"  # "-" bullets, "1." numbered, "text" plain lines
+    empty: str = "(none)"
+    keep: int = 1  # items never dropped when shrinking
+    priority: int = 1  # higher survives longer
+
+
+def _render(sections: list[_Section], item_limit: int | None) -> str:
+    out: list[str] = []
+    for sec in sections:
+        if sec.heading:
+            out.append(sec.heading)
+        items = [(_clip(i, item_limit) if item_limit else i) for i in sec.items]
+        if not items and sec.style != "none":
+            items = [sec.empty]
+        for n, item in enumerate(items, 1):
+            if sec.style == "1.":
+                out.append(f"{n}. {item}")
+            elif sec.style in ("text", "none"):
+                out.append(item)
+            else:
+                out.append(f"- {item}")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def _fit(sections: list[_Section], max_chars: int | None) -> str:
+    text = _render(sections, None)
+    if not max_chars or utf16_len(text) <= max_chars:
+        return text
+    for limit in (400, 240, 160, 100):
+        text = _render(sections, limit)
+        if utf16_len(text) <= max_chars:
+            return text
+    # Drop items from the least important, then longest, sections (oldest items first for
+    # goals/decisions/done, which grow at the end; the newest matter most).
+    while utf16_len(text) > max_chars:
+        candidates = [s for s in sections if len(s.items) > s.keep]
+        if not candidates:
+            break
+        victim = min(candidates, key=lambda s: (s.priority, -len(s.items)))
+        del victim.items[0 if victim.heading not in ("## Next Steps",) else -1]
+        text = _render(sections, 100)
+    if utf16_len(text) > max_chars:
+        text = utf16_slice(text, 0, max(0, max_chars - 1)).rstrip() + "…"
+    return text
+
+
+def _merge(previous: list[str], new: list[str]) -> list[str]:
+    out: list[str] = []
+    for item in previous + new:
+        _add_unique(out, item)
+    return out
+
+
+class EmbeddedSummarizer:
+    """Offline, deterministic summarizer that extracts the checkpoint from the messages.
+
+    It is no model: it reads the serialized conversation back out of the request and lists
+    the user's goals and constraints, what was done and what failed, decisions, next steps and
+    - verbatim - every file path, command, URL, id and error line it finds, under the headings
+    the request asks for. References are what a later turn most needs and what a prose summary
+    most often loses, so they are the last thing dropped when the output limit is tight.
+    """
+
+    api = "embedded"
+    provider = "embedded"
+    model = "embedded-summarizer"
+
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        self._clock = clock
+
+    def summarize_text(self, request: SummaryRequest) -> str:
+        prompt = _parse_prompt(request.prompt_text, request.kind if request.kind else None)
+        facts = _extract(_split_parts(prompt.conversation))
+        limit = request.max_tokens * 4 if isinstance(request.max_tokens, int) and request.max_tokens > 0 else None
+        if prompt.kind == KIND_TURN_PREFIX:
+            sections = self._prefix_sections(facts)
+        else:
+            prev = _parse_previous(prompt.previous_summary) if prompt.previous_summary else {}
+            sections = self._history_sections(facts, prev, prompt.focus, branch=prompt.kind == KIND_BRANCH)
+        return _fit(sections, limit)
+
+    def complete(self, request: SummaryRequest) -> dict[str, Any]:
+        text = self.summarize_text(request)
+        now = self._clock() if self._clock is not None else time.time() * 1000
+        return {
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "api": self.api,
+            "provider": self.provider,
+            "model": self.model,
+            "usage": zero_usage(),
+            "stopReason": "stop",
+            "timestamp": int(now),
+        }
+
+    @staticmethod
+    def _reference_items(facts: _Facts, prev: dict[str, list[str]] | None = None) -> list[str]:
+        items: list[str] = []
+        if facts.files:
+            items.append("Files: " + ", ".join(f"`{f}`" for f in facts.files))
+        if facts.commands:
+            items.append("Commands: " + "; ".join(f"`{c}`" for c in facts.commands))
+        if facts.refs:
+            items.append("References/ids: " + ", ".join(f"`{r}`" for r in facts.refs))
+        for err in facts.errors:
+            items.append(f"Error seen: {err}")
+        for s in facts.unverified:
+            items.append(f"Unverified: {s}")
+        return items
+
+    def _history_sections(
+        self, facts: _Facts, prev: dict[str, list[str]], focus: str | None, *, branch: bool
+    ) -> list[_Section]:
+        p = prev.get
+        next_steps = list(facts.next_steps[-3:])
+        if facts.in_progress:
+            next_steps.append("Continue: " + re.sub(r"^\[ \] ", "", facts.in_progress[-1]))
+        for s in facts.unverified[:2]:
+            next_steps.append(f"Verify: {_clip(s, 200)}")
+        context = self._reference_items(facts)
+        if focus:
+            context.insert(0, f"Requested focus: {focus}")
+        done = _merge([d if d.startswith("[x]") else f"[x] {d}" for d in p("done", [])], facts.done)
+        in_progress = _merge(p("in_progress", []), facts.in_progress) if not facts.goals else facts.in_progress
+        if prev and facts.goals:
+            # Earlier open items that the new messages did not close stay visible.
+            in_progress = _merge(
+                [i for i in p("in_progress", []) if i.replace("[ ] ", "[x] ") not in done], facts.in_progress
+            )
+        sections = [
+            _Section("## Goal", _merge(p("goal", []), facts.goals), style="-", keep=1, priority=3),
+            _Section("## Constraints & Preferences", _merge(p("constraints", []), facts.constraints), priority=3),
+            _Section("## Progress", [], style="none", keep=0),
+            _Section("### Done", done, empty="[x] (nothing completed yet)", priority=2),
+            _Section("### In Progress", in_progress, empty="[ ] (none)", priority=2),
+            _Section("### Blocked", _merge(p("blocked", []), facts.blocked), priority=2),
+            _Section("## Key Decisions", _merge(p("decisions", []), facts.decisions), empty="(none)", priority=1),
+            _Section("## Next Steps", _merge(p("next_steps", []), next_steps) or ["Continue with the latest request."], style="1.", priority=1),
+        ]
+        if branch:
+            refs = context
+            if refs:
+                sections[6].items.append("**References**: " + " | ".join(refs))
+        else:
+            sections.append(
+                _Section("## Critical Context", _merge(p("context", []) + p("files", []), context), keep=4, priority=4)
+            )
+        return sections
+
+    def _prefix_sections(self, facts: _Facts) -> list[_Section]:
+        request = facts.goals[0] if facts.goals else "(no user request in this part)"
+        progress = facts.done + [f"Blocked: {b}" for b in facts.blocked] + [
+            f"Decision: {d}" for d in facts.decisions
+        ]
+        progress += [i for i in facts.in_progress if "(no result seen)" in i]
+        return [
+            _Section("## Original Request", [request], style="text", keep=1, priority=5),
+            _Section("## Progress So Far", progress, priority=2),
+            _Section("## Context Needed to Continue", self._reference_items(facts), keep=3, priority=4),
+        ]
