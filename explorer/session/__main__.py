@@ -1,0 +1,397 @@
+"""Command line: inspect Pi session files without changing them.
+
+    python -m explorer.session show FILE
+    python -m explorer.session entries FILE --json
+    python -m explorer.session tree FILE --json
+    python -m explorer.session context FILE [--leaf ID | --all-leaves] [--json]
+    python -m explorer.session compact FILE [--leaf ID | --all-leaves] --dry-run [--json]
+    python -m explorer.session validate FILE [--json]
+    python -m explorer.session list [DIR] [--json]
+
+Human-readable by default; `--json` prints one JSON object (or array) per line, serialized
+exactly like JavaScript's JSON.stringify, with Pi's camelCase keys. The file is only read:
+legacy files are migrated in memory with ids that are the same on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from .cli_commands import (
+    compact_record,
+    context_record,
+    entries_records,
+    resolve_leaves,
+    tree_json,
+)
+from .cli_load import CliError, Inspected, load_for_inspection, read_input
+from .cli_render import Style, describe_entry, render_tree, snippet
+from .errors import SessionError
+from .jsonfmt import dumps
+
+__all__ = ["build_parser", "main"]
+
+
+def _emit_json(out: TextIO, value: Any) -> None:
+    out.write(dumps(value))
+    out.write("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands. Each returns the exit code.
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    inspected = load_for_inspection(args.file)
+    manager = inspected.manager
+    style = Style(out)
+    leaf = resolve_leaves(inspected, args.leaf, False)[0]
+    active = {e.get("id") for e in manager.get_branch(leaf)} if leaf is not None else set()
+    header = manager.get_header() or {}
+    name = manager.get_session_name()
+    title = f"session {header.get('id')}"
+    if name:
+        title += f" “{name}”"
+    out.write(style.bold(title) + "\n")
+    details = [f"cwd {header.get('cwd')}", f"{len(manager.get_entries())} entries"]
+    if inspected.migrated_from is not None:
+        details.append(f"version {inspected.migrated_from}, migrated in memory")
+    details.append(f"leaf {leaf}")
+    out.write(style.dim(" · ".join(details)) + "\n")
+    for line in render_tree(manager.get_tree(), active, leaf, style):
+        out.write(line + "\n")
+    return 0
+
+
+def cmd_entries(args: argparse.Namespace, out: TextIO) -> int:
+    inspected = load_for_inspection(args.file)
+    records = entries_records(inspected)
+    if args.json:
+        _emit_json(out, records)
+        return 0
+    style = Style(out)
+    lines = inspected.line_numbers[1:]  # the header is not an entry
+    for i, (record, entry) in enumerate(zip(records, inspected.manager.get_entries(), strict=True)):
+        line = lines[i] if i < len(lines) else "?"
+        parent = record["parentId"] if record["parentId"] is not None else "-"
+        out.write(
+            f"{style.dim(f'{line:>6}')} {record['id']} {style.dim(f'← {parent}')} "
+            f"{describe_entry(entry)}\n"
+        )
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.json:
+        return cmd_show(args, out)
+    inspected = load_for_inspection(args.file)
+    _emit_json(out, tree_json(inspected.manager.get_tree()))
+    return 0
+
+
+def _render_context(inspected: Inspected) -> Callable[[dict[str, Any], TextIO, Style], None]:
+    def render(record: dict[str, Any], out: TextIO, style: Style) -> None:
+        model = record["model"]
+        model_text = f"{model.get('provider')}/{model.get('modelId')}" if model else "none"
+        tokens = record["tokens"]
+        out.write(
+            style.bold(f"leaf {record['leafId']}")
+            + style.dim(
+                f" · {len(record['messages'])} messages · ~{_num(tokens)} tokens"
+                f" · thinking {record['thinkingLevel']} · model {model_text}"
+            )
+            + "\n"
+        )
+        for message, entry_id in zip(record["messages"], record["entryIds"], strict=True):
+            role = message.get("role") if isinstance(message, dict) else None
+            text = _message_text(message)
+            out.write(f"  {style.cyan(f'{entry_id}')} {style.bold(str(role))}: {text}\n")
+
+    return render
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _message_text(message: Any) -> str:
+    if not isinstance(message, dict):
+        return "(malformed)"
+    role = message.get("role")
+    if role in ("compactionSummary", "branchSummary"):
+        return snippet(message.get("summary") or "", 90)
+    if role == "bashExecution":
+        return "$ " + snippet(message.get("command") or "", 88)
+    entry_like = {"type": "message", "message": message}
+    text = describe_entry(entry_like)
+    prefix = f"{role}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def cmd_context(args: argparse.Namespace, out: TextIO) -> int:
+    inspected = load_for_inspection(args.file)
+    return _per_leaf_loaded(args, out, inspected, context_record, _render_context(inspected))
+
+
+def _per_leaf_loaded(
+    args: argparse.Namespace,
+    out: TextIO,
+    inspected: Inspected,
+    build: Callable[[Any, Any], dict[str, Any]],
+    render: Callable[[dict[str, Any], TextIO, Style], None],
+) -> int:
+    leaves = resolve_leaves(inspected, args.leaf, args.all_leaves)
+    style = Style(out)
+    failed = False
+    for leaf_id in leaves:
+        try:
+            record = build(inspected.manager, leaf_id)
+        except Exception as exc:  # one broken leaf must not hide the others
+            record = {"leafId": leaf_id, "error": f"{type(exc).__name__}: {exc}"}
+            failed = True
+        if args.json:
+            _emit_json(out, record)
+        elif "error" in record:
+            out.write(style.red(f"leaf {leaf_id}: cannot build: {record['error']}") + "\n")
+        else:
+            render(record, out, style)
+    return 1 if failed else 0
+
+
+def _render_compact(record: dict[str, Any], out: TextIO, style: Style) -> None:
+    prep = record["preparation"]
+    out.write(style.bold(f"leaf {record['leafId']}") + ": ")
+    if prep is None:
+        out.write("nothing to compact\n")
+        return
+    out.write(
+        f"would summarize {len(prep['summarizeEntryIds'])} entries and keep from "
+        f"{prep['firstKeptEntryId']} (~{_num(prep['tokensBefore'])} tokens before)\n"
+    )
+    if prep["isSplitTurn"]:
+        out.write(
+            f"  split turn: starts at {prep['turnStartEntryId']}, "
+            f"{len(prep['turnPrefixEntryIds'])} entries summarized as the turn prefix\n"
+        )
+    details = prep.get("details") or {}
+    for key, title in (("readFiles", "read"), ("modifiedFiles", "modified")):
+        files = details.get(key) if isinstance(details, dict) else None
+        if files:
+            out.write(f"  {title}: {', '.join(str(f) for f in files)}\n")
+
+
+def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.dry_run:
+        raise CliError("compact only previews (this tool never writes the file): add --dry-run", 2)
+    inspected = load_for_inspection(args.file)
+
+    def build(manager: Any, leaf_id: Any) -> dict[str, Any]:
+        return compact_record(manager, leaf_id, args.keep_recent, args.reserve)
+
+    return _per_leaf_loaded(args, out, inspected, build, _render_compact)
+
+
+def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from .diagnostics import validate_bytes
+
+    data = read_input(args.file)
+    report = validate_bytes(data, path=args.file)
+    problems = list(report.problems)
+    failing = [p for p in problems if p.severity == "error"] if args.allow_warnings else problems
+    if args.json:
+        _emit_json(
+            out,
+            {
+                "file": args.file,
+                "ok": not failing,
+                "version": report.version,
+                "problems": [
+                    {
+                        "line": p.line,
+                        "severity": p.severity,
+                        "code": p.code,
+                        "message": p.message,
+                        "entryId": p.entry_id,
+                    }
+                    for p in problems
+                ],
+            },
+        )
+    else:
+        style = Style(out)
+        for p in problems:
+            severity = style.red("error") if p.severity == "error" else style.yellow("warning")
+            where = f" (entry {p.entry_id})" if p.entry_id else ""
+            out.write(f"{args.file}:{p.line}: {severity}: {p.message}{where} [{p.code}]\n")
+        errors = sum(1 for p in problems if p.severity == "error")
+        warnings = len(problems) - errors
+        if problems:
+            out.write(style.dim(f"{errors} error(s), {warnings} warning(s)") + "\n")
+        else:
+            out.write(style.green("ok") + style.dim(" · no problems") + "\n")
+    return 1 if failing else 0
+
+
+def _session_dirs(directory: str) -> list[str]:
+    """The directory itself when it holds session files, else its sub-directories (a sessions
+    root such as ~/.pi/agent/sessions holds one directory per project)."""
+    names = sorted(os.listdir(directory))
+    if any(n.endswith(".jsonl") for n in names):
+        return [directory]
+    return [
+        os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n))
+    ]
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    if hasattr(info, "to_json"):
+        data = dict(info.to_json())
+    elif isinstance(info, dict):
+        data = dict(info)
+    else:
+        data = dict(vars(info))
+    data.pop("allMessagesText", None)
+    data.pop("all_messages_text", None)
+    return data
+
+
+def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    from .manager import SessionManager
+
+    if args.dir is None:
+        infos = list(SessionManager.list_all())
+    else:
+        if not os.path.isdir(args.dir):
+            raise CliError(f"{args.dir}: not a directory")
+        infos = []
+        for directory in _session_dirs(args.dir):
+            infos.extend(SessionManager.list_all(directory))
+    records = [_info_json(info) for info in infos]
+    records.sort(key=lambda r: str(r.get("modified") or ""), reverse=True)
+    if args.json:
+        for record in records:
+            _emit_json(out, record)
+        return 0
+    style = Style(out)
+    if not records:
+        out.write(style.dim("no sessions") + "\n")
+    for record in records:
+        name = record.get("name") or ""
+        first = snippet(record.get("firstMessage") or "", 60)
+        out.write(
+            f"{style.dim(str(record.get('modified') or ''))} {style.bold(name or '(unnamed)')}"
+            f" · {record.get('messageCount')} messages · {record.get('cwd') or ''}\n"
+            f"    {first}\n    {style.dim(str(record.get('path') or ''))}\n"
+        )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser
+
+
+def _leaf_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--leaf", metavar="ID", help="entry id to use as the leaf (default: the current leaf)")
+    group.add_argument(
+        "--all-leaves",
+        action="store_true",
+        help="every entry without children, in file order (one line each)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pisession",
+        description="Inspect Pi coding-agent session files (JSONL, format v3). Never writes to them.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("show", help="the tree as indented text, active path marked with *")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--leaf", metavar="ID", help="mark the path to this entry instead of the current leaf")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("entries", help="id, parentId and type of every entry, in file order")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="one JSON array")
+    p.set_defaults(func=cmd_entries)
+
+    p = sub.add_parser("tree", help="the tree (SPEC 3.9 order); with --json {\"roots\": [...]}")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_tree, leaf=None)
+
+    p = sub.add_parser("context", help="what the model sees at a leaf (projected messages, tokens)")
+    p.add_argument("file", metavar="FILE")
+    _leaf_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per leaf")
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("compact", help="preview a compaction at a leaf (--dry-run; nothing is written)")
+    p.add_argument("file", metavar="FILE")
+    _leaf_options(p)
+    p.add_argument("--keep-recent", type=int, default=20000, metavar="N", help="keepRecentTokens (default 20000)")
+    p.add_argument("--reserve", type=int, default=16384, metavar="N", help="reserveTokens (default 16384)")
+    p.add_argument("--dry-run", action="store_true", help="required: only compute the preparation")
+    p.add_argument("--json", action="store_true", help="one JSON object per leaf")
+    p.set_defaults(func=cmd_compact)
+
+    p = sub.add_parser("validate", help="every problem with its line number; exit 1 if any")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--allow-warnings",
+        action="store_true",
+        help="exit 0 when there are only warnings (things Pi tolerates)",
+    )
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("list", help="sessions in a Pi sessions directory (default: ~/.pi/agent/sessions)")
+    p.add_argument("dir", metavar="DIR", nargs="?")
+    p.add_argument("--json", action="store_true", help="one JSON object per session")
+    p.set_defaults(func=cmd_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    try:
+        code = args.func(args, out)
+        out.flush()
+        return code
+    except CliError as exc:
+        print(f"pisession: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        # Output piped into `head`: stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except SessionError as exc:
+        print(f"pisession: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug, not bad input: say so in one line unless debugging
+        if os.environ.get("PISESSION_DEBUG"):
+            raise
+        print(
+            f"pisession: internal error: {type(exc).__name__}: {exc} (set PISESSION_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

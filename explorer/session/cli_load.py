@@ -1,0 +1,83 @@
+"""Loading a session file for inspection: in memory only, never written, ids reproducible.
+
+Opening a file the way Pi does may write to it (migration rewrite, newline repair, a header for
+an empty file). Inspection must not, so the command line reads the bytes once and builds an
+in-memory manager from them. A legacy (version 1) file gets fresh entry ids while migrating;
+they are drawn from a random source seeded with the file's bytes, so every run over the same
+file prints the same ids and an id printed by one command can be passed to the next.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SessionError
+from .loading import parse_bytes
+
+__all__ = ["CliError", "Inspected", "load_for_inspection", "read_input"]
+
+
+class CliError(Exception):
+    """Bad input for the command line: printed as one line on stderr, no traceback."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@dataclass
+class Inspected:
+    """A session loaded read-only: the manager plus where each entry came from."""
+
+    path: str
+    data: bytes
+    manager: Any
+    line_numbers: list[int]
+    """1-based file line of each file entry (header first), aligned with the loaded list."""
+    migrated_from: int | None
+    """The file's version when it was migrated in memory, else None."""
+
+
+def read_input(path: str) -> bytes:
+    """The file's bytes, or a CliError that says plainly what is wrong."""
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory (expected a session .jsonl file)")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _version(header: dict[str, Any]) -> Any:
+    version = header.get("version")
+    return 1 if version is None else version
+
+
+def load_for_inspection(path: str) -> Inspected:
+    """An in-memory manager over the file's current content; raises CliError on bad input."""
+    from .manager import SessionManager  # imported late: the CLI's --help must not need it
+
+    data = read_input(path)
+    if not data:
+        raise CliError(f"{path}: empty file, not a pi session (no header)")
+    loaded = parse_bytes(data)
+    if not loaded.valid:
+        raise CliError(f"Session file is not a valid pi session: {os.path.abspath(path)}")
+    version = _version(loaded.entries[0])
+    legacy = not isinstance(version, (int, float)) or isinstance(version, bool) or version < 3
+    try:
+        manager = SessionManager.load_readonly(data, path=os.path.abspath(path))
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    return Inspected(
+        path=path,
+        data=data,
+        manager=manager,
+        line_numbers=list(loaded.line_numbers),
+        migrated_from=version if legacy else None,
+    )
