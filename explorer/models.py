@@ -22,6 +22,7 @@ class Session(models.Model):
     parent_session = models.TextField(blank=True, default="")
     source_path = models.TextField(blank=True, default="")
     header_raw = models.TextField(help_text="Header line as exported (verbatim for v3 files)")
+    header_position = models.IntegerField(default=0, help_text="Line index of the header")
     name = models.TextField(blank=True, default="", help_text="From the newest session_info")
     entry_count = models.IntegerField(default=0)
     leaf_count = models.IntegerField(default=0)

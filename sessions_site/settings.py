@@ -7,6 +7,7 @@ Defaults suit a laptop: SQLite file, in-memory channel layer, DEBUG on. A deploy
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -153,10 +154,8 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 # WhiteNoise warns at every start when the collected directory is missing; in development
 # the finders serve files, so an empty directory is enough.
-try:
+with contextlib.suppress(OSError):
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-except OSError:
-    pass
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -1,0 +1,1208 @@
+"""The database store: import, export and indexed reads of stored sessions.
+
+Import parses each file once, in one streaming pass over its lines, and keeps every line's
+original text, so an export is byte-identical to what was imported plus what was appended
+since. Pages read through the indexed helpers here (a path is one recursive query, children
+one indexed query); nothing here loads a whole session except export and the full
+``DatabaseStorage``.
+
+Blocking problems ("error" severity): the bytes are not a Pi session at all (Pi would refuse
+them), duplicate entry ids, parent cycles, or a file over the upload limit. Everything Pi
+tolerates imports with a warning (SPEC section 1.7, Appendix D).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Count, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
+from explorer.session import jsonfmt
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DatabaseStorage",
+    "ImportError_",
+    "ImportResult",
+    "Problem",
+    "children_of",
+    "cursor_for",
+    "default_leaf_id",
+    "export_bytes",
+    "import_bytes",
+    "import_file",
+    "iter_export",
+    "path_rows",
+    "path_to",
+]
+
+# Files up to this size also get the engine's full diagnostics report (it holds the parsed
+# file in memory); larger files rely on the streaming checks here alone.
+FULL_VALIDATION_LIMIT = 64 * 1024 * 1024
+MAX_PROBLEMS = 500
+_BATCH_BYTES = 8 * 1024 * 1024
+_BATCH_ROWS = 2000
+_JS_WS = jsonfmt.JS_WHITESPACE
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding with its 1-based file line (0 = the file as a whole)."""
+
+    line: int
+    severity: str  # "error" | "warning"
+    code: str
+    message: str
+    entry_id: str | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line else "file"
+        return f"{where}: {self.severity}: {self.message}"
+
+
+@dataclass
+class ImportResult:
+    session: Session | None = None
+    created: bool = False
+    added: int = 0
+    unchanged: bool = False
+    problems: list[Problem] = field(default_factory=list)
+    source_path: str = ""
+    new_entries: list[Entry] | None = None
+    """Rows added (None when too many to hand to listeners one by one)."""
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+
+class ImportError_(Exception):  # noqa: N801 - avoid shadowing the builtin ImportError
+    """Raised inside the import transaction to roll everything back."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems[:5]))
+        self.problems = problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Line scanning
+
+
+def _iter_lines(
+    data: bytes, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, bytes, bool]]:
+    """(0-based index from ``start``, line bytes without "\\n", terminated) for each line of
+    ``data[start:end]``, without copying or splitting the whole buffer (a 200 MB file must not
+    become a list of pieces)."""
+    n = len(data) if end is None else end
+    pos = start
+    index = 0
+    while pos < n:
+        nl = data.find(b"\n", pos, n)
+        if nl == -1:
+            yield index, data[pos:n], False
+            return
+        yield index, data[pos:nl], True
+        pos = nl + 1
+        index += 1
+
+
+def _decode(piece: bytes) -> tuple[str, bool]:
+    try:
+        return piece.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return piece.decode("utf-8", errors="replace"), False
+
+
+def _parse(line: str) -> tuple[bool, Any]:
+    try:
+        return True, orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return True, jsonfmt.loads(line)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _is_falsy(value: Any) -> bool:
+    return value is None or value is False or value == "" or (
+        type(value) in (int, float) and value == 0
+    )
+
+
+def _excerpt(line: str, limit: int = 60) -> str:
+    line = line.strip()
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
+def _entry_fields(value: dict) -> dict[str, Any]:
+    """The indexed columns of one entry (what pages filter and sort on)."""
+    entry_type = value.get("type")
+    role = ""
+    if entry_type == "message":
+        message = value.get("message")
+        if isinstance(message, dict) and isinstance(message.get("role"), str):
+            role = message["role"][:64]
+    custom_type = value.get("customType")
+    target_id = value.get("targetId")
+    timestamp = value.get("timestamp")
+    parent = value.get("parentId")
+    return {
+        "type": (entry_type if isinstance(entry_type, str) else "")[:64],
+        "parent_id": parent if isinstance(parent, str) and parent else None,
+        "timestamp": (timestamp if isinstance(timestamp, str) else "")[:64],
+        "role": role,
+        "custom_type": (custom_type if isinstance(custom_type, str) else "")[:200],
+        "target_id": (target_id if isinstance(target_id, str) else "")[:200],
+    }
+
+
+def _session_name(value: dict) -> str | None:
+    """Name set by a ``session_info`` entry ("" clears it), as Pi's ``getSessionName``."""
+    name = value.get("name")
+    if not isinstance(name, str):
+        return ""
+    return jsonfmt.js_trim(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# The import pass
+
+
+@dataclass
+class _Line:
+    index: int
+    raw: str
+    raw_bytes: bytes | None
+    value: Any  # parsed dict, or None for extra lines
+    kind: str  # "entry" | extra-line kind
+    original: bytes | None = None  # bytes to store for extra lines
+    nbytes: int = 0
+
+
+@dataclass
+class _Scan:
+    """What the streaming pass learned, across an initial import and its later increments."""
+
+    problems: list[Problem] = field(default_factory=list)
+    ids: dict[str, str | None] = field(default_factory=dict)  # id -> parent id
+    depth: dict[str, int] = field(default_factory=dict)
+    pending_depth: set[str] = field(default_factory=set)
+    first_line: dict[str, int] = field(default_factory=dict)
+    fixed: dict[str, int] = field(default_factory=dict)  # depths settled after the pass
+
+    def add(self, problem: Problem) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        elif len(self.problems) == MAX_PROBLEMS:
+            self.problems.append(Problem(0, problem.severity, "truncated",
+                                         "Too many problems; the rest are not listed."))
+
+    @property
+    def failed(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+
+class _Writer:
+    """Buffers rows and inserts them in batches inside the import transaction."""
+
+    def __init__(self, session: Session, author) -> None:
+        self.session = session
+        self.author = author
+        self.entries: list[Entry] = []
+        self.extras: list[ExtraLine] = []
+        self.buffered = 0
+        self.created: list[Entry] = []
+        self.keep_created = True
+
+    def entry(self, row: Entry) -> None:
+        self.entries.append(row)
+        self.buffered += len(row.raw)
+        if self.keep_created:
+            self.created.append(row)
+            if len(self.created) > 5000:
+                # Very large imports: listeners get a count, not every row.
+                self.keep_created = False
+                self.created = []
+        if self.buffered >= _BATCH_BYTES or len(self.entries) >= _BATCH_ROWS:
+            self.flush()
+
+    def extra(self, row: ExtraLine) -> None:
+        self.extras.append(row)
+
+    def flush(self) -> None:
+        if self.entries:
+            Entry.objects.bulk_create(self.entries)
+            if not self.keep_created:
+                for row in self.entries:
+                    row.raw = ""  # let the big strings go
+            self.entries = []
+            self.buffered = 0
+        if self.extras:
+            ExtraLine.objects.bulk_create(self.extras)
+            self.extras = []
+
+
+def _check_size(data_len: int, result: ImportResult) -> bool:
+    limit = getattr(settings, "SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+    if data_len > limit:
+        result.problems.append(Problem(
+            0, "error", "too_large",
+            f"The file is {data_len:,} bytes; the limit is {limit:,} bytes "
+            "(setting SESSIONS_MAX_UPLOAD_BYTES).",
+        ))
+        return False
+    return True
+
+
+def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
+    """Locate the header the way Pi does: the first kept value decides."""
+    problems: list[Problem] = []
+    for index, piece, _terminated in _iter_lines(data):
+        line, _ok = _decode(piece)
+        if line[:1] != "{" and not line.strip(_JS_WS):
+            continue
+        ok, value = _parse(line)
+        if not ok:
+            continue
+        if _is_falsy(value):
+            continue
+        if isinstance(value, dict) and value.get("type") == "session" and isinstance(
+            value.get("id"), str
+        ):
+            return value, index, line, problems
+        what = "an object" if isinstance(value, dict) else f"a {type(value).__name__} value"
+        problems.append(Problem(
+            index + 1, "error", "not_a_session",
+            f"Not a Pi session: the first record is {what}, not a session header "
+            '(an object with "type":"session" and a string "id").',
+        ))
+        return None, index, line, problems
+    problems.append(Problem(0, "error", "not_a_session",
+                            "Not a Pi session: the file holds no JSON record."))
+    return None, -1, "", problems
+
+
+def _version_of(header: dict) -> int:
+    version = header.get("version")
+    if version is None:
+        return 1
+    if isinstance(version, bool) or not isinstance(version, (int, float)):
+        return 1
+    return int(version) if version == version else 1
+
+
+def import_bytes(
+    data: bytes,
+    *,
+    source_path: str = "",
+    user=None,
+    defer_incomplete_tail: bool = False,
+    rng=None,
+    signal_source: str = "import",
+) -> ImportResult:
+    """Import one file's content; idempotent and incremental per header id.
+
+    Atomic: on any blocking problem nothing is written and ``result.ok`` is False.
+    ``defer_incomplete_tail``: leave an unterminated last line that does not parse for a
+    later call (a file still being written). ``rng``: id source for migrating legacy files.
+    """
+    if isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    result = ImportResult(source_path=source_path)
+    if not _check_size(len(data), result):
+        return result
+    header, header_index, header_line, problems = _find_header(data)
+    if header is None:
+        result.problems.extend(problems)
+        return result
+    consumed = len(data)
+    if defer_incomplete_tail and not data.endswith(b"\n"):
+        tail_start = data.rfind(b"\n") + 1
+        tail = data[tail_start:]
+        ok, _ = _parse(_decode(tail)[0])
+        if not ok:
+            consumed = tail_start
+    try:
+        with transaction.atomic():
+            existing = (
+                Session.objects.select_for_update().filter(session_id=header["id"]).first()
+                if connection.features.has_select_for_update
+                else Session.objects.filter(session_id=header["id"]).first()
+            )
+            if _version_of(header) < 3:
+                _import_legacy(data[:consumed], header, existing, result, user, source_path, rng)
+            elif existing is None:
+                _import_new(data, consumed, header, header_index, header_line, result, user,
+                            source_path)
+            else:
+                _import_more(data, consumed, existing, result, user, source_path)
+            if not result.ok:
+                raise ImportError_(result.problems)
+    except ImportError_:
+        result.session = None
+        result.created = False
+        result.added = 0
+        return result
+    _after_import(result, signal_source)
+    return result
+
+
+def import_file(path: str, *, user=None, source_path: str | None = None, **kwargs) -> ImportResult:
+    """Import a file from disk (its path becomes the session's ``source_path``)."""
+    import os
+
+    result = ImportResult(source_path=source_path or path)
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        result.problems.append(Problem(0, "error", "unreadable", f"Cannot read {path}: {exc}"))
+        return result
+    if not _check_size(size, result):
+        return result
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return import_bytes(data, source_path=source_path or os.path.abspath(path), user=user,
+                        **kwargs)
+
+
+def _after_import(result: ImportResult, source: str) -> None:
+    from explorer import services
+
+    if result.session is None:
+        return
+    services.notify_import(result, source)
+
+
+def _full_report(data: bytes, scan_problems: list[Problem]) -> list[Problem]:
+    """Merge the engine's diagnostics (small files) with the streaming pass's findings."""
+    if len(data) > FULL_VALIDATION_LIMIT:
+        return scan_problems
+    try:
+        from explorer.session import diagnostics
+    except ImportError:
+        return scan_problems
+    validate = getattr(diagnostics, "validate_bytes", None)
+    if validate is None:
+        return scan_problems
+    try:
+        report = validate(data)
+    except Exception:  # a diagnostics bug must not block an otherwise good import
+        logger.exception("validate_bytes failed; using the importer's own checks")
+        return scan_problems
+    merged: list[Problem] = []
+    seen: set[tuple[int, str]] = set()
+    for p in report.problems:
+        problem = Problem(p.line, p.severity, p.code, p.message, getattr(p, "entry_id", None))
+        merged.append(problem)
+        seen.add((problem.line, problem.severity))
+    for p in scan_problems:
+        # Ours count where the engine reported nothing of that severity on that line.
+        if (p.line, p.severity) not in seen:
+            merged.append(p)
+    merged.sort(key=lambda p: (p.line, p.severity != "error"))
+    return merged
+
+
+def _scan_lines(
+    data: bytes,
+    start: int,
+    consumed: int,
+    first_index: int,
+    header_index: int | None,
+    scan: _Scan,
+) -> Iterator[_Line]:
+    """Classify each line after ``start`` (byte offset); ``first_index`` is its line index."""
+    for rel_index, piece, _terminated in _iter_lines(data, start, consumed):
+        index = first_index + rel_index
+        if header_index is not None and index == header_index:
+            continue
+        line, valid_utf8 = _decode(piece)
+        raw_bytes = None if valid_utf8 else piece
+        if not valid_utf8:
+            scan.add(Problem(index + 1, "warning", "invalid_utf8",
+                             "Line is not valid UTF-8; invalid bytes read as U+FFFD "
+                             "(original bytes kept)."))
+        if line[:1] != "{" and not line.strip(_JS_WS):
+            yield _Line(index, line, raw_bytes, None, "blank", piece)
+            continue
+        ok, value = _parse(line)
+        if not ok:
+            scan.add(Problem(index + 1, "warning", "malformed_line",
+                             f"Malformed JSON, skipped by Pi: {_excerpt(line)}"))
+            yield _Line(index, line, raw_bytes, None, "malformed", piece)
+            continue
+        if header_index is not None and index < header_index:
+            # Before the header only blank, malformed and falsy lines can occur.
+            yield _Line(index, line, raw_bytes, None, "falsy", piece)
+            continue
+        if not isinstance(value, dict):
+            if _is_falsy(value):
+                yield _Line(index, line, raw_bytes, None, "falsy", piece)
+            else:
+                scan.add(Problem(index + 1, "warning", "non_object",
+                                 f"A {type(value).__name__} value, not an entry; dropped "
+                                 "(Pi keeps it and its index breaks)."))
+                yield _Line(index, line, raw_bytes, None, "non_object", piece)
+            continue
+        if value.get("type") == "session":
+            scan.add(Problem(index + 1, "warning", "extra_header",
+                             "A second session header; Pi ignores it in the tree."))
+            yield _Line(index, line, raw_bytes, None, "session", piece)
+            continue
+        entry_id = value.get("id")
+        if not isinstance(entry_id, str) or not entry_id:
+            scan.add(Problem(index + 1, "warning", "missing_id",
+                             "Entry without a string id; kept but not part of the tree."))
+            yield _Line(index, line, raw_bytes, value=None, kind="no_id", original=piece)
+            continue
+        yield _Line(index, line, raw_bytes, value, "entry", nbytes=len(piece))
+
+
+def _store_lines(
+    lines: Iterable[_Line],
+    session: Session,
+    scan: _Scan,
+    writer: _Writer,
+    position_of,
+) -> dict[str, Any]:
+    """Turn classified lines into rows; returns counters for the session."""
+    stats = {"entries": 0, "compactions": 0, "context_edits": 0, "name": None, "last_id": None}
+    for item in lines:
+        position = position_of(item.index)
+        if item.kind != "entry":
+            if not scan.failed:
+                writer.extra(ExtraLine(session=session, position=position, line_no=position + 1,
+                                       kind=item.kind, raw=item.original or b""))
+            continue
+        value = item.value
+        entry_id = value["id"]
+        fields = _entry_fields(value)
+        line_no = item.index + 1
+        if entry_id in scan.ids:
+            scan.add(Problem(
+                line_no, "error", "duplicate_id",
+                f"Duplicate entry id {entry_id} (first on line {scan.first_line[entry_id]}); "
+                "Pi would keep only the later one in its index.", entry_id))
+            continue
+        parent = fields["parent_id"]
+        scan.ids[entry_id] = parent
+        scan.first_line[entry_id] = line_no
+        if parent is None:
+            depth = 0
+        elif parent in scan.depth and parent not in scan.pending_depth:
+            depth = scan.depth[parent] + 1
+        else:
+            # The parent comes later in the file (or never): settled after the pass.
+            depth = 0
+            scan.pending_depth.add(entry_id)
+        scan.depth[entry_id] = depth
+        stats["entries"] += 1
+        stats["last_id"] = entry_id
+        if fields["type"] == "compaction":
+            stats["compactions"] += 1
+        elif fields["type"] == "context_edit":
+            stats["context_edits"] += 1
+        elif fields["type"] == "session_info":
+            stats["name"] = _session_name(value)
+        if scan.failed:
+            continue
+        writer.entry(Entry(
+            session=session, entry_id=entry_id[:200], position=position, line_no=position + 1,
+            depth=depth, raw=item.raw, raw_bytes=item.raw_bytes, size=item.nbytes,
+            author=writer.author, **fields,
+        ))
+    return stats
+
+
+def _resolve_pending(session: Session, scan: _Scan) -> None:
+    """Depths of entries whose parent came later in the file, and parent problems."""
+    for entry_id in list(scan.pending_depth):
+        chain: list[str] = []
+        seen: set[str] = set()
+        current: str | None = entry_id
+        depth_base = None
+        while current is not None:
+            if current in seen:
+                members = " → ".join(chain[chain.index(current):] + [current])
+                scan.add(Problem(scan.first_line.get(entry_id, 0), "error", "parent_cycle",
+                                 f"Parent cycle: {members}; Pi would loop forever.", entry_id))
+                depth_base = 0
+                break
+            seen.add(current)
+            chain.append(current)
+            parent = scan.ids.get(current)
+            if parent is None:
+                depth_base = 0
+                break
+            if parent not in scan.ids:
+                scan.add(Problem(scan.first_line.get(current, 0), "warning", "dangling_parent",
+                                 f"Entry {current} names a parent {parent} that does not exist; "
+                                 "its path stops there.", current))
+                depth_base = 0
+                break
+            if parent not in scan.pending_depth and parent in scan.depth:
+                depth_base = scan.depth[parent] + 1
+                break
+            current = parent
+        if scan.failed:
+            return
+        # chain[0] is entry_id; the last element has depth depth_base.
+        for offset, member in enumerate(reversed(chain)):
+            depth = (depth_base or 0) + offset
+            scan.depth[member] = depth
+            scan.pending_depth.discard(member)
+            if depth:
+                scan.fixed[member] = depth
+
+
+def _finish_session(session: Session, scan: _Scan) -> None:
+    for entry_id, depth in scan.fixed.items():
+        Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
+    # Child counts of every parent touched by this import, in one statement.
+    parents = {p for p in scan.ids.values() if p}
+    if parents:
+        counts = (
+            Entry.objects.filter(session=session, parent_id=OuterRef("entry_id"))
+            .order_by()
+            .values("parent_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        parent_list = list(parents)
+        for i in range(0, len(parent_list), 500):
+            Entry.objects.filter(session=session, entry_id__in=parent_list[i:i + 500]).update(
+                child_count=Coalesce(Subquery(counts), 0)
+            )
+    refresh_counters(session)
+
+
+def refresh_counters(session: Session) -> None:
+    """Recount what the list page shows (indexed counts, no payload)."""
+    entries = Entry.objects.filter(session=session)
+    session.entry_count = entries.count()
+    session.leaf_count = entries.filter(child_count=0).count()
+    session.compaction_count = entries.filter(type="compaction").count()
+    session.context_edit_count = entries.filter(type="context_edit").count()
+    last = entries.order_by("-position").values_list("position", flat=True).first()
+    extra_last = ExtraLine.objects.filter(session=session).aggregate(m=Max("position"))["m"]
+    highest = max(x for x in (last, extra_last, session.header_position) if x is not None)
+    session.next_position = highest + 1
+    session.warning_count = ImportProblem.objects.filter(session=session).count()
+    session.save()
+    _sync_default_leaf(session)
+
+
+def _sync_default_leaf(session: Session) -> Leaf:
+    last = (
+        Entry.objects.filter(session=session).order_by("-position")
+        .values_list("entry_id", flat=True).first()
+    )
+    leaf, _ = Leaf.objects.update_or_create(
+        session=session, name=Leaf.DEFAULT, defaults={"entry_id": last, "user": None}
+    )
+    return leaf
+
+
+def _save_problems(session: Session, problems: list[Problem]) -> None:
+    ImportProblem.objects.bulk_create([
+        ImportProblem(session=session, line=p.line, severity=p.severity, code=p.code[:64],
+                      message=p.message, entry_id=(p.entry_id or "")[:200])
+        for p in problems if p.severity == "warning"
+    ])
+
+
+def _header_fields(header: dict) -> dict[str, Any]:
+    def text(key: str) -> str:
+        value = header.get(key)
+        return value if isinstance(value, str) else ""
+
+    return {
+        "cwd": text("cwd"),
+        "header_timestamp": text("timestamp")[:64],
+        "parent_session": text("parentSession"),
+    }
+
+
+def _import_new(data, consumed, header, header_index, header_line, result, user, source_path):
+    scan = _Scan()
+    session = Session.objects.create(
+        session_id=header["id"], version=3, source_version=_version_of(header),
+        header_raw=header_line, header_position=header_index, source_path=source_path,
+        imported_by=user, **_header_fields(header),
+    )
+    writer = _Writer(session, None)
+    lines = _scan_lines(data, 0, consumed, 0, header_index, scan)
+    stats = _store_lines(lines, session, scan, writer, position_of=lambda index: index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    if data[:consumed] and not data[:consumed].endswith(b"\n"):
+        scan.add(Problem(data.count(b"\n", 0, consumed) + 1, "warning", "missing_final_newline",
+                         "The file does not end with a newline (Pi appends one on open)."))
+    problems = _full_report(data[:consumed] if consumed != len(data) else data, scan.problems)
+    result.problems.extend(problems)
+    if not result.ok:
+        return
+    _finish_session(session, scan)
+    session.name = stats["name"] or ""
+    session.missing_final_newline = bool(consumed) and not data[:consumed].endswith(b"\n")
+    session.source_size = consumed
+    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    session.save()
+    _save_problems(session, result.problems)
+    refresh_counters(session)
+    result.session = session
+    result.created = True
+    result.added = stats["entries"]
+    result.new_entries = writer.created if writer.keep_created else None
+
+
+def _existing_scan(session: Session) -> _Scan:
+    scan = _Scan()
+    for entry_id, parent, depth, line_no in Entry.objects.filter(session=session).values_list(
+        "entry_id", "parent_id", "depth", "line_no"
+    ):
+        scan.ids[entry_id] = parent
+        scan.depth[entry_id] = depth
+        scan.first_line[entry_id] = line_no
+    return scan
+
+
+def _import_more(data, consumed, session: Session, result, user, source_path):
+    """The same header id again: append what the file has beyond what we stored."""
+    result.session = session
+    size = session.source_size
+    prefix_ok = (
+        consumed >= size
+        and session.source_sha256
+        and hashlib.sha256(memoryview(data)[:size]).hexdigest() == session.source_sha256
+    )
+    if not prefix_ok:
+        _merge_by_id(data, consumed, session, result, user)
+        return
+    if consumed == size:
+        result.unchanged = True
+        return
+    scan = _existing_scan(session)
+    first_index = data.count(b"\n", 0, size)
+    if size and not data[:size].endswith(b"\n"):
+        # The stored last line had no newline: it continues in the new bytes only if the file
+        # was rewritten; Pi would have added a newline first, so treat it as complete.
+        pass
+    base = session.next_position - first_index
+    writer = _Writer(session, None)
+    lines = _scan_lines(data, size, consumed, first_index, None, scan)
+    stats = _store_lines(lines, session, scan, writer, position_of=lambda index: base + index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(scan.problems)
+    if not result.ok:
+        return
+    _finish_session(session, scan)
+    if stats["name"] is not None:
+        session.name = stats["name"]
+    session.missing_final_newline = not data[:consumed].endswith(b"\n")
+    session.source_size = consumed
+    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    if source_path:
+        session.source_path = source_path
+    session.save()
+    _save_problems(session, scan.problems)
+    refresh_counters(session)
+    result.added = stats["entries"]
+    result.new_entries = writer.created if writer.keep_created else None
+
+
+def _merge_by_id(data, consumed, session: Session, result, user):
+    """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
+    whose ids we do not have; an id we have with different content is a conflict."""
+    stored = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+    scan = _existing_scan(session)
+    header_index = None
+    fresh: list[_Line] = []
+    for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan()):
+        if item.kind != "entry":
+            continue
+        entry_id = item.value["id"]
+        if entry_id in stored:
+            if stored[entry_id] != item.raw:
+                scan.add(Problem(item.index + 1, "error", "conflict",
+                                 f"Entry {entry_id} differs from the stored copy; "
+                                 "stored history is never changed.", entry_id))
+            continue
+        fresh.append(item)
+    if not fresh:
+        if not scan.failed:
+            result.unchanged = True
+        result.problems.extend(scan.problems)
+        return
+    base = session.next_position
+    counter = iter(range(base, base + len(fresh)))
+    writer = _Writer(session, None)
+    stats = _store_lines(iter(fresh), session, scan, writer, position_of=lambda index: next(counter))
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(scan.problems)
+    if not result.ok:
+        return
+    _finish_session(session, scan)
+    if stats["name"] is not None:
+        session.name = stats["name"]
+    session.missing_final_newline = False
+    session.source_size = consumed
+    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    session.save()
+    _save_problems(session, scan.problems)
+    refresh_counters(session)
+    result.added = stats["entries"]
+    result.new_entries = writer.created if writer.keep_created else None
+
+
+def _import_legacy(data, header, existing, result, user, source_path, rng):
+    """Version 1/2 files are stored in their migrated version-3 form, as Pi rewrites them
+    on open; the original bytes are kept on the session."""
+    from explorer.session import entries as entry_mod
+    from explorer.session import loading
+
+    if existing is not None:
+        original = bytes(existing.source_original or b"")
+        if data == original:
+            result.session = existing
+            result.unchanged = True
+            return
+        if data.startswith(original) and original.endswith(b"\n"):
+            _legacy_more(data, original, existing, result, rng)
+            return
+        result.session = existing
+        result.problems.append(Problem(
+            0, "error", "legacy_changed",
+            "This legacy-version session was imported before and the file has changed "
+            "other than by growing; it cannot be merged.",
+        ))
+        return
+    loaded = loading.parse_bytes(data)
+    scan_problems = _full_report(data, [])
+    if not any(p.code == "legacy_version" for p in scan_problems):
+        scan_problems.append(Problem(
+            0, "warning", "legacy_version",
+            f"Legacy version {_version_of(header)} file; stored migrated to version 3 "
+            "(original bytes kept).",
+        ))
+    result.problems.extend(scan_problems)
+    if not result.ok:
+        return
+    entries = loaded.entries
+    entry_mod.migrate_session_entries(entries, rng)
+    lines = [jsonfmt.dumps(e) for e in entries]
+    migrated = ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
+    session = Session.objects.create(
+        session_id=header["id"], version=3, source_version=_version_of(header),
+        header_raw=lines[0], header_position=0, source_path=source_path, imported_by=user,
+        source_original=data, **_header_fields(entries[0]),
+    )
+    scan = _Scan()
+    writer = _Writer(session, None)
+    items = _scan_lines(migrated, 0, len(migrated), 0, 0, scan)
+    stats = _store_lines(items, session, scan, writer, position_of=lambda index: index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(p for p in scan.problems if p.severity == "error")
+    if not result.ok:
+        return
+    _finish_session(session, scan)
+    session.name = stats["name"] or ""
+    session.source_size = len(data)
+    session.source_sha256 = hashlib.sha256(data).hexdigest()
+    session.save()
+    _save_problems(session, result.problems)
+    refresh_counters(session)
+    result.session = session
+    result.created = True
+    result.added = stats["entries"]
+    result.new_entries = writer.created if writer.keep_created else None
+
+
+def _legacy_more(data, original, session: Session, result, rng):
+    """A legacy file that grew: migrate only the new lines, continuing the parent chain."""
+    from explorer.session import entries as entry_mod
+    from explorer.session import loading
+
+    result.session = session
+    tail = data[len(original):]
+    loaded = loading.parse_bytes(b'{"type":"session","id":"continuation"}\n' + tail)
+    new = loaded.entries[1:]
+    if not new:
+        session.source_original = data
+        session.source_size = len(data)
+        session.save(update_fields=["source_original", "source_size"])
+        result.unchanged = True
+        return
+    fake = [{"type": "session", "version": 1, "id": session.session_id}, *new]
+    entry_mod.migrate_session_entries(fake, rng)
+    previous = (
+        Entry.objects.filter(session=session, author__isnull=True).order_by("-position")
+        .values_list("entry_id", flat=True).first()
+    )
+    if new and previous is not None:
+        new[0]["parentId"] = previous
+    text = "\n".join(jsonfmt.dumps(e) for e in new) + "\n"
+    scan = _existing_scan(session)
+    base = session.next_position
+    writer = _Writer(session, None)
+    encoded = text.encode("utf-8", errors="surrogatepass")
+    items = _scan_lines(encoded, 0, len(encoded), 0, None, scan)
+    stats = _store_lines(items, session, scan, writer, position_of=lambda index: base + index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(scan.problems)
+    if not result.ok:
+        return
+    _finish_session(session, scan)
+    if stats["name"] is not None:
+        session.name = stats["name"]
+    session.source_original = data
+    session.source_size = len(data)
+    session.source_sha256 = hashlib.sha256(data).hexdigest()
+    session.save()
+    refresh_counters(session)
+    result.added = stats["entries"]
+    result.new_entries = writer.created if writer.keep_created else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+
+def iter_export(session: Session) -> Iterator[bytes]:
+    """The session's file, chunk by chunk (a 200 MB session is never joined in memory)."""
+    extras = list(
+        ExtraLine.objects.filter(session=session).order_by("position").values_list("position", "raw")
+    )
+    header = (session.header_position, session.header_raw.encode("utf-8", errors="surrogatepass"))
+    pending = sorted([header, *((p, bytes(r)) for p, r in extras)])
+    rows = (
+        Entry.objects.filter(session=session).order_by("position")
+        .values_list("position", "raw", "raw_bytes").iterator(chunk_size=500)
+    )
+    out: list[bytes] = []
+    size = 0
+    first = True
+
+    def emit(line: bytes) -> None:
+        nonlocal first, size
+        if not first:
+            out.append(b"\n")
+        first = False
+        out.append(line)
+        size += len(line) + 1
+
+    i = 0
+    for position, raw, raw_bytes in rows:
+        while i < len(pending) and pending[i][0] < position:
+            emit(pending[i][1])
+            i += 1
+        emit(bytes(raw_bytes) if raw_bytes is not None else raw.encode("utf-8", errors="surrogatepass"))
+        if size >= 1024 * 1024:
+            yield b"".join(out)
+            out = []
+            size = 0
+    while i < len(pending):
+        emit(pending[i][1])
+        i += 1
+    if not session.missing_final_newline:
+        out.append(b"\n")
+    if out:
+        yield b"".join(out)
+
+
+def export_bytes(session: Session) -> bytes:
+    return b"".join(iter_export(session))
+
+
+def export_filename(session: Session) -> str:
+    from explorer.session.paths import file_timestamp
+
+    stamp = file_timestamp(session.header_timestamp) if session.header_timestamp else "session"
+    safe_id = "".join(c for c in session.session_id if c.isalnum() or c in "-_.")[:80]
+    return f"{stamp}_{safe_id}.jsonl"
+
+
+# ---------------------------------------------------------------------------------------------
+# Indexed reads
+
+
+_PATH_SQL = """
+WITH RECURSIVE anc(pk, parent_id, n) AS (
+    SELECT e.id, e.parent_id, 0 FROM explorer_entry e
+    WHERE e.session_id = %s AND e.entry_id = %s
+  UNION ALL
+    SELECT e.id, e.parent_id, anc.n + 1 FROM explorer_entry e
+    JOIN anc ON e.session_id = %s AND e.entry_id = anc.parent_id
+    WHERE anc.n < %s
+)
+SELECT pk, n FROM anc
+"""
+
+
+def path_pks(session: Session, entry_id: str | None) -> list[int]:
+    """Primary keys root → ``entry_id`` (one recursive, indexed query)."""
+    if not entry_id:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_PATH_SQL, [session.pk, entry_id, session.pk, session.entry_count + 1])
+        rows = cursor.fetchall()
+    rows.sort(key=lambda r: -r[1])
+    return [pk for pk, _n in rows]
+
+
+def path_rows(session: Session, entry_id: str | None, *, light: bool = False) -> list[Entry]:
+    """``Entry`` rows root → ``entry_id``; ``light`` skips the raw payload."""
+    pks = path_pks(session, entry_id)
+    if not pks:
+        return []
+    qs = Entry.objects.filter(pk__in=pks)
+    if light:
+        qs = qs.light()
+    by_pk = {e.pk: e for e in qs}
+    return [by_pk[pk] for pk in pks]
+
+
+def path_to(session: Session, entry_id: str | None) -> list[dict]:
+    """Parsed entries root → ``entry_id`` (the engine's ``get_branch`` of a stored session);
+    ``[]`` for None or an unknown id."""
+    return [row.data() for row in path_rows(session, entry_id)]
+
+
+def children_of(session: Session, entry_id: str | None) -> list[Entry]:
+    """Children in file order (the engine's ``get_children``); None → the roots."""
+    if entry_id is None:
+        return list(Entry.objects.roots(session).light())
+    return list(Entry.objects.children_of(session, entry_id).light())
+
+
+def get_entry(session: Session, entry_id: str) -> Entry | None:
+    return Entry.objects.filter(session=session, entry_id=entry_id).first()
+
+
+def default_leaf_id(session: Session) -> str | None:
+    """The file's own leaf: its last entry in file order."""
+    return (
+        Entry.objects.filter(session=session).order_by("-position")
+        .values_list("entry_id", flat=True).first()
+    )
+
+
+def cursor_for(session: Session, user) -> Leaf:
+    """The user's navigation cursor (created at the file's leaf on first use); anonymous or
+    missing users get the default leaf."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        leaf = Leaf.objects.filter(session=session, name=Leaf.DEFAULT).first()
+        return leaf or _sync_default_leaf(session)
+    leaf, _ = Leaf.objects.get_or_create(
+        session=session, name=f"user:{user.pk}",
+        defaults={"user": user, "entry_id": default_leaf_id(session)},
+    )
+    return leaf
+
+
+def header_line(session: Session) -> bytes:
+    return session.header_raw.encode("utf-8", errors="surrogatepass") + b"\n"
+
+
+def path_bytes(session: Session, entry_id: str | None) -> bytes:
+    """A session file holding the header and one path: what a manager needs to append at
+    ``entry_id`` without reading the whole session."""
+    rows = path_rows(session, entry_id)
+    parts = [header_line(session)]
+    for row in rows:
+        parts.append(row.raw.encode("utf-8", errors="surrogatepass") + b"\n")
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine's storage protocol over the database
+
+
+class DatabaseStorage:
+    """``SessionStorage`` for a stored session, so ``SessionManager.from_storage`` appends
+    through the same engine code as a file. Appends insert rows; rewrites are refused
+    (stored sessions are append-only).
+
+    ``view_leaf``: when given, ``read_bytes`` returns only the header and the path to that
+    entry (the manager's leaf becomes that entry) instead of the whole session.
+    """
+
+    def __init__(self, session: Session, *, author=None, view_leaf: str | None | Any = None,
+                 path_only: bool = False) -> None:
+        self.session = session
+        self.author = author
+        self.view_leaf = view_leaf
+        self.path_only = path_only
+        self.path: str | None = session.source_path or None
+        self.appended: list[Entry] = []
+
+    def exists(self) -> bool:
+        return True
+
+    def read_bytes(self) -> bytes:
+        if self.path_only:
+            return path_bytes(self.session, self.view_leaf)
+        return export_bytes(self.session)
+
+    def create_exclusive(self, data: bytes) -> None:
+        raise FileExistsError(f"Session {self.session.session_id} already exists")
+
+    def rewrite(self, data: bytes) -> None:
+        raise PermissionError("Stored sessions are append-only; a rewrite is not allowed")
+
+    def append(self, data: bytes) -> None:
+        self.appended.extend(append_lines(self.session, data, author=self.author))
+
+
+class IdCollision(Exception):
+    """A generated id exists elsewhere in the session (the manager saw only one path)."""
+
+
+def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
+    """Insert complete lines written by the engine at the end of the session. Runs inside
+    the caller's transaction (``services`` holds the single-writer lock)."""
+    if not data.endswith(b"\n"):
+        raise ValueError("append expects complete lines")
+    created: list[Entry] = []
+    session.refresh_from_db(fields=["next_position", "missing_final_newline", "name"])
+    position = session.next_position
+    for piece in data[:-1].split(b"\n"):
+        line = piece.decode("utf-8", errors="surrogatepass")
+        value = jsonfmt.loads(line)
+        if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+            raise ValueError("the engine appended a line that is not an entry")
+        entry_id = value["id"]
+        if Entry.objects.filter(session=session, entry_id=entry_id).exists():
+            raise IdCollision(entry_id)
+        fields = _entry_fields(value)
+        parent = fields["parent_id"]
+        depth = 0
+        if parent is not None:
+            parent_row = Entry.objects.filter(session=session, entry_id=parent).first()
+            if parent_row is not None:
+                depth = parent_row.depth + 1
+                if parent_row.child_count == 0:
+                    session.leaf_count -= 1
+                Entry.objects.filter(pk=parent_row.pk).update(child_count=parent_row.child_count + 1)
+        row = Entry.objects.create(
+            session=session, entry_id=entry_id, position=position, line_no=position + 1,
+            depth=depth, raw=line, size=len(piece), author=author, **fields,
+        )
+        created.append(row)
+        position += 1
+        session.entry_count += 1
+        session.leaf_count += 1
+        if fields["type"] == "compaction":
+            session.compaction_count += 1
+        elif fields["type"] == "context_edit":
+            session.context_edit_count += 1
+        elif fields["type"] == "session_info":
+            session.name = _session_name(value) or ""
+    session.next_position = position
+    session.missing_final_newline = False
+    session.save(update_fields=[
+        "next_position", "missing_final_newline", "entry_count", "leaf_count", "compaction_count",
+        "context_edit_count", "name", "modified",
+    ])
+    if created:
+        Leaf.objects.update_or_create(
+            session=session, name=Leaf.DEFAULT,
+            defaults={"entry_id": created[-1].entry_id, "user": None},
+        )
+    return created
+
+
+# ---------------------------------------------------------------------------------------------
+# Derived sessions
+
+
+def _source_label(session: Session) -> str:
+    return session.source_path or f"db:{session.session_id}"
+
+
+def _lines_bytes(entries: Iterable[Any]) -> bytes:
+    return "".join(jsonfmt.dumps(e) + "\n" for e in entries).encode("utf-8", errors="surrogatepass")
+
+
+def branch_bytes(session: Session, leaf_id: str, *, clock=None, rng=None) -> bytes:
+    """A new session file holding only root → ``leaf_id``, built by the engine's
+    ``create_branched_session`` (labels on the route re-created). Only the path and the
+    session's label entries are read, which is all that operation looks at."""
+    from explorer.session.errors import SessionError
+    from explorer.session.manager import SessionManager
+
+    pks = path_pks(session, leaf_id)
+    if not pks:
+        raise SessionError(f"Entry {leaf_id} not found")
+    rows = (
+        Entry.objects.filter(session=session, pk__in=pks)
+        | Entry.objects.filter(session=session, type="label")
+    ).order_by("position").values_list("raw", flat=True)
+    entries = [session.header(), *(jsonfmt.loads(raw) for raw in rows.iterator(chunk_size=500))]
+    manager = SessionManager.in_memory(session.cwd or None, None, entries, clock=clock, rng=rng)
+    manager.create_branched_session(leaf_id)
+    header = dict(manager.get_header())
+    with_parent: dict[str, Any] = {}
+    for key, value in header.items():
+        with_parent[key] = value
+        if key == "cwd":
+            with_parent["parentSession"] = _source_label(session)
+    if "parentSession" not in with_parent:
+        with_parent["parentSession"] = _source_label(session)
+    return _lines_bytes([with_parent, *manager.get_entries()])
+
+
+def fork_bytes(session: Session, *, cwd: str | None = None, clock=None, rng=None) -> bytes:
+    """A new session file with every entry of this one (all branches) under a new header for
+    ``cwd``: the ``fork_from`` semantics (entries re-serialized, no migration)."""
+    from explorer.session import ids
+
+    now = ids.now_ms() if clock is None else clock()
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": ids.uuid7(now, rng),
+        "timestamp": jsonfmt.iso_from_ms(now),
+        "cwd": cwd if cwd is not None else session.cwd,
+        "parentSession": _source_label(session),
+    }
+    no_id = dict(
+        ExtraLine.objects.filter(session=session, kind="no_id").values_list("position", "raw")
+    )
+    chunks = [jsonfmt.dumps(header).encode() + b"\n"]
+    rows = Entry.objects.filter(session=session).order_by("position").values_list(
+        "position", "raw").iterator(chunk_size=500)
+    pending = sorted(no_id.items())
+    i = 0
+    for position, raw in rows:
+        while i < len(pending) and pending[i][0] < position:
+            chunks.append(_lines_bytes([jsonfmt.loads(bytes(pending[i][1]))]))
+            i += 1
+        chunks.append(_lines_bytes([jsonfmt.loads(raw)]))
+    for _pos, raw in pending[i:]:
+        chunks.append(_lines_bytes([jsonfmt.loads(bytes(raw))]))
+    return b"".join(chunks)

@@ -1,0 +1,214 @@
+"""Import → store → export: byte-identical round trips, incremental and idempotent import,
+atomic rejection, and the stored projection equal to the engine's."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer import services, store
+from explorer.models import Entry, ExtraLine, Session
+from explorer.session import ids, jsonfmt
+from explorer.session.manager import SessionManager
+from tests.conftest import PI_FIXTURES, SMALL_SESSION
+
+pytestmark = pytest.mark.django_db
+
+PI_FILES = sorted(PI_FIXTURES.glob("*.jsonl"))
+
+
+def test_fixture_files_are_present():
+    assert len(PI_FILES) >= 2
+
+
+def test_it_round_trips_a_v3_file_byte_for_byte(make_session):
+    session = make_session()
+    assert store.export_bytes(session) == SMALL_SESSION
+    assert session.entry_count == 8
+    assert session.name == "Demo of a small session"
+    assert session.compaction_count == 0
+    assert session.context_edit_count == 1
+    # a1 has two children; leaves: d4 (→ label → edit → info chain) and e5
+    assert session.leaf_count == 2
+
+
+def test_it_keeps_malformed_blank_and_odd_lines_verbatim(db):
+    data = (
+        SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
+        + b"\n   \n{not json\n5\n\"text\"\nnull\n"
+        + b'{"type":"message","id":"x1","parentId":null,"timestamp":"t","message":{"role":"user","content":"caf\xff"}}\r\n'
+        + b'{"no":"id"}\n'
+        + b'{"type":"custom","customType":"k","id":"x2","parentId":"x1","timestamp":"t"}'
+    )
+    result = store.import_bytes(data, source_path="/tmp/odd.jsonl")
+    assert result.ok, result.problems
+    codes = {p.code for p in result.problems}
+    assert {"malformed_line", "non_object", "invalid_utf8", "missing_id"} <= codes
+    assert any(p.code == "missing_final_newline" for p in result.problems)
+    session = result.session
+    assert store.export_bytes(session) == data
+    assert Entry.objects.filter(session=session).count() == 2
+    assert ExtraLine.objects.filter(session=session, kind="malformed").count() == 1
+    assert store.path_to(session, "x2")[0]["id"] == "x1"
+
+
+@pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
+def test_it_stores_legacy_fixtures_in_the_form_pi_rewrites_them(path, tmp_path):
+    data = path.read_bytes()
+    seed = b"fixture-seed"
+    result = store.import_bytes(data, source_path=str(path), rng=ids.deterministic_rng(seed))
+    assert result.ok, [str(p) for p in result.errors]
+    session = result.session
+    assert session.source_version == 1
+    # Pi's own behaviour on open: migrate and rewrite. Same id source → same bytes.
+    copy = tmp_path / path.name
+    copy.write_bytes(data)
+    SessionManager.open(str(copy), rng=ids.deterministic_rng(seed))
+    assert store.export_bytes(session) == copy.read_bytes()
+    # The original bytes are kept, and importing the file again adds nothing.
+    assert bytes(session.source_original) == data
+    again = store.import_bytes(data, source_path=str(path))
+    assert again.ok and again.unchanged and again.added == 0
+
+
+@pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
+def test_exported_fixtures_round_trip_byte_identically(path):
+    first = store.import_bytes(path.read_bytes(), source_path=str(path))
+    exported = store.export_bytes(first.session)
+    first.session.delete()
+    second = store.import_bytes(exported, source_path="again.jsonl")
+    assert second.ok
+    assert second.session.source_version == 3
+    assert store.export_bytes(second.session) == exported
+
+
+@pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
+def test_stored_projection_equals_the_engine_projection(path):
+    data = path.read_bytes()
+    result = store.import_bytes(data, source_path=str(path))
+    session = result.session
+    exported = store.export_bytes(session)
+    engine = SessionManager.load_readonly(exported)
+    leaf = store.default_leaf_id(session)
+    assert leaf == engine.get_leaf_id()
+    from explorer.session.context import projection_from_path
+
+    stored = projection_from_path(store.path_to(session, leaf))
+    assert stored.to_json() == engine.build_session_projection().to_json()
+
+
+def test_it_is_idempotent(make_session):
+    session = make_session()
+    again = store.import_bytes(SMALL_SESSION)
+    assert again.ok and again.unchanged and again.added == 0
+    assert again.session.pk == session.pk
+    assert Entry.objects.filter(session=session).count() == 8
+
+
+def test_it_appends_only_the_new_entries_of_a_grown_file(make_session):
+    session = make_session()
+    more = (
+        b'{"type":"message","id":"77777777","parentId":"1b2c3d4e","timestamp":"2025-03-04T05:11:00.000Z",'
+        b'"message":{"role":"user","content":"more","timestamp":1741065060000}}\n'
+    )
+    result = store.import_bytes(SMALL_SESSION + more)
+    assert result.ok and result.added == 1 and not result.created
+    session.refresh_from_db()
+    assert session.entry_count == 9
+    assert store.export_bytes(session) == SMALL_SESSION + more
+    assert store.default_leaf_id(session) == "77777777"
+    new = Entry.objects.get(session=session, entry_id="77777777")
+    assert new.depth == 7 and new.line_no == 10
+
+
+def test_a_bad_file_leaves_nothing_behind(db):
+    bad = SMALL_SESSION + b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x","label":"dup"}\n'
+    result = store.import_bytes(bad)
+    assert not result.ok
+    err = result.errors[0]
+    assert err.line == 10 and "a1b2c3d4" in err.message
+    assert Session.objects.count() == 0 and Entry.objects.count() == 0
+
+
+def test_a_file_that_is_not_a_session_is_rejected(db):
+    result = store.import_bytes(b'{"hello":"world"}\n')
+    assert not result.ok and result.errors[0].line == 1
+    assert Session.objects.count() == 0
+
+
+def test_a_parent_cycle_is_rejected(db):
+    head = SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
+    data = head + (
+        b'{"type":"custom","customType":"k","id":"aa","parentId":"bb","timestamp":"t"}\n'
+        b'{"type":"custom","customType":"k","id":"bb","parentId":"aa","timestamp":"t"}\n'
+    )
+    result = store.import_bytes(data)
+    assert not result.ok
+    assert any(p.code == "parent_cycle" for p in result.errors)
+    assert Session.objects.count() == 0
+
+
+def test_depth_is_settled_when_a_parent_comes_later(db):
+    head = SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
+    data = head + (
+        b'{"type":"custom","customType":"k","id":"cc","parentId":"bb","timestamp":"t"}\n'
+        b'{"type":"custom","customType":"k","id":"bb","parentId":"aa","timestamp":"t"}\n'
+        b'{"type":"custom","customType":"k","id":"aa","parentId":null,"timestamp":"t"}\n'
+        b'{"type":"custom","customType":"k","id":"dd","parentId":"zz","timestamp":"t"}\n'
+    )
+    result = store.import_bytes(data)
+    assert result.ok
+    depths = dict(Entry.objects.values_list("entry_id", "depth"))
+    assert depths == {"cc": 2, "bb": 1, "aa": 0, "dd": 0}
+    assert any(p.code == "dangling_parent" for p in result.warnings)
+    assert [e["id"] for e in store.path_to(result.session, "cc")] == ["aa", "bb", "cc"]
+
+
+def test_an_oversized_file_gets_a_clear_message(db, settings):
+    settings.SESSIONS_MAX_UPLOAD_BYTES = 100
+    result = store.import_bytes(SMALL_SESSION)
+    assert not result.ok and "SESSIONS_MAX_UPLOAD_BYTES" in result.errors[0].message
+
+
+def test_children_and_paths_use_the_index(make_session):
+    session = make_session()
+    assert [e.entry_id for e in store.children_of(session, "a1b2c3d4")] == ["b2c3d4e5", "e5f6a7b8"]
+    assert [e.entry_id for e in store.children_of(session, None)] == ["a1b2c3d4"]
+    assert [e["id"] for e in store.path_to(session, "e5f6a7b8")] == ["a1b2c3d4", "e5f6a7b8"]
+    assert store.path_to(session, "nope") == []
+
+
+def test_appends_go_through_the_engine_and_record_the_author(make_session, editor_user):
+    session = make_session()
+    services.move_cursor(session, editor_user, "e5f6a7b8")
+    result = services.set_label(session, editor_user, "e5f6a7b8", "other route")
+    entry = result.entry
+    assert entry.author == editor_user and entry.parent_id == "e5f6a7b8"
+    assert entry.data()["label"] == "other route"
+    session.refresh_from_db()
+    assert session.entry_count == 9
+    exported = store.export_bytes(session)
+    assert exported.startswith(SMALL_SESSION)
+    assert exported.endswith((jsonfmt.dumps(entry.data()) + "\n").encode())
+    assert store.cursor_for(session, editor_user).entry_id == entry.entry_id
+    # the file's own leaf is its last entry
+    assert store.default_leaf_id(session) == entry.entry_id
+
+
+def test_fork_copies_every_entry_under_a_new_header(make_session, editor_user):
+    session = make_session()
+    fork = services.fork_session(session, editor_user, cwd="/elsewhere")
+    assert fork.session_id != session.session_id
+    assert fork.cwd == "/elsewhere" and fork.entry_count == session.entry_count
+    header = fork.header()
+    assert header["parentSession"] == "db:" + session.session_id
+
+
+def test_branch_download_holds_one_route(make_session):
+    session = make_session()
+    data = store.branch_bytes(session, "e5f6a7b8")
+    lines = [jsonfmt.loads(x) for x in data.decode().splitlines()]
+    assert lines[0]["type"] == "session" and lines[0]["parentSession"]
+    ids_ = [e["id"] for e in lines[1:3]]
+    assert ids_ == ["a1b2c3d4", "e5f6a7b8"]
+    # the label on a1b2c3d4 is re-created
+    assert lines[-1]["type"] == "label" and lines[-1]["label"] == "start"
