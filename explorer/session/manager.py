@@ -1,0 +1,935 @@
+"""`SessionManager`: one session tree, its leaf, and its persistence (SPEC section 3).
+
+The manager keeps the file entries in file order (the source of truth), an id index, the label
+maps and the leaf. Every append goes through one path (`_append_entry`): push, index, advance
+the leaf, persist. Persistence follows Pi exactly: nothing is written until the session holds
+a user or assistant message, the first write is an exclusive create of everything in memory,
+and every later append writes exactly one new line; existing bytes are never touched except by
+the three whole-file rewrites the spec allows (migration, empty-file initialisation, branched
+session).
+
+Each loaded entry keeps its original line text next to it, so writing a version-3 session back
+(`to_bytes`) reproduces what was read without re-serializing it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import context as _context
+from . import jsonfmt
+from .entries import (
+    branch_summary_entry,
+    compaction_entry,
+    context_edit_entry,
+    custom_entry,
+    custom_message_entry,
+    label_entry,
+    message_entry,
+    migrate_session_entries,
+    model_change_entry,
+    session_header,
+    session_info_entry,
+    thinking_level_change_entry,
+    usage_entry,
+)
+from .errors import SessionError
+from .ids import (
+    Clock,
+    RandomSource,
+    deterministic_rng,
+    generate_entry_id,
+    now_ms,
+    uuid7,
+    validate_session_id,
+)
+from .loading import LoadedFile, parse_bytes
+from .paths import (
+    default_session_dir_path,
+    expand_path,
+    file_timestamp,
+    get_default_session_dir,
+    resolve_path,
+)
+from .storage import FileStorage, SessionStorage
+
+__all__ = ["SessionManager", "TreeNode", "js_str"]
+
+StorageFactory = Callable[[str], SessionStorage]
+
+_MISSING: Any = object()
+_NEWLINE_RUN = None  # compiled lazily (see _sanitize_name)
+
+
+def js_str(value: Any) -> str:
+    """JavaScript template-string conversion, for error messages that embed an id."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return jsonfmt.dumps(value) if value == value and abs(value) != float("inf") else (
+            "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        )
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_str(v) for v in value)
+    return "[object Object]"
+
+
+def _hashable(value: Any) -> bool:
+    if type(value) is str:
+        return True
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _lookup(index: dict[Any, Any], key: Any) -> Any:
+    try:
+        return index.get(key)
+    except TypeError:
+        return None
+
+
+def _is_conversation(entry: Any) -> bool:
+    if type(entry) is not dict or entry.get("type") != "message":
+        return False
+    message = entry.get("message")
+    return type(message) is dict and message.get("role") in ("user", "assistant")
+
+
+def _sanitize_name(name: Any) -> str:
+    import re
+
+    global _NEWLINE_RUN
+    if _NEWLINE_RUN is None:
+        _NEWLINE_RUN = re.compile(r"[\r\n]+")
+    return jsonfmt.js_trim(_NEWLINE_RUN.sub(" ", js_str(name)))
+
+
+def _ms_value(ms: float) -> int | float:
+    return int(ms) if ms == ms and float(ms).is_integer() else ms
+
+
+@dataclass(eq=False, repr=False)
+class TreeNode:
+    """One entry in `get_tree()`; `label`/`label_timestamp` are None when unlabelled."""
+
+    entry: dict[str, Any]
+    children: list[TreeNode] = field(default_factory=list)
+    label: Any = None
+    label_timestamp: Any = None
+
+    def __repr__(self) -> str:  # shallow: trees can be thousands of levels deep
+        return f"TreeNode(id={self.entry.get('id')!r}, children={len(self.children)})"
+
+    def to_json(self) -> dict[str, Any]:
+        """Pi's node shape `{entry, children, label?, labelTimestamp?}` (iterative)."""
+        root: dict[str, Any] = {}
+        stack: list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            out["entry"] = node.entry
+            kids: list[dict[str, Any]] = []
+            out["children"] = kids
+            if node.label is not None:
+                out["label"] = node.label
+            if node.label_timestamp is not None:
+                out["labelTimestamp"] = node.label_timestamp
+            for child in node.children:
+                child_out: dict[str, Any] = {}
+                kids.append(child_out)
+                stack.append((child, child_out))
+        return root
+
+
+class SessionManager:
+    """Handle for one session (a file, a custom storage, or memory only). Single writer."""
+
+    # ------------------------------------------------------------------------------------------
+    # Construction
+
+    def __init__(
+        self,
+        cwd: str,
+        session_dir: str,
+        session_file: str | None = None,
+        persist: bool = True,
+        new_session_options: dict[str, Any] | None = None,
+        preloaded_entries: list[Any] | None = None,
+        *,
+        preloaded_file: LoadedFile | None = None,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+        migration_rng: RandomSource | None = None,
+        storage: SessionStorage | None = None,
+        storage_factory: StorageFactory | None = FileStorage,
+    ) -> None:
+        """The private constructor of SPEC section 3.3; prefer the class methods."""
+        self._clock: Clock = clock or now_ms
+        self._rng = rng
+        self._migration_rng = migration_rng
+        self._storage_factory = storage_factory
+        self._storage: SessionStorage | None = storage
+        self._session_id: Any = ""
+        self._session_file: str | None = None
+        self._cwd = resolve_path(cwd)
+        self._session_dir = expand_path(session_dir) if session_dir else ""
+        self._persist = persist
+        self._flushed = False
+        self._file_entries: list[Any] = []
+        self._raw_lines: list[str | None] = []
+        self._by_id: dict[Any, dict[str, Any]] = {}
+        self._labels: dict[Any, Any] = {}
+        self._label_timestamps: dict[Any, Any] = {}
+        self._leaf_id: Any = None
+        self.loaded_file: LoadedFile | None = None
+        """The tolerant-read report of the last file loaded (line numbers, skipped lines)."""
+        if persist and self._session_dir and storage is None and not os.path.exists(self._session_dir):
+            os.makedirs(self._session_dir, exist_ok=True)
+        if session_file:
+            self._set_session_file(session_file, preloaded_file)
+        elif storage is not None:
+            self._attach_storage(storage, preloaded_file)
+        elif preloaded_entries:
+            self._load_entries(preloaded_entries, None, new_session_options)
+        else:
+            self.new_session(new_session_options)
+
+    # -- static constructors -----------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        options: dict[str, Any] | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> SessionManager:
+        """A new persistent session; nothing is written until the first conversation."""
+        directory = expand_path(session_dir) if session_dir else get_default_session_dir(cwd)
+        return cls(cwd, directory, None, True, options, clock=clock, rng=rng)
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        session_dir: str | None = None,
+        cwd_override: str | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> SessionManager:
+        """Open a session file (created lazily when it does not exist).
+
+        `cwd` = `cwd_override` ?? the header's string `cwd` ?? the process directory. The file
+        is read once: its first kept entry is the header that discovery would find.
+        """
+        resolved = resolve_path(path)
+        preloaded: LoadedFile | None = None
+        header: Any = None
+        if os.path.exists(resolved):
+            with builtins.open(resolved, "rb") as fh:
+                preloaded = parse_bytes(fh.read())
+            if preloaded.valid:
+                header = preloaded.entries[0]
+        cwd = cwd_override
+        if cwd is None and isinstance(header, dict) and isinstance(header.get("cwd"), str):
+            cwd = header["cwd"]
+        if cwd is None:
+            cwd = os.getcwd()
+        directory = expand_path(session_dir) if session_dir else posixpath.dirname(resolved)
+        return cls(cwd, directory, resolved, True, preloaded_file=preloaded, clock=clock, rng=rng)
+
+    @classmethod
+    def continue_recent(
+        cls,
+        cwd: str,
+        session_dir: str | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> SessionManager:
+        """Open the most recent session of the directory, or start a new one there."""
+        from .listing import find_most_recent_session
+
+        directory = expand_path(session_dir) if session_dir else get_default_session_dir(cwd)
+        filter_cwd = session_dir is not None and directory != default_session_dir_path(cwd)
+        recent = find_most_recent_session(directory, cwd if filter_cwd else None)
+        if recent:
+            return cls(cwd, directory, recent, True, clock=clock, rng=rng)
+        return cls(cwd, directory, None, True, clock=clock, rng=rng)
+
+    @classmethod
+    def in_memory(
+        cls,
+        cwd: str | None = None,
+        options: dict[str, Any] | None = None,
+        entries: list[Any] | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> SessionManager:
+        """A manager that never touches the filesystem; `entries` (with a header) are adopted
+        and migrated in memory."""
+        return cls(
+            cwd if cwd is not None else os.getcwd(),
+            "",
+            None,
+            False,
+            options,
+            entries,
+            clock=clock,
+            rng=rng,
+        )
+
+    @classmethod
+    def from_storage(
+        cls,
+        storage: SessionStorage,
+        *,
+        cwd: str | None = None,
+        session_dir: str = "",
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+        storage_factory: StorageFactory | None = None,
+    ) -> SessionManager:
+        """Like `open`, but reading and persisting through `storage` (e.g. the database).
+
+        `cwd` defaults to the stored header's `cwd`. `new_session()` and
+        `create_branched_session()` move a manager to a new session; they persist only when a
+        `storage_factory` (path → storage) and a `session_dir` are given.
+        """
+        preloaded: LoadedFile | None = None
+        if storage.exists():
+            preloaded = parse_bytes(storage.read_bytes())
+        if cwd is None:
+            header = preloaded.entries[0] if preloaded is not None and preloaded.valid else None
+            if isinstance(header, dict) and isinstance(header.get("cwd"), str):
+                cwd = header["cwd"]
+            else:
+                cwd = os.getcwd()
+        return cls(
+            cwd,
+            session_dir,
+            None,
+            True,
+            preloaded_file=preloaded,
+            clock=clock,
+            rng=rng,
+            storage=storage,
+            storage_factory=storage_factory,
+        )
+
+    @classmethod
+    def load_readonly(
+        cls,
+        source: str | bytes,
+        *,
+        cwd: str | None = None,
+        path: str | None = None,
+    ) -> SessionManager:
+        """Inspect a session without any of Pi's write side effects.
+
+        `source` is a file path or the file's bytes. The result is an in-memory manager:
+        no newline repair, no migration rewrite, no empty-file initialisation. Ids assigned
+        while migrating a version-1 file are derived from the file's content, so the same
+        bytes give the same ids on every run. Raises `SessionError` for a non-empty file that
+        is not a session; an empty or missing source gives a fresh empty session.
+        """
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            shown = path or "<bytes>"
+        else:
+            shown = resolve_path(source)
+            if os.path.exists(shown):
+                with builtins.open(shown, "rb") as fh:
+                    data = fh.read()
+            else:
+                data = b""
+        loaded = parse_bytes(data)
+        if not loaded.valid and loaded.size > 0:
+            raise SessionError(f"Session file is not a valid pi session: {shown}")
+        header = loaded.entries[0] if loaded.valid else None
+        if cwd is None:
+            cwd = header["cwd"] if isinstance(header, dict) and isinstance(header.get("cwd"), str) else os.getcwd()
+        import hashlib
+
+        seed = hashlib.sha256(data).digest()
+        manager = cls(
+            cwd,
+            "",
+            None,
+            False,
+            None,
+            None,
+            rng=deterministic_rng(seed + b"/append"),
+            migration_rng=deterministic_rng(seed),
+            clock=None,
+        )
+        if loaded.valid:
+            manager._load_entries(loaded.entries, loaded.raw_lines, None)
+            manager.loaded_file = loaded
+        return manager
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: str,
+        target_cwd: str,
+        session_dir: str | None = None,
+        options: dict[str, Any] | None = None,
+        *,
+        clock: Clock | None = None,
+        rng: RandomSource | None = None,
+    ) -> SessionManager:
+        """Copy every entry of a session file into a new session for `target_cwd` (SPEC 7.1.2)."""
+        from .branching import fork_from
+
+        return fork_from(cls, source_path, target_cwd, session_dir, options, clock=clock, rng=rng)
+
+    @staticmethod
+    def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
+        from .listing import find_by_id
+
+        return find_by_id(cwd, session_id, session_dir)
+
+    @staticmethod
+    def list(cwd: str, session_dir: str | None = None) -> list[Any]:
+        from .listing import list_sessions
+
+        return list_sessions(cwd, session_dir)
+
+    @staticmethod
+    def list_all(session_dir: str | None = None) -> list[Any]:
+        from .listing import list_all
+
+        return list_all(session_dir)
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def set_session_file(self, path: str) -> None:
+        """Switch to `path` (SPEC section 3.3): load it, initialise it if empty, or start a
+        new session that will be created there."""
+        self._set_session_file(path, None)
+
+    def _set_session_file(self, path: str, preloaded: LoadedFile | None) -> None:
+        explicit = resolve_path(path)
+        self._session_file = explicit
+        storage = self._storage_factory(explicit) if self._storage_factory else FileStorage(explicit)
+        self._storage = storage
+        if storage.exists():
+            loaded = preloaded if preloaded is not None else parse_bytes(storage.read_bytes())
+            self._adopt_loaded(loaded, explicit)
+        else:
+            self.new_session()
+            self._session_file = explicit
+            self._storage = storage
+
+    def _attach_storage(self, storage: SessionStorage, preloaded: LoadedFile | None) -> None:
+        self._session_file = storage.path
+        self._storage = storage
+        if storage.exists():
+            loaded = preloaded if preloaded is not None else parse_bytes(storage.read_bytes())
+            self._adopt_loaded(loaded, storage.path or "")
+        else:
+            self.new_session()
+            self._session_file = storage.path
+            self._storage = storage
+
+    def _adopt_loaded(self, loaded: LoadedFile, shown_path: str) -> None:
+        storage = self._storage
+        if not loaded.entries:
+            if loaded.size > 0:
+                raise SessionError(f"Session file is not a valid pi session: {shown_path}")
+            explicit = self._session_file
+            self.new_session()
+            self._session_file = explicit
+            self._storage = storage
+            self._rewrite_file()
+            self._flushed = True
+            return
+        if loaded.missing_final_newline and self._persist and storage is not None:
+            # The next appended record must start on a fresh line.
+            storage.append(b"\n")
+        self.loaded_file = loaded
+        self._load_entries(loaded.entries, loaded.raw_lines, None)
+        self._flushed = True
+
+    def _load_entries(
+        self,
+        entries: list[Any],
+        raw_lines: list[str | None] | None,
+        options: dict[str, Any] | None,
+    ) -> None:
+        header = next(
+            (e for e in entries if type(e) is dict and e.get("type") == "session"), None
+        )
+        if header is not None:
+            self._file_entries = entries
+            self._raw_lines = list(raw_lines) if raw_lines is not None else [None] * len(entries)
+            self._session_id = header.get("id")
+            if migrate_session_entries(entries, self._migration_rng or self._rng):
+                self._raw_lines = [None] * len(entries)
+                self._rewrite_file()
+        else:
+            self.new_session(options)
+            self._file_entries = self._file_entries + [e for e in entries if type(e) is dict]
+            self._raw_lines = [None] * len(self._file_entries)
+        self._build_index()
+
+    def new_session(self, options: dict[str, Any] | None = None) -> str | None:
+        """Start a new empty session (nothing written); returns the new file path."""
+        options = options or {}
+        ms = self._clock()
+        if options.get("id") is not None:
+            self._session_id = validate_session_id(options["id"])
+        else:
+            self._session_id = uuid7(ms, self._rng)
+        timestamp = jsonfmt.iso_from_ms(ms)
+        header = session_header(self._session_id, timestamp, self._cwd, options.get("parentSession"))
+        self._file_entries = [header]
+        self._raw_lines = [None]
+        self._by_id = {}
+        self._labels = {}
+        self._label_timestamps = {}
+        self._leaf_id = None
+        self._flushed = False
+        self.loaded_file = None
+        if self._persist:
+            self._session_file = self._join_dir(f"{file_timestamp(timestamp)}_{self._session_id}.jsonl")
+            self._storage = (
+                self._storage_factory(self._session_file) if self._storage_factory else None
+            )
+        return self._session_file
+
+    def _join_dir(self, name: str) -> str:
+        if not self._session_dir:
+            return name
+        return posixpath.normpath(posixpath.join(self._session_dir, name))
+
+    def _build_index(self) -> None:
+        by_id: dict[Any, dict[str, Any]] = {}
+        labels: dict[Any, Any] = {}
+        label_ts: dict[Any, Any] = {}
+        leaf: Any = None
+        for entry in self._file_entries:
+            if type(entry) is not dict:
+                continue
+            kind = entry.get("type")
+            if kind == "session":
+                continue
+            key = entry.get("id")
+            if type(key) is not str and not _hashable(key):
+                continue
+            by_id[key] = entry
+            leaf = key
+            if kind == "label":
+                target = entry.get("targetId")
+                if not _hashable(target):
+                    continue
+                if jsonfmt.truthy(entry.get("label")):
+                    labels[target] = entry["label"]
+                    label_ts[target] = entry.get("timestamp")
+                else:
+                    labels.pop(target, None)
+                    label_ts.pop(target, None)
+        self._by_id = by_id
+        self._labels = labels
+        self._label_timestamps = label_ts
+        self._leaf_id = leaf
+
+    # ------------------------------------------------------------------------------------------
+    # Persistence
+
+    def _line(self, index: int) -> str:
+        raw = self._raw_lines[index] if index < len(self._raw_lines) else None
+        if raw is None:
+            raw = jsonfmt.dumps(self._file_entries[index])
+            if index < len(self._raw_lines):
+                self._raw_lines[index] = raw
+        return raw
+
+    def _serialize_all(self) -> bytes:
+        """Every file entry, one line each, serialized now (what Pi writes on flush/rewrite)."""
+        lines = [jsonfmt.dumps(e) for e in self._file_entries]
+        self._raw_lines = list(lines)
+        return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+    def _rewrite_file(self) -> None:
+        if not self._persist or self._storage is None:
+            return
+        self._storage.rewrite(self._serialize_all())
+
+    def _has_conversation(self) -> bool:
+        return any(_is_conversation(e) for e in self._file_entries)
+
+    def _persist_entry(self, entry: dict[str, Any]) -> None:
+        if not self._persist or self._storage is None:
+            return
+        if not self._flushed:
+            if not self._has_conversation():
+                return
+            self._storage.create_exclusive(self._serialize_all())
+            self._flushed = True
+        else:
+            line = jsonfmt.dumps(entry)
+            if self._file_entries and self._file_entries[-1] is entry:
+                self._raw_lines[-1] = line
+            self._storage.append((line + "\n").encode("utf-8"))
+
+    def _append_entry(self, entry: dict[str, Any]) -> None:
+        self._file_entries.append(entry)
+        self._raw_lines.append(None)
+        self._by_id[entry["id"]] = entry
+        self._leaf_id = entry["id"]
+        self._persist_entry(entry)
+
+    def _new_id(self) -> str:
+        return generate_entry_id(self._by_id, self._rng)
+
+    def _now(self) -> str:
+        return jsonfmt.iso_from_ms(self._clock())
+
+    def to_bytes(self) -> bytes:
+        """The session as file content: original lines for loaded entries, `JSON.stringify`
+        form for the rest. A version-3 file that was loaded without skipped lines comes back
+        byte for byte."""
+        return "".join(line + "\n" for _, line in self.iter_lines()).encode("utf-8")
+
+    def iter_lines(self) -> Iterator[tuple[dict[str, Any], str]]:
+        """(file entry, line text without newline) for every file entry, header first."""
+        for index, entry in enumerate(self._file_entries):
+            yield entry, self._line(index)
+
+    # ------------------------------------------------------------------------------------------
+    # Append methods (SPEC section 3.6)
+
+    def append_message(self, message: Any) -> str:
+        entry = message_entry(self._new_id(), self._leaf_id, self._now(), message)
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_thinking_level_change(self, thinking_level: Any) -> str:
+        entry = thinking_level_change_entry(self._new_id(), self._leaf_id, self._now(), thinking_level)
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_model_change(self, provider: Any, model_id: Any) -> str:
+        entry = model_change_entry(self._new_id(), self._leaf_id, self._now(), provider, model_id)
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_usage(
+        self, kind: Any, provider: Any, model: Any, usage: Any, note: Any = None
+    ) -> dict[str, Any]:
+        """Returns the entry itself (not its id), as Pi does."""
+        entry = usage_entry(
+            self._new_id(), self._leaf_id, self._now(), kind, provider, model, usage, note
+        )
+        self._append_entry(entry)
+        return entry
+
+    def append_compaction(
+        self,
+        summary: Any,
+        first_kept_entry_id: Any,
+        tokens_before: Any,
+        details: Any = None,
+        from_hook: Any = None,
+        usage: Any = None,
+    ) -> str:
+        """Append a compaction with the system checkpoint of the current projection (6.12)."""
+        from .messages import get_current_system_message
+
+        timestamp = self._now()
+        system = get_current_system_message(self.build_session_projection().messages)
+        checkpoint = None
+        if system is not None:
+            checkpoint = dict(system)
+            checkpoint["timestamp"] = _ms_value(jsonfmt.date_parse(timestamp))
+        entry_id = self._new_id()
+        entry = compaction_entry(
+            entry_id,
+            self._leaf_id,
+            timestamp,
+            summary,
+            first_kept_entry_id if first_kept_entry_id is not None else entry_id,
+            tokens_before,
+            details,
+            usage,
+            from_hook,
+            checkpoint,
+        )
+        self._append_entry(entry)
+        return entry_id
+
+    def append_custom_entry(self, custom_type: Any, data: Any = None) -> str:
+        entry = custom_entry(custom_type, data, self._new_id(), self._leaf_id, self._now())
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_session_info(self, name: Any) -> str:
+        entry = session_info_entry(self._new_id(), self._leaf_id, self._now(), _sanitize_name(name))
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_custom_message_entry(
+        self, custom_type: Any, content: Any, display: Any, details: Any = None
+    ) -> str:
+        entry = custom_message_entry(
+            custom_type, content, display, details, self._new_id(), self._leaf_id, self._now()
+        )
+        self._append_entry(entry)
+        return entry["id"]
+
+    def append_label_change(self, target_id: Any, label: Any = None) -> str:
+        if not _hashable(target_id) or target_id not in self._by_id:
+            raise SessionError(f"Entry {js_str(target_id)} not found")
+        entry = label_entry(self._new_id(), self._leaf_id, self._now(), target_id, label)
+        self._append_entry(entry)
+        if jsonfmt.truthy(label):
+            self._labels[target_id] = label
+            self._label_timestamps[target_id] = entry["timestamp"]
+        else:
+            self._labels.pop(target_id, None)
+            self._label_timestamps.pop(target_id, None)
+        return entry["id"]
+
+    def append_context_edit(self, target_id: Any, replacement: Any) -> str:
+        if replacement is not None and (
+            type(replacement) is not dict
+            or "content" not in replacement
+            or not isinstance(replacement["content"], (str, list))
+        ):
+            raise SessionError(
+                "Context edit replacement must be null or contain string/array content"
+            )
+        target = _lookup(self._by_id, target_id)
+        if target is None:
+            raise SessionError(f"Entry {js_str(target_id)} not found")
+        if not any(e.get("id") == target_id for e in self.get_branch()):
+            raise SessionError(f"Entry {js_str(target_id)} is not on the active branch")
+        kind = target.get("type")
+        message = target.get("message")
+        role = message.get("role") if type(message) is dict else None
+        editable = kind == "custom_message" or (
+            kind == "message" and role in ("user", "assistant", "toolResult")
+        )
+        if not editable:
+            raise SessionError(
+                f"Entry {js_str(target_id)} does not contribute editable model content"
+            )
+        target_role = role if kind == "message" else "custom"
+        stored = replacement
+        if (
+            replacement is not None
+            and target_role in ("assistant", "toolResult")
+            and isinstance(replacement["content"], str)
+        ):
+            stored = {"content": [{"type": "text", "text": replacement["content"]}]}
+        entry = context_edit_entry(self._new_id(), self._leaf_id, self._now(), target_id, stored)
+        self._append_entry(entry)
+        return entry["id"]
+
+    # ------------------------------------------------------------------------------------------
+    # Queries (SPEC section 3.7)
+
+    def get_leaf_id(self) -> Any:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> dict[str, Any] | None:
+        if not jsonfmt.truthy(self._leaf_id):
+            return None
+        return _lookup(self._by_id, self._leaf_id)
+
+    def get_entry(self, entry_id: Any) -> dict[str, Any] | None:
+        return _lookup(self._by_id, entry_id)
+
+    def get_children(self, parent_id: Any) -> list[dict[str, Any]]:
+        return [e for e in self._by_id.values() if e.get("parentId", _MISSING) == parent_id]
+
+    def get_label(self, entry_id: Any) -> Any:
+        return _lookup(self._labels, entry_id)
+
+    def get_branch(self, from_id: Any = None) -> list[dict[str, Any]]:
+        """Root → `from_id` (default: the leaf). Stops at a missing parent or a repeated id."""
+        start = from_id if from_id is not None else self._leaf_id
+        if not jsonfmt.truthy(start):
+            return []
+        path: list[dict[str, Any]] = []
+        seen: set[Any] = set()
+        by_id = self._by_id
+        current = _lookup(by_id, start)
+        while current is not None:
+            key = current.get("id")
+            if _hashable(key):
+                if key in seen:
+                    break  # a parentId cycle: Pi would loop forever
+                seen.add(key)
+            path.append(current)
+            parent = current.get("parentId")
+            if not jsonfmt.truthy(parent):
+                break
+            current = _lookup(by_id, parent)
+        path.reverse()
+        return path
+
+    def get_header(self) -> dict[str, Any] | None:
+        for entry in self._file_entries:
+            if type(entry) is dict and entry.get("type") == "session":
+                return entry
+        return None
+
+    def get_entries(self) -> list[dict[str, Any]]:
+        return [e for e in self._file_entries if type(e) is dict and e.get("type") != "session"]
+
+    def get_entry_count(self) -> int:
+        return len(self._by_id)
+
+    def get_tree(self) -> list[TreeNode]:
+        """Root nodes with children sorted by timestamp (SPEC section 3.9); no recursion."""
+        entries = self.get_entries()
+        labels = self._labels
+        label_ts = self._label_timestamps
+        nodes: dict[Any, TreeNode] = {}
+        unhashable: dict[int, TreeNode] = {}
+        for entry in entries:
+            key = entry.get("id")
+            node = TreeNode(entry, [], _lookup(labels, key), _lookup(label_ts, key))
+            if _hashable(key):
+                nodes[key] = node
+            else:
+                unhashable[id(entry)] = node
+        roots: list[TreeNode] = []
+        for entry in entries:
+            key = entry.get("id")
+            node = nodes[key] if _hashable(key) else unhashable[id(entry)]
+            parent_id = entry.get("parentId")
+            if parent_id is None or (parent_id == key and type(parent_id) is type(key)):
+                roots.append(node)
+                continue
+            parent = _lookup(nodes, parent_id)
+            if parent is None:
+                roots.append(node)  # orphan
+            else:
+                parent.children.append(node)
+        for node in [*nodes.values(), *unhashable.values()]:
+            if len(node.children) > 1:
+                node.children.sort(key=_child_sort_key)
+        return roots
+
+    def get_session_name(self) -> str | None:
+        for entry in reversed(self._file_entries):
+            if type(entry) is dict and entry.get("type") == "session_info":
+                name = entry.get("name")
+                if isinstance(name, str):
+                    return jsonfmt.js_trim(name) or None
+                return None
+        return None
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        return self._session_dir
+
+    def get_session_id(self) -> Any:
+        return self._session_id
+
+    def get_session_file(self) -> str | None:
+        return self._session_file
+
+    def get_storage(self) -> SessionStorage | None:
+        return self._storage
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    def is_flushed(self) -> bool:
+        return self._flushed
+
+    def uses_default_session_dir(self) -> bool:
+        return self._session_dir == default_session_dir_path(self._cwd)
+
+    @property
+    def by_id(self) -> dict[Any, dict[str, Any]]:
+        """The id index (read-only by convention)."""
+        return self._by_id
+
+    @property
+    def file_entries(self) -> list[Any]:
+        """Header and entries in file order (read-only by convention)."""
+        return self._file_entries
+
+    def get_labels(self) -> dict[Any, Any]:
+        """Current labels, target id → text, in label-map order."""
+        return dict(self._labels)
+
+    # -- context (SPEC section 4, delegated) -----------------------------------------------------
+
+    def build_context_entries(self) -> list[dict[str, Any]]:
+        return _context.build_context_entries(self.get_entries(), self._leaf_id, self._by_id)
+
+    def build_session_projection(self) -> _context.SessionProjection:
+        return _context.build_session_projection(self.get_entries(), self._leaf_id, self._by_id)
+
+    def build_session_context(self) -> _context.SessionContext:
+        return _context.build_session_context(self.get_entries(), self._leaf_id, self._by_id)
+
+    # ------------------------------------------------------------------------------------------
+    # Navigation (SPEC section 3.8)
+
+    def branch(self, entry_id: Any) -> None:
+        if not _hashable(entry_id) or entry_id not in self._by_id:
+            raise SessionError(f"Entry {js_str(entry_id)} not found")
+        self._leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: Any,
+        summary: Any,
+        details: Any = None,
+        from_hook: Any = None,
+        usage: Any = None,
+    ) -> str:
+        if branch_from_id is not None and (
+            not _hashable(branch_from_id) or branch_from_id not in self._by_id
+        ):
+            raise SessionError(f"Entry {js_str(branch_from_id)} not found")
+        from_id = self._leaf_id if self._leaf_id is not None else "root"
+        self._leaf_id = branch_from_id
+        entry = branch_summary_entry(
+            self._new_id(), branch_from_id, self._now(), from_id, summary, details, usage, from_hook
+        )
+        self._append_entry(entry)
+        return entry["id"]
+
+    def create_branched_session(self, leaf_id: Any) -> str | None:
+        """Switch this manager to a new session holding only root → `leaf_id` (SPEC 7.1.1)."""
+        from .branching import create_branched_session
+
+        return create_branched_session(self, leaf_id)
+
+
+def _child_sort_key(node: TreeNode) -> tuple[int, float]:
+    t = jsonfmt.date_parse(node.entry.get("timestamp"))
+    if t != t:  # NaN: after every parseable timestamp, in file order
+        return (1, 0.0)
+    return (0, t)
