@@ -98,14 +98,14 @@ class SessionContext:
 
 def build_entry_index(entries: Sequence[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     """Id → entry; a later entry with the same id replaces an earlier one."""
-    index: dict[Any, dict[str, Any]] = {}
-    for entry in entries:
-        key = entry.get("id")
-        try:
-            index[key] = entry
-        except TypeError:  # an unhashable id can never be looked up by a parentId string
-            continue
-    return index
+    try:
+        return {entry.get("id"): entry for entry in entries}
+    except TypeError:  # an unhashable id somewhere: skip those, it can never be looked up
+        index: dict[Any, dict[str, Any]] = {}
+        for entry in entries:
+            with contextlib.suppress(TypeError):
+                index[entry.get("id")] = entry
+        return index
 
 
 def _lookup(index: Mapping[Any, dict[str, Any]], key: Any) -> dict[str, Any] | None:
@@ -113,6 +113,39 @@ def _lookup(index: Mapping[Any, dict[str, Any]], key: Any) -> dict[str, Any] | N
         return index.get(key)
     except TypeError:
         return None
+
+
+def _walk_up(leaf: dict[str, Any], index: Mapping[Any, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leaf-first walk along parentId links; stops at a falsy or unknown parent or a cycle.
+
+    Without a cycle a walk visits at most every indexed entry once (plus the leaf, which may be
+    unindexed), so the cheap loop runs under that bound and only a longer walk pays for
+    cycle detection.
+    """
+    path: list[dict[str, Any]] = []
+    append = path.append
+    budget = len(index) + 1
+    current: dict[str, Any] | None = leaf
+    while current is not None and budget:
+        budget -= 1
+        append(current)
+        parent_id = current.get("parentId")
+        if type(parent_id) is str:  # the common case, without the general truthiness test
+            current = index.get(parent_id) if parent_id else None
+        else:
+            current = _lookup(index, parent_id) if truthy(parent_id) else None
+    if current is None:
+        return path
+    # A cycle: walk again, stopping at the first entry seen twice.
+    path = []
+    seen: set[int] = set()
+    current = leaf
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        path.append(current)
+        parent_id = current.get("parentId")
+        current = _lookup(index, parent_id) if truthy(parent_id) else None
+    return path
 
 
 def build_session_path(
@@ -133,17 +166,7 @@ def build_session_path(
         if not entries:
             return []
         leaf = entries[-1]
-    path: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    current: dict[str, Any] | None = leaf
-    while current is not None:
-        marker = id(current)
-        if marker in seen:
-            break
-        seen.add(marker)
-        path.append(current)
-        parent_id = current.get("parentId")
-        current = _lookup(index, parent_id) if truthy(parent_id) else None
+    path = _walk_up(leaf, index)
     path.reverse()
     return path
 
