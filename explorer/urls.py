@@ -37,3 +37,8 @@ def _explorer_urls() -> list:
 
 
 urlpatterns += _explorer_urls()
+
+# The live page (transcript, text tree, turns); owned by the live feature.
+from explorer import urls_live  # noqa: E402
+
+urlpatterns += urls_live.urlpatterns

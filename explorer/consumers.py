@@ -1,0 +1,427 @@
+"""The websocket of a session page: one Channels group per session.
+
+Every viewer gets every entry exactly once and in file order, whatever happens on the way:
+the consumer remembers the last position it delivered, drops repeats, and reads any gap
+(a missed group message, a reconnect, a message the layer dropped when a viewer fell behind)
+back from the database. A client says where it stands with
+``{"type": "resume", "after": <position or entry id>, "tip": <entry id>, "follow": bool}``;
+nothing is delivered before that (or before ``?after=`` in the URL), so the first entries
+never overtake the resumed ones.
+
+Two wire formats: HTML for the htmx ``ws`` extension (out-of-band swaps, the default) and
+JSON (``?format=json``) for programs, tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils.html import escape
+
+from explorer import live
+from explorer.session import jsonfmt
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+# Most entries sent in one resume / gap fill; the rest follow in further batches.
+RESUME_BATCH = 500
+# Longest transcript sent when a viewer switches branch; older items stay in the explorer.
+TRANSCRIPT_LIMIT = 300
+# A viewer further behind than this gets a "reload" notice instead of the entries.
+MAX_GAP = 5000
+
+
+# ---------------------------------------------------------------------------------------------
+# Database side (synchronous; called through database_sync_to_async)
+
+
+def _load_session(user, pk: int):
+    from explorer.models import Session
+    from explorer.permissions import VIEWER, has_role
+
+    if not has_role(user, VIEWER):
+        return "forbidden"
+    return Session.objects.filter(pk=pk).first()
+
+
+def _max_position(session_pk: int) -> int:
+    from django.db.models import Max
+
+    from explorer.models import Entry
+
+    return Entry.objects.filter(session_id=session_pk).aggregate(m=Max("position"))["m"] or 0
+
+
+def _position_of(session_pk: int, after: Any) -> int | None:
+    """A client's ``after``: a position, or an entry id (its position)."""
+    from explorer.models import Entry
+
+    if isinstance(after, bool):
+        return None
+    if isinstance(after, int):
+        return after
+    if isinstance(after, str):
+        if after.lstrip("-").isdigit():
+            return int(after)
+        row = Entry.objects.filter(session_id=session_pk, entry_id=after).values("position").first()
+        return row["position"] if row else None
+    return None
+
+
+def _fragments_between(session_pk: int, after: int, before: int | None, limit: int) -> list[dict]:
+    from explorer.models import Entry
+
+    qs = Entry.objects.filter(session_id=session_pk, position__gt=after)
+    if before is not None:
+        qs = qs.filter(position__lt=before)
+    return live.entry_fragments(list(qs.order_by("position")[:limit]))
+
+
+def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int, int]:
+    """How many entries lie in the gap, and the newest position in it."""
+    from django.db.models import Count, Max
+
+    from explorer.models import Entry
+
+    qs = Entry.objects.filter(session_id=session_pk, position__gt=after)
+    if before is not None:
+        qs = qs.filter(position__lt=before)
+    agg = qs.aggregate(n=Count("pk"), m=Max("position"))
+    return agg["n"], agg["m"] or after
+
+
+def _transcript_items(session_pk: int, leaf_id: str | None) -> tuple[list[str], str | None]:
+    """Rendered items of the path root → ``leaf_id`` (the newest ``TRANSCRIPT_LIMIT``)."""
+    from explorer import store
+    from explorer.models import Entry, Session
+
+    if not leaf_id:
+        return [], None
+    session = Session.objects.get(pk=session_pk)
+    ids = [e.get("id") for e in store.path_to(session, leaf_id)]
+    skipped = max(0, len(ids) - TRANSCRIPT_LIMIT)
+    ids = ids[skipped:]
+    rows = {e.entry_id: e for e in Entry.objects.filter(session_id=session_pk, entry_id__in=ids)}
+    items = []
+    if skipped:
+        items.append(f'<p class="transcript-skipped">{skipped} earlier entries not shown.</p>')
+    for entry_id in ids:
+        row = rows.get(entry_id)
+        if row is not None:
+            items.append(live.entry_fragment(row)["item"])
+    return items, (ids[-1] if ids else None)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class SessionLiveConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.session_pk = int(self.scope["url_route"]["kwargs"]["pk"])
+        self.group = f"session-{self.session_pk}"
+        self.user = self.scope.get("user")
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.json_mode = query.get("format", [""])[0] == "json"
+        self.ready = False
+        self.last_position: int | None = None
+        self.tip: str | None = None
+        self.follow = True
+        self.turn_offset: int | None = None  # characters of the running turn delivered
+        self.joined = False
+        live.remember_loop(asyncio.get_running_loop())
+        # Accept first, then close with a code: a refused handshake reaches the browser as
+        # 1006, which the htmx extension retries forever; 44xx tells it to stop.
+        await self.accept()
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        session = await database_sync_to_async(_load_session)(self.user, self.session_pk)
+        if session == "forbidden":
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        if session is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.joined = True
+        if "after" in query:
+            await self.resume(query["after"][0], tip=None, follow=True)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "joined", False):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    # -- from the client -------------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not self.joined:
+            return
+        try:
+            message = jsonfmt.loads(text_data or bytes_data or b"")
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "resume":
+            follow = message.get("follow", self.follow)
+            await self.resume(
+                message.get("after"),
+                tip=message.get("tip") or None,
+                follow=follow not in (False, "0", "false", "off", ""),
+            )
+        elif kind == "sync":
+            # Cheap catch-up: anything after what was delivered (a dropped last message).
+            if self.ready:
+                await self.send_entries([], sync=True)
+        elif kind == "follow":
+            self.follow = message.get("on") not in (False, "0", "false", "off", "", None)
+            await self.send_state()
+
+    async def resume(self, after: Any, *, tip: str | None, follow: bool) -> None:
+        position = await database_sync_to_async(_position_of)(self.session_pk, after)
+        if position is None:
+            position = 0 if after in (None, "", 0) else await database_sync_to_async(
+                _max_position
+            )(self.session_pk)
+        self.follow = follow
+        self.tip = tip
+        if self.last_position is None or position > self.last_position or not self.ready:
+            self.last_position = position
+        self.ready = True
+        await self.send_entries([], sync=True)
+        if self.json_mode:
+            await self.send_json({"type": "resumed", "lastPosition": self.last_position})
+        await self.send_running_turn()
+
+    # -- to the client ---------------------------------------------------------------------
+
+    async def send_text(self, text: str) -> None:
+        await self.send(text_data=text)
+
+    async def send_json(self, value: dict) -> None:
+        await self.send(text_data=jsonfmt.dumps(value))
+
+    async def send_state(self) -> None:
+        if not self.json_mode:
+            await self.send_text(live.compose_state(self.last_position, self.tip, self.follow))
+
+    async def send_entries(self, fragments: list[dict], *, sync: bool = False) -> None:
+        """Deliver ``fragments`` (new, in position order) after whatever is missing before
+        them; with ``sync`` also everything after the last delivered position."""
+        if not self.ready:
+            return
+        batch: list[dict] = []
+        first = fragments[0]["position"] if fragments else None
+        if sync or (first is not None and first > self.last_position + 1):
+            missing, newest = await database_sync_to_async(_count_between)(
+                self.session_pk, self.last_position, first
+            )
+            if missing > MAX_GAP:
+                # Too far behind to stream (a long disconnect, a big import): skip ahead.
+                await self.live_reset({"count": missing, "last_position": newest})
+                fragments = [f for f in fragments if f["position"] > newest]
+                if not fragments:
+                    return
+                first = fragments[0]["position"]
+            # Read the gap back from the database, in batches.
+            cursor = self.last_position
+            while True:
+                rows = await database_sync_to_async(_fragments_between)(
+                    self.session_pk, cursor, first, RESUME_BATCH
+                )
+                batch.extend(rows)
+                if len(rows) < RESUME_BATCH:
+                    break
+                cursor = rows[-1]["position"]
+                if len(batch) >= RESUME_BATCH:
+                    await self._deliver(batch)
+                    batch = []
+        batch.extend(f for f in fragments if f["position"] > self.last_position)
+        # Fragments from the gap fill and the message itself may overlap; keep order, once.
+        seen: set[int] = set()
+        ordered = []
+        for f in sorted(batch, key=lambda f: f["position"]):
+            if f["position"] > self.last_position and f["position"] not in seen:
+                seen.add(f["position"])
+                ordered.append(f)
+        if ordered or sync:
+            await self._deliver(ordered)
+
+    async def _deliver(self, fragments: list[dict]) -> None:
+        fragments = [f for f in fragments if f["position"] > self.last_position]
+        if fragments:
+            self.last_position = fragments[-1]["position"]
+        if self.json_mode:
+            if fragments:
+                await self.send_json(
+                    {
+                        "type": "entries",
+                        "entries": [
+                            {
+                                "id": f["id"],
+                                "parentId": f["parent_id"],
+                                "position": f["position"],
+                                "type": f["type"],
+                                "role": f["role"],
+                            }
+                            for f in fragments
+                        ],
+                    }
+                )
+            return
+        parts = []
+        rebuild_to = None
+        for f in fragments:
+            parts.append(live.oob_append(f"tree-children-{live.dom_id(f['parent_id'])}", f["tree"]))
+            if self.tip is None or f["parent_id"] == self.tip:
+                parts.append(live.oob_append("transcript", f["item"]))
+                self.tip = f["id"]
+            elif self.follow:
+                rebuild_to = f["id"]
+        if rebuild_to is not None:
+            newest = fragments[-1]["id"]
+            items, tip = await database_sync_to_async(_transcript_items)(self.session_pk, newest)
+            parts.append(live.compose_transcript(items))
+            self.tip = tip
+        parts.append(live.compose_state(self.last_position, self.tip, self.follow))
+        await self.send_text("".join(parts))
+
+    async def send_running_turn(self) -> None:
+        from explorer import turns
+
+        running = turns.running_turn(self.session_pk)
+        if running is None:
+            self.turn_offset = None
+            return
+        self.turn_offset = len(running.text)
+        await self._send_turn({"event": "start", **running.describe()})
+        if running.text:
+            await self._send_turn({"event": "delta", "text": running.text, "offset": 0,
+                                   "turn_id": running.turn_id})
+
+    # -- from the group --------------------------------------------------------------------
+
+    async def live_entries(self, event: dict) -> None:
+        await self.send_entries(event["entries"])
+
+    async def live_reset(self, event: dict) -> None:
+        # Too many entries to stream (an import): say so, and skip them.
+        if not self.ready:
+            return
+        self.last_position = max(self.last_position, event["last_position"])
+        if self.json_mode:
+            await self.send_json({"type": "reset", "count": event["count"],
+                                  "lastPosition": event["last_position"]})
+        else:
+            await self.send_text(
+                f'<div id="live-notice" class="live-notice" hx-swap-oob="true" role="status">'
+                f'{event["count"]} entries were added at once. '
+                f'<a href="">Reload the page</a> to see them.</div>'
+                + live.compose_state(self.last_position, self.tip, self.follow)
+            )
+
+    async def live_projection(self, event: dict) -> None:
+        if self.json_mode:
+            await self.send_json({"type": "projection", **event["summary"]})
+        else:
+            await self.send_text(event["html"])
+
+    async def live_cursor(self, event: dict) -> None:
+        mine = self.user is not None and event.get("user_id") == self.user.pk
+        if self.json_mode:
+            await self.send_json({"type": "cursor", "leafName": event["leaf_name"],
+                                  "entryId": event["entry_id"], "mine": mine})
+            return
+        parts = [live.compose_cursor(event, mine=mine)]
+        if mine and not self.follow and self.ready:
+            # A branch switch: show the transcript of the branch the cursor moved to.
+            items, tip = await database_sync_to_async(_transcript_items)(
+                self.session_pk, event["entry_id"]
+            )
+            parts.append(live.compose_transcript(items))
+            self.tip = tip
+            parts.append(live.compose_state(self.last_position, self.tip, self.follow))
+        await self.send_text("".join(parts))
+
+    async def live_turn(self, event: dict) -> None:
+        event = {k: v for k, v in event.items() if k != "type"}
+        if event["event"] == "delta":
+            offset = event.get("offset", 0)
+            text = event.get("text", "")
+            if self.turn_offset is None:
+                self.turn_offset = offset
+            if offset > self.turn_offset:
+                # A delta was lost on the way (the layer drops when a viewer falls behind):
+                # take the missing text from the running turn when it runs in this process.
+                from explorer import turns
+
+                running = turns.running_turn(self.session_pk)
+                if running is not None and len(running.text) >= offset:
+                    text = running.text[self.turn_offset:offset] + text
+                    offset = self.turn_offset
+            if offset + len(text) <= self.turn_offset:
+                return
+            text = text[self.turn_offset - offset:] if offset < self.turn_offset else text
+            event["offset"] = self.turn_offset
+            event["text"] = text
+            self.turn_offset += len(text)
+        elif event["event"] == "start":
+            self.turn_offset = 0
+        elif event["event"] in ("end", "error"):
+            self.turn_offset = None
+        await self._send_turn(event)
+
+    async def _send_turn(self, event: dict) -> None:
+        if self.json_mode:
+            await self.send_json({"type": "turn", **event})
+            return
+        await self.send_text(compose_turn(event))
+
+
+def compose_turn(event: dict) -> str:
+    """Out-of-band swaps for one turn event."""
+    kind = event["event"]
+    if kind == "delta":
+        return live.oob_append("turn-stream-text", escape(event.get("text", "")))
+    if kind == "start":
+        who = escape(event.get("user_name") or "someone")
+        return (
+            f'<div id="turn-stream" class="turn-stream active" hx-swap-oob="true" '
+            f'data-turn="{escape(event.get("turn_id", ""))}">'
+            f'<header class="item-head"><span class="item-who">assistant</span> '
+            f'<span class="streaming-note">answering {who}…</span></header>'
+            f'<div id="turn-stream-text" class="stream-text"></div></div>'
+            f'<div id="turn-status" class="turn-status busy" hx-swap-oob="true" role="status">'
+            f"The model is answering {who}.</div>"
+        )
+    if kind == "end":
+        reason = escape(str(event.get("stop_reason", "")))
+        note = f"Last turn ended: {reason}." if reason else "Ready."
+        if event.get("compacted"):
+            note += " The session was compacted."
+        if event.get("error_message"):
+            note += f" {escape(str(event['error_message']))}"
+        return (
+            '<div id="turn-stream" class="turn-stream" hx-swap-oob="true" hidden></div>'
+            f'<div id="turn-status" class="turn-status" hx-swap-oob="true" role="status">{note}</div>'
+        )
+    if kind == "compacting":
+        return (
+            '<div id="turn-status" class="turn-status busy" hx-swap-oob="true" role="status">'
+            "Compacting the session…</div>"
+        )
+    # "error" and anything else: a plain status line.
+    return (
+        '<div id="turn-stream" class="turn-stream" hx-swap-oob="true" hidden></div>'
+        f'<div id="turn-status" class="turn-status error" hx-swap-oob="true" role="alert">'
+        f"{escape(str(event.get('message', 'The turn failed.')))}</div>"
+    )

@@ -1,0 +1,168 @@
+"""Follow mode's database side: turn tailer events (``explorer.follow``) into stored entries.
+
+A new file is imported like an upload (so a follower restarted on a directory it already
+ingested adds only what is new). Appended lines take a fast path: they are inserted verbatim
+at the end of their session under the single-writer lock, without re-reading the file.
+Anything the fast path cannot take as is (a malformed line, an id already stored) goes
+through the full importer with the file's bytes, which keeps such lines and reports conflicts.
+Every write sends ``entries_appended`` with ``source="follow"``, so viewers see Pi's turn as
+Pi writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.db import close_old_connections, transaction
+
+from explorer.follow import DirectoryFollower, FileState, FollowEvent, follow_forever
+from explorer.session import jsonfmt
+
+logger = logging.getLogger(__name__)
+
+Report = Callable[[str, str], None]  # (level, message)
+
+
+def _log_report(level: str, message: str) -> None:
+    getattr(logger, "warning" if level == "warning" else "info")(message)
+
+
+class FollowIngestor:
+    def __init__(self, follower: DirectoryFollower, *, report: Report | None = None,
+                 user=None) -> None:
+        self.follower = follower
+        self.report = report or _log_report
+        self.user = user
+
+    def handle(self, event: FollowEvent) -> None:
+        try:
+            if event.kind == "new":
+                self._new(event)
+            elif event.kind == "lines":
+                self._lines(event)
+            elif event.kind in ("truncated", "replaced"):
+                self.report("warning", event.message + " (re-import it explicitly to keep it)")
+            elif event.kind == "removed":
+                self.report("info", f"{event.path}: removed; the stored session is kept")
+        finally:
+            close_old_connections()
+
+    def _state(self, path: str) -> FileState | None:
+        return self.follower.files.get(path)
+
+    def _new(self, event: FollowEvent) -> None:
+        from explorer import services
+
+        data = b"".join(line + b"\n" for line in event.lines)
+        result = services.import_bytes(
+            data, source_path=event.path, user=self.user, signal_source="follow"
+        )
+        state = self._state(event.path)
+        if not result.ok or result.session is None:
+            problems = "; ".join(str(p) for p in result.errors) or "not a session file"
+            self.report("warning", f"{event.path}: not followed: {problems}")
+            if state is not None:
+                state.meta["ignored"] = True
+            return
+        if state is not None:
+            state.meta["session_pk"] = result.session.pk
+        verb = "new session" if result.created else "resumed session"
+        self.report(
+            "info",
+            f"{event.path}: {verb} {result.session.session_id} (+{result.added} entries)",
+        )
+
+    def _lines(self, event: FollowEvent) -> None:
+        from explorer.models import Session
+
+        state = self._state(event.path)
+        if state is None or state.meta.get("ignored"):
+            return
+        pk = state.meta.get("session_pk")
+        session = Session.objects.filter(pk=pk).first() if pk is not None else None
+        if session is None:
+            self._reimport(event, reason="its session is not stored")
+            return
+        added = self._append_fast(session, event.lines)
+        if added is None:
+            self._reimport(event, reason="lines need the full importer")
+        elif added:
+            self.report("info", f"{event.path}: +{added} entries in {session.session_id}")
+
+    def _append_fast(self, session, lines: tuple[bytes, ...]) -> int | None:
+        """Insert well-formed, new entry lines verbatim; None when the slow path is needed."""
+        from explorer import services, signals, store
+        from explorer.models import Entry
+
+        ids = []
+        for line in lines:
+            try:
+                value = jsonfmt.loads(line)
+            except ValueError:
+                return None
+            if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+                return None
+            if value.get("type") == "session":
+                return None
+            ids.append(value["id"])
+        if len(set(ids)) != len(ids):
+            return None
+        try:
+            line_text = [line.decode("utf-8") for line in lines]
+        except UnicodeDecodeError:
+            return None
+        with services.session_lock(session.session_id), transaction.atomic():
+            if Entry.objects.filter(session=session, entry_id__in=ids).exists():
+                return None
+            data = ("\n".join(line_text) + "\n").encode("utf-8")
+            created = store.append_lines(session, data)
+            transaction.on_commit(lambda: signals.entries_appended.send(
+                sender=type(session), session=session, entries=created, source="follow"))
+        return len(created)
+
+    def _reimport(self, event: FollowEvent, *, reason: str) -> None:
+        from explorer import services
+
+        end = event.offset + sum(len(line) + 1 for line in event.lines)
+        try:
+            with open(event.path, "rb") as fh:
+                data = fh.read(end)
+        except OSError as exc:
+            self.report("warning", f"{event.path}: cannot read: {exc}")
+            return
+        result = services.import_bytes(
+            data, source_path=event.path, user=self.user, signal_source="follow"
+        )
+        if not result.ok or result.session is None:
+            problems = "; ".join(str(p) for p in result.errors)
+            self.report("warning", f"{event.path}: appended lines not stored: {problems}")
+            return
+        state = self._state(event.path)
+        if state is not None:
+            state.meta["session_pk"] = result.session.pk
+        self.report(
+            "info",
+            f"{event.path}: +{result.added} entries in {result.session.session_id} ({reason})",
+        )
+
+
+def start_follow_thread(
+    directory: str, *, interval: float = 0.25, report: Report | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[threading.Thread, threading.Event]:
+    """Follow ``directory`` in a daemon thread (for running next to the web server)."""
+    stop = stop or threading.Event()
+    follower = DirectoryFollower(directory)
+    ingestor = FollowIngestor(follower, report=report)
+
+    def main() -> None:
+        try:
+            follow_forever(follower, ingestor.handle, interval=interval, stop=stop)
+        except Exception:
+            logger.exception("follow thread stopped")
+
+    thread = threading.Thread(target=main, name="follow", daemon=True)
+    thread.start()
+    return thread, stop

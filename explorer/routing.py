@@ -1,0 +1,11 @@
+"""Websocket routes, mounted under ``ws/`` by ``sessions_site.asgi``."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from explorer.consumers import SessionLiveConsumer
+
+websocket_urlpatterns = [
+    path("ws/sessions/<int:pk>/", SessionLiveConsumer.as_asgi(), name="ws_session"),
+]

@@ -1,0 +1,91 @@
+"""The live page of a session: transcript, text tree, turn form and token meter, kept up to
+date over the session's websocket (``explorer.consumers``)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import escape
+from django.views.decorators.http import require_http_methods, require_POST
+
+from explorer import live, turns
+from explorer.models import Entry
+from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
+
+# The live page renders at most this many of the newest entries in its tree.
+TREE_LIMIT = 2000
+
+
+def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
+    html = (
+        f'<div id="turn-status" class="turn-status {css}" role="status">{escape(message)}</div>'
+    )
+    return HttpResponse(html, status=status)
+
+
+@viewer_required
+def live_page(request: HttpRequest, pk: int) -> HttpResponse:
+    from explorer.consumers import _transcript_items
+
+    session = get_session_for_user(request, pk)
+    total = Entry.objects.filter(session=session).count()
+    rows = list(Entry.objects.filter(session=session).order_by("-position")[:TREE_LIMIT])
+    rows.reverse()
+    newest = rows[-1] if rows else None
+    items, tip = _transcript_items(session.pk, newest.entry_id if newest else None)
+    summary = live.projection_summary(session, tip)
+    running = turns.running_turn(session.pk)
+    context = {
+        "session": session,
+        "tree_html": live.render_tree(rows),
+        "tree_hidden": max(0, total - len(rows)),
+        "transcript_html": "".join(items),
+        "tip": tip or "",
+        "last_position": newest.position if newest else 0,
+        "projection_html": live.render_projection_panel(summary),
+        "provider_configured": turns.provider_configured(),
+        "no_provider_message": turns.NO_PROVIDER_MESSAGE,
+        "can_edit": can_edit(request.user),
+        "turn_running": running is not None or turns.turn_busy_elsewhere(session.pk),
+        "ws_path": f"/ws/sessions/{session.pk}/",
+    }
+    return render(request, "explorer/live.html", context)
+
+
+@editor_required
+@require_POST
+def turn_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    text = request.POST.get("text", "")
+    try:
+        turns.start_turn(session, request.user, text)
+    except turns.TurnBusy as exc:
+        return _answer(request, session, str(exc), css="error busy", status=409)
+    except turns.NoProvider as exc:
+        return _answer(request, session, str(exc), css="error", status=503)
+    except turns.TurnError as exc:
+        return _answer(request, session, str(exc), css="error", status=400)
+    return _answer(request, session, "Sent. The answer streams in below.", css="busy", status=202)
+
+
+@editor_required
+@require_http_methods(["POST"])
+def cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    if turns.cancel_turn(session.pk):
+        return _answer(request, session, "Cancelling…", css="busy", status=202)
+    return _answer(request, session, "No turn is running.", status=200)
+
+
+def _answer(request: HttpRequest, session, message: str, *, css: str = "", status: int) -> HttpResponse:
+    if getattr(request, "htmx", False) or request.headers.get("HX-Request"):
+        return _status(message, css=css, status=status)
+    # Without JavaScript: back to the page, with the outcome as a message.
+    level = messages.ERROR if status >= 400 else messages.INFO
+    messages.add_message(request, level, message)
+    response = redirect(reverse("explorer:live", args=[session.pk]))
+    if status >= 400:
+        response.status_code = 303
+    return response

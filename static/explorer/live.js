@@ -1,0 +1,88 @@
+// Live page glue for the htmx ws extension: resume after (re)connect, follow the newest,
+// periodic catch-up. The server does the rest with out-of-band swaps.
+(function () {
+  "use strict";
+  let socket = null;
+
+  function state() {
+    return document.getElementById("live-state");
+  }
+  function followBox() {
+    return document.getElementById("follow-newest");
+  }
+  function following() {
+    const box = followBox();
+    return !box || box.checked;
+  }
+  function setConnection(text, cls) {
+    const el = document.getElementById("live-connection");
+    if (el) {
+      el.textContent = text;
+      el.className = "live-connection " + (cls || "");
+    }
+  }
+  function send(message) {
+    if (socket) socket.send(JSON.stringify(message));
+  }
+  function scrollToTip() {
+    if (!following()) return;
+    const transcript = document.getElementById("transcript");
+    const stream = document.getElementById("turn-stream");
+    const target = stream && !stream.hidden ? stream : (transcript && transcript.lastElementChild);
+    if (target) target.scrollIntoView({block: "end"});
+  }
+
+  document.addEventListener("htmx:wsOpen", function (evt) {
+    socket = evt.detail.socketWrapper;
+    const s = state();
+    // The client says what it has; the server sends everything after it, in order.
+    send({
+      type: "resume",
+      after: s ? s.dataset.lastPosition : "",
+      tip: s ? s.dataset.tip : "",
+      follow: following(),
+    });
+    setConnection("live", "open");
+  });
+
+  document.addEventListener("htmx:wsClose", function (evt) {
+    const code = evt.detail.event && evt.detail.event.code;
+    if (code >= 4400 && code < 4500) {
+      setConnection("not allowed to watch this session (" + code + ")", "closed");
+    } else {
+      setConnection("reconnecting…", "closed");
+    }
+  });
+
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    scrollToTip();
+    const s = state();
+    const cursor = document.getElementById("cursor-status");
+    if (cursor && cursor.dataset.entryId) {
+      document.querySelectorAll(".live-node.is-cursor").forEach(function (n) {
+        n.classList.remove("is-cursor");
+      });
+      const node = document.querySelector('.live-node[data-entry-id="' + CSS.escape(cursor.dataset.entryId) + '"]');
+      if (node) node.classList.add("is-cursor");
+    }
+    if (s) document.body.dataset.lastPosition = s.dataset.lastPosition;
+  });
+
+  document.addEventListener("change", function (evt) {
+    if (evt.target && evt.target.id === "follow-newest") {
+      send({type: "follow", on: evt.target.checked});
+      scrollToTip();
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    const form = document.getElementById("turn-form");
+    if (form && evt.detail.elt === form && evt.detail.successful) {
+      const text = document.getElementById("turn-text");
+      if (text) text.value = "";
+    }
+  });
+
+  // A message the channel layer dropped for a slow viewer is caught up here.
+  setInterval(function () { send({type: "sync"}); }, 20000);
+})();
