@@ -537,6 +537,9 @@ def projection_diagnostics(path: Sequence[dict[str, Any]]) -> list[dict[str, Any
         edit = _lookup(edits, source_id) if edits else None
         for message in item.messages:
             if not isinstance(message, dict):
+                problems.append(
+                    _problem("malformed_message", "projected message is not an object", source_id)
+                )
                 continue
             role = message.get("role")
             if role == "system":

@@ -187,9 +187,11 @@ def session_entry_to_context_messages(entry: dict[str, Any]) -> list[dict[str, A
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
-        if not isinstance(message, dict):
+        if message is None:
             # The agent itself fails on such an entry; it has nothing usable to contribute.
             return []
+        if not isinstance(message, dict):
+            return [message]  # no role, so no repair: passed through like any unknown message
         role = message.get("role")
         if message.get("content") is None:
             if role == "system":

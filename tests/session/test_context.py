@@ -492,3 +492,11 @@ def test_section_and_checkpoint_diagnostics():
     entries = chain(msg("s1", SYS("a", {"n": 5, "ok": "x"}, ts=1)), msg("u1", U("q")))
     problems = projection_diagnostics(build_session_path(entries))
     assert [(p["code"], p["section"]) for p in problems] == [("section_not_text", "n")]
+
+
+def test_non_object_checkpoint_passes_through_and_is_reported():
+    entries = chain(msg("u1", U("q")), compaction("c", "S", "u1", system_message="odd"))
+    messages = build_session_context(entries).messages
+    assert messages[0] == "odd"
+    problems = projection_diagnostics(build_session_path(entries))
+    assert ("malformed_message", "c") in {(p["code"], p["entry_id"]) for p in problems}
