@@ -209,7 +209,7 @@ def _parse_prompt(text: str, kind_hint: str | None) -> _Prompt:
 # ---------------------------------------------------------------------------------------------
 # Embedded: extraction
 
-_SENTENCE_RE = re.compile(r"[^\n.!?。！？；;]+[.!?。！？；;]?")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n")
 _CONSTRAINT_RE = re.compile(
     r"\b(must|mustn't|don't|do not|never|always|only|should|shouldn't|prefer|avoid|without|"
     r"make sure|required|require|keep|no more than|at most|at least)\b|必须|不要|不能|不得|务必|避免|禁止|只能|保持|请勿|至少|最多",
@@ -234,10 +234,14 @@ _HEDGE_RE = re.compile(
     re.I,
 )
 _ERROR_LINE_RE = re.compile(
-    r"(error|exception|traceback|failed|failure|fatal|panic|denied|not found|no such file|"
-    r"command exited with code [1-9]|exit code [1-9]|错误|失败)",
+    r"^\s*(?:error|fatal|panic)\b|\berror(?: TS\d+)?: |Traceback \(most recent call last\)"
+    r"|\b\w*(?:Error|Exception): |No such file or directory|ENOENT|EACCES|Permission denied"
+    r"|command not found|[Cc]ommand exited with code [1-9]|exit code [1-9]|npm ERR!|npm error|\bFAILED\b"
+    r"|错误|失败",
     re.I,
 )
+_BULLET_RE = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+_RAN_RE = re.compile(r"^Ran `(.*?)`(?:\n|$)", re.S)
 
 _URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
 _PATH_RE = re.compile(
@@ -256,7 +260,29 @@ _KEY_ARGS = ("path", "file_path", "filePath", "command", "cmd", "url", "pattern"
 
 
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+    out = []
+    for s in _SENTENCE_SPLIT_RE.split(text):
+        s = _BULLET_RE.sub("", s.strip()).strip()
+        if s:
+            out.append(s)
+    return out
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _error_line(text: str, first_line_only: bool) -> str:
+    """The error text of a tool output: its first error line and, if different, its last one
+    (a traceback ends with the exception that names the failure)."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if first_line_only:
+        lines = lines[:1]
+    found = [ln.strip() for ln in lines if _ERROR_LINE_RE.search(ln)]
+    informative = [ln for ln in found if ln != _TRACEBACK] or found
+    if not informative:
+        return ""
+    first, last = informative[0], informative[-1]
+    return first if first == last else f"{first} … {last}"
 
 
 def _first_line(text: str) -> str:
@@ -323,8 +349,19 @@ def _extract(parts: list[_Part]) -> _Facts:
     for part in parts:
         text = part.text
         if part.label == "User":
+            ran = _RAN_RE.match(text)
+            if ran:
+                # A shell command the user ran directly: a command and maybe an error, no goal.
+                _add_unique(facts.commands, _clip(ran.group(1), 300))
+                error = _error_line(text[ran.end() :], False)
+                if error:
+                    _add_unique(facts.errors, _clip(error, 300))
+                _collect_refs(text, facts)
+                last_label = part.label
+                continue
             request = _clip(text, 400)
-            _add_unique(facts.goals, request)
+            if utf16_len(request) >= 12 or _PATH_RE.search(request) or _URL_RE.search(request):
+                _add_unique(facts.goals, request)
             facts.last_request = request
             for s in _sentences(text):
                 if _CONSTRAINT_RE.search(s):
@@ -369,7 +406,7 @@ def _extract(parts: list[_Part]) -> _Facts:
             pending_calls = list(calls)
         elif part.label == "Tool result":
             call = pending_calls.pop(0) if pending_calls else None
-            error = next((ln.strip() for ln in text.split("\n") if _ERROR_LINE_RE.search(ln)), "")
+            error = _error_line(text, call is not None and call.name == "read")
             if error:
                 err = _clip(error, 300)
                 _add_unique(facts.errors, err)
@@ -427,7 +464,9 @@ def _parse_previous(summary: str) -> dict[str, list[str]]:
         if heading:
             current = _SECTION_ALIASES.get(heading.group(1).strip().lower())
             continue
-        if not line or line in ("---", "**Turn Context (split turn):**", "No prior history.", "(none)", "- (none)"):
+        if not line or line.startswith("```") or line in (
+            "---", "**Turn Context (split turn):**", "No prior history.", "(none)", "- (none)"
+        ):
             continue
         if line.startswith("## Progress"):
             continue
@@ -486,6 +525,10 @@ def _fit(sections: list[_Section], max_chars: int | None) -> str:
         victim = min(candidates, key=lambda s: (s.priority, -len(s.items)))
         del victim.items[0 if victim.heading not in ("## Next Steps",) else -1]
         text = _render(sections, 100)
+    for limit in (80, 60, 40, 30, 20):
+        if utf16_len(text) <= max_chars:
+            break
+        text = _render(sections, limit)
     if utf16_len(text) > max_chars:
         text = utf16_slice(text, 0, max(0, max_chars - 1)).rstrip() + "…"
     return text

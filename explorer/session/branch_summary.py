@@ -1,0 +1,337 @@
+"""Branch summaries: what to carry back when navigating away from a branch (SPEC 6.15).
+
+When the user moves the leaf to another point of the tree, the entries of the branch being
+left are summarized into a `branch_summary` entry placed at the new position, so the model
+still knows what was explored. Unlike compaction this reads raw entries (context edits are not
+applied) and keeps the newest messages when the branch is larger than the budget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .compaction import (
+    branch_summary_max_tokens,
+    build_summary_request,
+    get_summarization_failure,
+    response_has_tool_call,
+)
+from .errors import SessionError
+from .file_ops import (
+    FileOps,
+    add_details_file_ops,
+    compute_file_lists,
+    extract_file_ops_from_message,
+    format_file_operations,
+)
+from .ids import uuid7
+from .jsonfmt import truthy
+from .messages import content_text, convert_to_llm, entry_time
+from .prompts import BRANCH_SUMMARY_PREAMBLE, build_branch_prompt
+from .serialize import serialize_conversation
+from .summarizers import KIND_BRANCH, Summarizer
+from .tokens import estimate_tokens
+
+__all__ = [
+    "DEFAULT_BRANCH_RESERVE_TOKENS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "BranchCollection",
+    "BranchPreparation",
+    "BranchSummaryResult",
+    "NavigationResult",
+    "collect_entries_for_branch_summary",
+    "generate_branch_summary",
+    "navigate_tree",
+    "prepare_branch_entries",
+]
+
+LABEL_BRANCH = "Branch summarization"
+DEFAULT_BRANCH_RESERVE_TOKENS = 16384
+DEFAULT_CONTEXT_WINDOW = 128000
+
+
+@dataclass
+class BranchCollection:
+    entries: list[dict[str, Any]]
+    common_ancestor_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entries": self.entries, "commonAncestorId": self.common_ancestor_id}
+
+
+def collect_entries_for_branch_summary(manager: Any, old_leaf_id: Any, target_id: Any) -> BranchCollection:
+    """Entries from the old leaf up to (not including) the common ancestor with the target.
+
+    Compactions on the way are not a stopping point: their summaries are part of what the
+    abandoned branch knew.
+    """
+    if not truthy(old_leaf_id):
+        return BranchCollection([], None)
+    old_ids = {e.get("id") for e in manager.get_branch(old_leaf_id)}
+    common: Any = None
+    for entry in reversed(manager.get_branch(target_id)):
+        if entry.get("id") in old_ids:
+            common = entry.get("id")
+            break
+    collected: list[dict[str, Any]] = []
+    seen: set[Any] = set()
+    current = old_leaf_id
+    while truthy(current) and current != common and current not in seen:
+        seen.add(current)
+        entry = manager.get_entry(current)
+        if entry is None:
+            break
+        collected.append(entry)
+        current = entry.get("parentId")
+    collected.reverse()
+    return BranchCollection(collected, common)
+
+
+def _timestamp(entry: Mapping[str, Any]) -> Any:
+    return entry_time(entry["timestamp"]) if "timestamp" in entry else entry_time()
+
+
+def _with(message: dict[str, Any], entry: Mapping[str, Any], pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    for key, source in pairs:
+        if source in entry:
+            message[key] = entry[source]
+    message["timestamp"] = _timestamp(entry)
+    return message
+
+
+def _branch_message(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The message an abandoned entry contributes to a branch summary, if any."""
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        if not isinstance(message, dict) or message.get("role") == "toolResult":
+            # The call is in the assistant message; the result adds bulk, not intent.
+            return None
+        return message
+    if kind == "custom_message":
+        return _with({"role": "custom"}, entry, [("customType", "customType"), ("content", "content"),
+                                                   ("display", "display"), ("details", "details")])
+    if kind == "branch_summary":
+        return _with({"role": "branchSummary"}, entry, [("summary", "summary"), ("fromId", "fromId")])
+    if kind == "compaction":
+        return _with({"role": "compactionSummary"}, entry, [("summary", "summary"), ("tokensBefore", "tokensBefore")])
+    return None
+
+
+@dataclass
+class BranchPreparation:
+    messages: list[dict[str, Any]]
+    file_ops: FileOps
+    total_tokens: float
+
+
+def prepare_branch_entries(entries: Sequence[dict[str, Any]], token_budget: float = 0) -> BranchPreparation:
+    """Messages of the abandoned entries, newest first until the budget is used (SPEC 6.15.2).
+
+    File operations are collected from every entry, even those that no longer fit, and from
+    earlier pi-generated branch summaries, so the lists stay cumulative.
+    """
+    ops = FileOps()
+    for entry in entries:
+        if entry.get("type") == "branch_summary" and not truthy(entry.get("fromHook")) and truthy(entry.get("details")):
+            add_details_file_ops(entry.get("details"), ops)
+    messages: list[dict[str, Any]] = []
+    total: float = 0
+    for entry in reversed(entries):
+        message = _branch_message(entry)
+        if message is None:
+            continue
+        extract_file_ops_from_message(message, ops)
+        tokens = estimate_tokens(message)
+        if token_budget > 0 and total + tokens > token_budget:
+            # A summary is dense context: squeeze it in if the budget is not nearly used.
+            if entry.get("type") in ("compaction", "branch_summary") and total < token_budget * 0.9:
+                messages.append(message)
+                total += tokens
+            break
+        messages.append(message)
+        total += tokens
+    messages.reverse()
+    return BranchPreparation(messages, ops, total)
+
+
+@dataclass
+class BranchSummaryResult:
+    """Outcome of `generate_branch_summary`: a summary, `aborted`, or an `error` message."""
+
+    summary: str | None = None
+    usage: Any = None
+    read_files: list[Any] | None = None
+    modified_files: list[Any] | None = None
+    aborted: bool = False
+    error: str | None = None
+
+    @property
+    def details(self) -> dict[str, list[Any]]:
+        return {"readFiles": list(self.read_files or []), "modifiedFiles": list(self.modified_files or [])}
+
+    def to_json(self) -> dict[str, Any]:
+        if self.aborted:
+            return {"aborted": True}
+        if self.error is not None:
+            return {"error": self.error}
+        out: dict[str, Any] = {"summary": self.summary}
+        if self.read_files is not None:
+            out["usage"] = self.usage
+            out["readFiles"] = self.read_files
+            out["modifiedFiles"] = self.modified_files
+        return out
+
+
+def generate_branch_summary(
+    entries: Sequence[dict[str, Any]],
+    summarizer: Summarizer,
+    *,
+    model: Any = None,
+    reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    signal: threading.Event | None = None,
+    clock: Callable[[], float] | None = None,
+) -> BranchSummaryResult:
+    """Summarize abandoned entries (SPEC 6.15.3). Failures are returned, not raised."""
+    window = model.get("contextWindow") if isinstance(model, Mapping) else None
+    budget = (window if truthy(window) else DEFAULT_CONTEXT_WINDOW) - reserve_tokens
+    prepared = prepare_branch_entries(entries, budget)
+    if not prepared.messages:
+        return BranchSummaryResult(summary="No content to summarize")
+    conversation = serialize_conversation(convert_to_llm(prepared.messages))
+    prompt = build_branch_prompt(conversation, custom_instructions, replace_instructions)
+    now = clock() if clock is not None else time.time() * 1000
+    options = {"cacheRetention": "none", "sessionId": uuid7(now)}
+    request = build_summary_request(
+        prompt,
+        branch_summary_max_tokens(model),
+        options,
+        model=model,
+        kind=KIND_BRANCH,
+        signal=signal,
+        clock=clock,
+    )
+    response = summarizer.complete(request)
+    if response.get("stopReason") == "aborted":
+        return BranchSummaryResult(aborted=True)
+    failure = get_summarization_failure(response, LABEL_BRANCH)
+    if failure:
+        return BranchSummaryResult(error=failure)
+    if response_has_tool_call(response):
+        return BranchSummaryResult(error=f"{LABEL_BRANCH} attempted to call a tool")
+    read_files, modified_files = compute_file_lists(prepared.file_ops)
+    summary = BRANCH_SUMMARY_PREAMBLE + content_text(response.get("content"))
+    summary += format_file_operations(read_files, modified_files)
+    return BranchSummaryResult(
+        summary=summary or "No summary generated",
+        usage=response.get("usage"),
+        read_files=read_files,
+        modified_files=modified_files,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Navigation (the agent's orchestration, SPEC 6.15.4)
+
+
+@dataclass
+class NavigationResult:
+    """What `navigate_tree` did: the new leaf, editor text, and the summary entry if any."""
+
+    cancelled: bool = False
+    new_leaf_id: str | None = None
+    editor_text: str | None = None
+    summary_entry_id: str | None = None
+    summary: BranchSummaryResult | None = None
+
+
+def navigate_tree(
+    manager: Any,
+    target_id: str,
+    *,
+    summarize: bool = False,
+    summarizer: Summarizer | None = None,
+    model: Any = None,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    label: str | None = None,
+    reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
+    signal: threading.Event | None = None,
+    clock: Callable[[], float] | None = None,
+) -> NavigationResult:
+    """Move the leaf to `target_id`, optionally leaving a summary of the abandoned branch.
+
+    Navigating to a user message (or custom message) moves to its parent and returns its text,
+    so it can be edited and sent again. An aborted summary cancels the navigation; a failed one
+    raises `SessionError`.
+    """
+    old_leaf = manager.get_leaf_id()
+    if target_id == old_leaf:
+        return NavigationResult(new_leaf_id=old_leaf)
+    if summarize and summarizer is None:
+        raise SessionError("No model available for summarization")
+    target = manager.get_entry(target_id)
+    if target is None:
+        raise SessionError(f"Entry {target_id} not found")
+    collected = collect_entries_for_branch_summary(manager, old_leaf, target_id)
+    summary: BranchSummaryResult | None = None
+    if summarize and collected.entries:
+        assert summarizer is not None
+        summary = generate_branch_summary(
+            collected.entries,
+            summarizer,
+            model=model,
+            reserve_tokens=reserve_tokens,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            signal=signal,
+            clock=clock,
+        )
+        if summary.aborted:
+            return NavigationResult(cancelled=True, new_leaf_id=old_leaf)
+        if summary.error is not None:
+            raise SessionError(summary.error)
+
+    editor_text = None
+    new_leaf: Any = target_id
+    message = target.get("message") if target.get("type") == "message" else None
+    if isinstance(message, dict) and message.get("role") == "user":
+        new_leaf = target.get("parentId")
+        editor_text = content_text(message.get("content"), "")
+    elif target.get("type") == "custom_message":
+        new_leaf = target.get("parentId")
+        editor_text = content_text(target.get("content"), "")
+    if not truthy(new_leaf):
+        new_leaf = None
+
+    summary_id = None
+    if summary is not None and summary.summary is not None:
+        summary_id = manager.branch_with_summary(
+            new_leaf,
+            summary.summary,
+            summary.details,
+            False,
+            summary.usage,
+        )
+        if label:
+            manager.append_label_change(summary_id, label)
+    else:
+        if new_leaf is None:
+            manager.reset_leaf()
+        else:
+            manager.branch(new_leaf)
+        if label:
+            manager.append_label_change(target_id, label)
+    return NavigationResult(
+        new_leaf_id=manager.get_leaf_id(),
+        editor_text=editor_text,
+        summary_entry_id=summary_id,
+        summary=summary,
+    )
+

@@ -1,0 +1,238 @@
+"""Summarizers: the embedded offline one and the OpenAI-compatible one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from explorer.session.branch_summary import generate_branch_summary
+from explorer.session.compaction import (
+    build_summary_request,
+    compact,
+    prepare_compaction,
+    summary_options,
+)
+from explorer.session.errors import SummarizationError
+from explorer.session.prompts import build_history_prompt, build_turn_prefix_prompt
+from explorer.session.serialize import serialize_conversation
+from explorer.session.summarizers import (
+    EmbeddedSummarizer,
+    OpenAICompatibleSummarizer,
+    SummaryRequest,
+    summarizer_from_env,
+)
+from explorer.session.tokens import CompactionSettings
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.session.ctx_helpers import AC, A, R, U, chain, msg
+
+HISTORY_HEADINGS = [
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+]
+
+
+def headings(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line.startswith("#")]
+
+
+def conversation_messages():
+    failing = R("Traceback (most recent call last):\nValueError: bad port 99999")
+    failing["toolCallId"] = "call_3"
+    return [
+        U("Please fix the login bug in src/auth/login.py; ticket AUTH-421. "
+          "You must not change the public API. Docs: https://example.com/auth#login"),
+        AC("read", {"path": "src/auth/login.py"}),
+        R("def login(user):\n    return check(user)\n"),
+        A("The bug is probably in `check_password`, which compares hashes with ==. I'll switch to hmac.compare_digest."),
+        AC("edit", {"path": "src/auth/login.py", "oldText": "==", "newText": "compare_digest"}),
+        R("Successfully replaced text."),
+        AC("bash", {"command": "pytest tests/test_login.py -q"}),
+        failing,
+        A("Tests fail with ValueError: bad port 99999 from config id 7f3a9c2e1b. Next I will fix settings.toml."),
+    ]
+
+
+def history_request(messages, previous=None, max_tokens=13107, focus=None):
+    prompt = build_history_prompt(serialize_conversation(messages), previous, focus)
+    return build_summary_request(prompt, max_tokens, summary_options(), kind="history")
+
+
+def test_embedded_history_summary_structure_and_references():
+    response = EmbeddedSummarizer(clock=lambda: 5).complete(history_request(conversation_messages()))
+    assert response["stopReason"] == "stop"
+    assert response["usage"]["totalTokens"] == 0
+    assert response["usage"]["cost"]["total"] == 0
+    assert response["timestamp"] == 5
+    text = response["content"][0]["text"]
+    assert headings(text) == HISTORY_HEADINGS
+    for reference in [
+        "src/auth/login.py",
+        "AUTH-421",
+        "https://example.com/auth#login",
+        "pytest tests/test_login.py -q",
+        "ValueError: bad port 99999",
+        "7f3a9c2e1b",
+        "settings.toml",
+        "check_password",
+    ]:
+        assert reference in text, reference
+    goal = text.split("## Constraints")[0]
+    assert "Please fix the login bug" in goal
+    constraints = text.split("## Constraints & Preferences")[1].split("## Progress")[0]
+    assert "You must not change the public API" in constraints
+    blocked = text.split("### Blocked")[1].split("## Key Decisions")[0]
+    assert "pytest tests/test_login.py -q" in blocked
+    assert "Unverified: The bug is probably in `check_password`" in text
+    assert "fix settings.toml" in text.split("## Next Steps")[1]
+
+
+def test_embedded_summary_is_deterministic():
+    request = history_request(conversation_messages())
+    first = EmbeddedSummarizer(clock=lambda: 1).complete(request)
+    second = EmbeddedSummarizer(clock=lambda: 1).complete(request)
+    assert first == second
+
+
+@pytest.mark.parametrize("max_tokens", [60, 120, 400])
+def test_embedded_summary_honours_max_tokens(max_tokens):
+    messages = conversation_messages() * 20
+    text = EmbeddedSummarizer().summarize_text(history_request(messages, max_tokens=max_tokens))
+    assert len(text.encode("utf-16-le")) // 2 <= max_tokens * 4
+    if max_tokens >= 120:
+        assert headings(text) == HISTORY_HEADINGS
+
+
+def test_embedded_summary_keeps_references_when_tight():
+    messages = conversation_messages() + [U("Also please rename " + "x" * 3000)] * 5
+    text = EmbeddedSummarizer().summarize_text(history_request(messages, max_tokens=300))
+    assert len(text) <= 1200
+    assert "src/auth/login.py" in text
+
+
+def test_embedded_update_keeps_previous_items():
+    previous = (
+        "## Goal\n- Ship release 2.1 (ticket REL-7)\n\n## Constraints & Preferences\n- Never force-push\n\n"
+        "## Progress\n### Done\n- [x] Tagged v2.1.0-rc1\n\n### In Progress\n- [ ] Write changelog\n\n"
+        "### Blocked\n- (none)\n\n## Key Decisions\n- **Use squash merges**: cleaner history\n\n"
+        "## Next Steps\n1. Publish\n\n## Critical Context\n- Build id b77e0f12aa\n\n"
+        "<read-files>\nold/notes.md\n</read-files>"
+    )
+    text = EmbeddedSummarizer().summarize_text(history_request(conversation_messages(), previous=previous))
+    assert headings(text) == HISTORY_HEADINGS
+    for kept in ["Ship release 2.1 (ticket REL-7)", "Never force-push", "Tagged v2.1.0-rc1", "Write changelog",
+                 "**Use squash merges**: cleaner history", "Publish", "Build id b77e0f12aa", "old/notes.md",
+                 "src/auth/login.py", "AUTH-421"]:
+        assert kept in text, kept
+
+
+def test_embedded_turn_prefix_summary():
+    prompt = build_turn_prefix_prompt(serialize_conversation(conversation_messages()[:3]))
+    request = build_summary_request(prompt, 8192, summary_options(), kind="turn_prefix")
+    text = EmbeddedSummarizer().summarize_text(request)
+    assert headings(text) == ["## Original Request", "## Progress So Far", "## Context Needed to Continue"]
+    assert "Please fix the login bug in src/auth/login.py" in text
+    assert "src/auth/login.py" in text.split("## Context Needed to Continue")[1]
+
+
+def test_embedded_recognizes_prompt_kind_without_hint():
+    prompt = build_turn_prefix_prompt(serialize_conversation([U("do the big task now")]))
+    request = SummaryRequest("sys", [{"role": "user", "content": prompt, "timestamp": 0}], 100, {}, kind="")
+    assert headings(EmbeddedSummarizer().summarize_text(request))[0] == "## Original Request"
+
+
+def test_embedded_branch_summary_has_no_critical_context():
+    entries = chain(*(msg(f"e{i}", m) for i, m in enumerate(conversation_messages())))
+    result = generate_branch_summary(entries, EmbeddedSummarizer())
+    assert result.summary.startswith("The user explored a different conversation branch")
+    assert "## Critical Context" not in result.summary
+    assert "## Next Steps" in result.summary
+    assert "src/auth/login.py" in result.summary
+    assert result.modified_files == ["src/auth/login.py"]
+
+
+def test_embedded_focus_and_chinese_constraints():
+    messages = [U("请把数据库迁移到 PostgreSQL，必须保留所有订单 ID。不要删除 legacy/orders.sql"), A("好的。")]
+    text = EmbeddedSummarizer().summarize_text(history_request(messages, focus="orders"))
+    assert "必须保留所有订单 ID" in text
+    assert "legacy/orders.sql" in text
+    assert "Requested focus: orders" in text
+
+
+def test_compact_with_embedded_summarizer_keeps_every_summarized_path():
+    x = "x" * 4000
+    path = chain(
+        msg("e1", U("Refactor module parser in lib/parse.py and lib/lex.py")),
+        msg("e2", AC("read", {"path": "lib/parse.py"})),
+        msg("e3", R("code")),
+        msg("e4", AC("edit", {"path": "lib/lex.py"})),
+        msg("e5", R("ok")),
+        msg("e6", A("Done: lexer updated.")),
+        msg("e7", U(x)),
+        msg("e8", A(x)),
+    )
+    prep = prepare_compaction(path, CompactionSettings(True, 16384, 1500))
+    result = compact(prep, EmbeddedSummarizer())
+    assert result.first_kept_entry_id == "e7"
+    assert headings(result.summary.split("\n\n<read-files>")[0]) == HISTORY_HEADINGS
+    assert result.summary.endswith("<read-files>\nlib/parse.py\n</read-files>\n\n<modified-files>\nlib/lex.py\n</modified-files>")
+    assert result.summary.count("lib/parse.py") >= 2
+
+
+# --------------------------------------------------------------------------------------------
+# OpenAI-compatible summarizer (real HTTP server)
+
+
+def test_openai_summarizer_through_compact():
+    x = "x" * 4000
+    path = chain(msg("e1", U(x)), msg("e2", A(x)), msg("e3", U(x)), msg("e4", A(x)))
+    prep = prepare_compaction(path, CompactionSettings(True, 16384, 1500))
+    reply = Reply(chunks=["## Goal\n", "- test"], usage={"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59})
+    with FakeOpenAIServer(reply) as server:
+        summarizer = OpenAICompatibleSummarizer(server.base_url, "sum-model", api_key="k")
+        result = compact(prep, summarizer, model={"maxTokens": 0})
+        body = server.requests[0]["body"]
+    assert result.summary == "## Goal\n- test"
+    assert result.usage["input"] == 50 and result.usage["output"] == 9 and result.usage["totalTokens"] == 59
+    assert body["max_tokens"] == 13107
+    assert body["model"] == "sum-model"
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][0]["content"].startswith("You are a context-summarization assistant")
+    assert body["messages"][1]["content"].startswith("<conversation>\n[User]: ")
+    assert "reasoning_effort" not in body
+
+
+def test_openai_summarizer_failures_raise_summarization_errors():
+    x = "x" * 4000
+    path = chain(msg("e1", U(x)), msg("e2", A(x)), msg("e3", U(x)), msg("e4", A(x)))
+    prep = prepare_compaction(path, CompactionSettings(True, 16384, 1500))
+    with FakeOpenAIServer([Reply(status=500, error_body={"error": {"message": "upstream down"}}),
+                           Reply("partial", finish_reason="length")]) as server:
+        summarizer = OpenAICompatibleSummarizer(server.base_url, "m")
+        with pytest.raises(SummarizationError, match=re.escape("Summarization failed: 500 Internal Server Error: upstream down")):
+            compact(prep, summarizer)
+        with pytest.raises(SummarizationError, match="generation hit the token cap"):
+            compact(prep, summarizer)
+
+
+def test_openai_summarizer_passes_reasoning():
+    request = build_summary_request("<conversation>\n\n</conversation>\n\nx", 100,
+                                    summary_options({"reasoning": True}, "high"))
+    with FakeOpenAIServer("ok") as server:
+        out = OpenAICompatibleSummarizer(server.base_url, "m").complete(request)
+        assert server.requests[0]["body"]["reasoning_effort"] == "high"
+    assert out["content"] == [{"type": "text", "text": "ok"}]
+
+
+def test_summarizer_from_env():
+    assert isinstance(summarizer_from_env({}), EmbeddedSummarizer)
+    chosen = summarizer_from_env({"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1", "SESSIONS_LLM_MODEL": "m1"})
+    assert isinstance(chosen, OpenAICompatibleSummarizer)
+    assert chosen.provider.model == "m1"
