@@ -500,3 +500,59 @@ def test_non_object_checkpoint_passes_through_and_is_reported():
     assert messages[0] == "odd"
     problems = projection_diagnostics(build_session_path(entries))
     assert ("malformed_message", "c") in {(p["code"], p["entry_id"]) for p in problems}
+
+
+# ---------------------------------------------------------------------------------------------
+# The same scenarios through the SessionManager
+
+
+def _manager():
+    from explorer.session.manager import SessionManager
+
+    ticks = iter(range(1_735_689_600_000, 1_735_689_700_000, 1000))
+    return SessionManager.in_memory("/w", clock=lambda: next(ticks))
+
+
+def test_s50_hide_via_manager():
+    manager = _manager()
+    u1 = manager.append_message(U("secret"))
+    a1 = manager.append_message(A("ok"))
+    manager.append_context_edit(u1, None)
+    projection = manager.build_session_projection()
+    assert projection.messages == [A("ok")]
+    assert projection.entries[0].source_entry["id"] == u1
+    assert projection.entries[0].messages == []
+    assert manager.get_entry(u1)["message"]["content"] == "secret"
+    assert manager.get_entry(a1)["message"] == A("ok")
+
+
+def test_s51_replace_and_normalization_via_manager():
+    manager = _manager()
+    u1 = manager.append_message(U("long question"))
+    a1 = manager.append_message(A("long answer"))
+    x1 = manager.append_context_edit(a1, {"content": "short"})
+    x2 = manager.append_context_edit(u1, {"content": "q?"})
+    assert manager.get_entry(x1)["replacement"] == {"content": [{"type": "text", "text": "short"}]}
+    assert manager.get_entry(x2)["replacement"] == {"content": "q?"}
+    messages = manager.build_session_context().messages
+    assert messages == [
+        dict(U("long question"), content="q?"),
+        dict(A("long answer"), content=[{"type": "text", "text": "short"}]),
+    ]
+
+
+def test_s52_branch_relative_edits_via_manager():
+    manager = _manager()
+    manager.append_message(U("q"))
+    a1 = manager.append_message(A("orig"))
+    x1 = manager.append_context_edit(a1, {"content": "one"})
+    manager.append_context_edit(a1, {"content": "two"})
+
+    def text():
+        return manager.build_session_context().messages[1]["content"][0]["text"]
+
+    assert text() == "two"
+    manager.branch(x1)
+    assert text() == "one"
+    manager.branch(a1)
+    assert text() == "orig"

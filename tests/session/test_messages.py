@@ -378,3 +378,29 @@ def test_combine_usage_missing_fields_give_nan():
     assert dumps(result).startswith(
         '{"input":2,"output":2,"cacheRead":0,"cacheWrite":0,"cacheWrite1h":2,"totalTokens":null'
     )
+
+
+def test_s23_via_manager():
+    from explorer.session.jsonfmt import date_parse
+    from explorer.session.manager import SessionManager
+
+    manager = SessionManager.in_memory("/w", clock=lambda: 1_735_689_605_000)
+    manager.append_custom_entry("ext-state", {"k": 1})
+    manager.append_custom_message_entry("ext-msg", "visible text", False)
+    kinds = [entry["type"] for entry in manager.get_entries()]
+    assert kinds == ["custom", "custom_message"]
+    ms = int(date_parse(manager.get_entries()[1]["timestamp"]))
+    messages = manager.build_session_context().messages
+    assert messages == [
+        {
+            "role": "custom",
+            "customType": "ext-msg",
+            "content": "visible text",
+            "display": False,
+            "timestamp": ms,
+        }
+    ]
+    assert ms == 1_735_689_605_000
+    assert convert_to_llm(messages) == [
+        {"role": "user", "content": [{"type": "text", "text": "visible text"}], "timestamp": ms}
+    ]

@@ -335,3 +335,16 @@ def test_s65_context_meter_after_compaction():
         build_session_projection(no_compaction), build_session_path(no_compaction), 10020
     )
     assert usage == {"tokens": 5010, "contextWindow": 10020, "percent": 50.0}
+
+
+def test_s98_nan_tokens_before_written_as_null():
+    from explorer.session.manager import SessionManager
+
+    manager = SessionManager.in_memory("/w", clock=lambda: 1_735_689_605_000)
+    manager.append_message(SYS("a", {"n": 5}, ts=1))
+    manager.append_message(U("x" * 40))
+    branch = manager.get_branch()
+    tokens = estimate_projected_context_tokens(manager.build_session_projection(), branch)
+    assert math.isnan(tokens)
+    manager.append_compaction("S", None, tokens)
+    assert b'"tokensBefore":null' in manager.to_bytes()
