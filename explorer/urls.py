@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import importlib
+import logging
 
 from django.urls import path
 
 from explorer.views import sessions
+
+logger = logging.getLogger(__name__)
 
 app_name = "explorer"
 
@@ -24,9 +27,9 @@ def _explorer_urls() -> list:
     until then ``session_detail`` falls back to a plain summary page."""
     try:
         module = importlib.import_module("explorer.urls_explorer")
-    except ModuleNotFoundError as exc:
-        if exc.name != "explorer.urls_explorer":
-            raise
+    except ImportError as exc:
+        if getattr(exc, "name", None) != "explorer.urls_explorer":
+            logger.exception("explorer.urls_explorer failed to import; using the summary page")
         return [path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")]
     patterns = list(module.urlpatterns)
     if not any(getattr(p, "name", None) == "session_detail" for p in patterns):

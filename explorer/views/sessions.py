@@ -1,14 +1,33 @@
-"""Session list, import, export, fork and branch download."""
+"""Session list, import, export, fork, branch download and delete."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.db.models import Q
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    StreamingHttpResponse,
+)
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
-from explorer.models import Session
-from explorer.permissions import viewer_required
+from explorer import services, store
+from explorer.forms import ForkForm, ImportForm
+from explorer.models import Entry, ImportProblem, Session
+from explorer.permissions import (
+    admin_required,
+    editor_required,
+    get_session_for_user,
+    viewer_required,
+)
+from explorer.session.errors import SessionError
+
+PROBLEMS_SHOWN = 200
 
 
 @login_not_required
@@ -18,12 +37,11 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
+@require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
     q = request.GET.get("q", "").strip()
     sessions = Session.objects.all()
     if q:
-        from django.db.models import Q
-
         sessions = sessions.filter(
             Q(name__icontains=q) | Q(session_id__icontains=q) | Q(cwd__icontains=q)
         )
@@ -39,10 +57,183 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 
 @viewer_required
+@require_GET
 def session_summary(request: HttpRequest, pk: int) -> HttpResponse:
-    raise NotImplementedError
+    """Plain overview used until the visual explorer's detail page is installed."""
+    session = get_session_for_user(request, pk)
+    leaf = store.cursor_for(session, request.user)
+    recent = list(Entry.objects.filter(session=session).light().order_by("-position")[:20])
+    return render(request, "explorer/session_summary.html", {
+        "session": session, "leaf": leaf, "recent": recent,
+        "warnings": session.problems.all()[:PROBLEMS_SHOWN],
+    })
 
 
-import_view = export_view = branch_download = fork_view = delete_view = problems_view = (
-    session_summary
-)
+# ---------------------------------------------------------------------------------------------
+# Import
+
+
+def _wants_fragment(request: HttpRequest) -> bool:
+    return request.headers.get("X-Upload") == "1" or bool(getattr(request, "htmx", False))
+
+
+def _too_large(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    # Allow for the multipart envelope around the file itself.
+    return length > settings.SESSIONS_MAX_UPLOAD_BYTES + 64 * 1024
+
+
+@admin_required
+def import_view(request: HttpRequest) -> HttpResponse:
+    limit = settings.SESSIONS_MAX_UPLOAD_BYTES
+    context = {"form": ImportForm(), "limit": limit, "results": []}
+    if request.method == "GET":
+        return render(request, "explorer/import.html", context)
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    if _too_large(request):
+        result = store.ImportResult(problems=[store.Problem(
+            0, "error", "too_large",
+            f"The upload is larger than the limit of {limit:,} bytes "
+            "(setting SESSIONS_MAX_UPLOAD_BYTES).")])
+        return _import_response(request, context, [("upload", result)], status=413)
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        context["form"] = form
+        return render(request, "explorer/import.html", context, status=400)
+    outcomes = []
+    for uploaded in form.cleaned_data["files"]:
+        if uploaded.size > limit:
+            result = store.ImportResult(problems=[store.Problem(
+                0, "error", "too_large",
+                f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
+                "(setting SESSIONS_MAX_UPLOAD_BYTES).")])
+        else:
+            data = uploaded.read()
+            result = services.import_bytes(data, source_path=uploaded.name, user=request.user)
+            del data
+        outcomes.append((uploaded.name, result))
+    failed = any(not r.ok for _n, r in outcomes)
+    return _import_response(request, context, outcomes, status=422 if failed else 200)
+
+
+def _import_response(request, context, outcomes, *, status: int) -> HttpResponse:
+    results = []
+    for name, result in outcomes:
+        problems = result.problems
+        results.append({
+            "name": name,
+            "result": result,
+            "errors": [p for p in problems if p.severity == "error"][:PROBLEMS_SHOWN],
+            "warnings": [p for p in problems if p.severity == "warning"][:PROBLEMS_SHOWN],
+            "hidden": max(0, len(problems) - 2 * PROBLEMS_SHOWN),
+        })
+    context["results"] = results
+    template = "explorer/import.html#import-results" if _wants_fragment(request) else (
+        "explorer/import.html")
+    return render(request, template, context, status=status)
+
+
+# ---------------------------------------------------------------------------------------------
+# Export and derived sessions
+
+
+def _attachment(chunks, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(chunks, content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@viewer_required
+@require_GET
+def export_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    return _attachment(store.iter_export(session), store.export_filename(session))
+
+
+@viewer_required
+def branch_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: download root → leaf as a new session file. POST (editor): store it as a new
+    session instead."""
+    session = get_session_for_user(request, pk)
+    leaf_id = (request.GET.get("leaf") or request.POST.get("leaf") or "").strip()
+    if not leaf_id:
+        leaf_id = store.cursor_for(session, request.user).entry_id or ""
+    if request.method == "POST":
+        return _branch_to_session(request, session, leaf_id)
+    if request.method not in ("GET", "HEAD"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    try:
+        data = store.branch_bytes(session, leaf_id)
+    except SessionError as exc:
+        raise Http404(str(exc)) from None
+    return _attachment([data], f"branch-{leaf_id[:16]}-{store.export_filename(session)}")
+
+
+@editor_required
+def _branch_to_session(request: HttpRequest, session: Session, leaf_id: str) -> HttpResponse:
+    try:
+        new = services.branch_session(session, request.user, leaf_id)
+    except (SessionError, ValueError) as exc:
+        messages.error(request, f"Could not create the branched session: {exc}")
+        return redirect("explorer:session_detail", session.pk)
+    messages.success(request, f"Created a new session from the route ending at {leaf_id}.")
+    return redirect("explorer:session_detail", new.pk)
+
+
+@editor_required
+def fork_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    if request.method == "GET":
+        return render(request, "explorer/fork.html", {"session": session, "form": ForkForm()})
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    form = ForkForm(request.POST)
+    if not form.is_valid():
+        return render(request, "explorer/fork.html", {"session": session, "form": form},
+                      status=400)
+    cwd = form.cleaned_data["cwd"].strip() or None
+    new = services.fork_session(session, request.user, cwd=cwd)
+    messages.success(request, f"Forked “{session.display_name}” into a new session.")
+    return redirect("explorer:session_detail", new.pk)
+
+
+@admin_required
+def delete_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    if request.method == "GET":
+        return render(request, "explorer/delete.html", {"session": session})
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["GET", "POST"])
+    name = session.display_name
+    services.delete_session(session, request.user)
+    messages.success(request, f"Deleted “{name}”.")
+    return redirect("explorer:session_list")
+
+
+@viewer_required
+@require_GET
+def problems_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    problems = ImportProblem.objects.filter(session=session)
+    return render(request, "explorer/problems.html", {
+        "session": session, "problems": problems[:1000], "total": problems.count(),
+    })
+
+
+__all__ = [
+    "branch_download",
+    "delete_view",
+    "export_view",
+    "fork_view",
+    "healthz",
+    "import_view",
+    "problems_view",
+    "require_POST",
+    "session_list",
+    "session_summary",
+]

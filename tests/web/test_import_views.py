@@ -1,0 +1,110 @@
+"""The import page: uploads of one or many files, atomic rejection with line-numbered
+errors shown in the page, warnings for what Pi tolerates, exports byte-identical."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from explorer.models import Entry, Session
+from tests.conftest import SMALL_SESSION
+
+pytestmark = pytest.mark.django_db
+
+
+def _upload(name: str, data: bytes) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type="application/octet-stream")
+
+
+def test_the_import_page_offers_drag_and_drop(admin_client):
+    response = admin_client.get(reverse("explorer:import"))
+    assert response.status_code == 200
+    assert b'id="dropzone"' in response.content and b"multiple" in response.content
+
+
+def test_it_imports_several_files_at_once(admin_client):
+    other = SMALL_SESSION.replace(b"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b", b"other-session-id")
+    response = admin_client.post(reverse("explorer:import"), {
+        "files": [_upload("a.jsonl", SMALL_SESSION), _upload("b.jsonl", other)],
+    })
+    assert response.status_code == 200
+    assert Session.objects.count() == 2
+    assert b"Imported 8 entries" in response.content
+    assert Session.objects.get(session_id="other-session-id").imported_by.username == "ada"
+
+
+def test_a_bad_line_rejects_the_file_and_shows_each_problem(admin_client):
+    bad = SMALL_SESSION + (
+        b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x"}\n'
+    )
+    response = admin_client.post(reverse("explorer:import"), {"files": _upload("bad.jsonl", bad)})
+    assert response.status_code == 422
+    text = response.content.decode()
+    assert "Rejected — nothing imported" in text
+    assert "line 10" in text and "Duplicate entry id a1b2c3d4" in text
+    assert Session.objects.count() == 0 and Entry.objects.count() == 0
+
+
+def test_tolerated_defects_import_with_warnings(admin_client):
+    data = SMALL_SESSION + b"{oops this is not json\n"
+    response = admin_client.post(reverse("explorer:import"), {"files": _upload("w.jsonl", data)},
+                                 HTTP_X_UPLOAD="1")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "<html" not in text  # the XHR gets the result fragment only
+    assert "line 10" in text and "Malformed JSON" in text
+    session = Session.objects.get()
+    assert session.warning_count >= 1
+    export = admin_client.get(reverse("explorer:export", args=[session.pk]))
+    assert b"".join(export.streaming_content) == data
+    problems = admin_client.get(reverse("explorer:problems", args=[session.pk]))
+    assert b"line 10" in problems.content
+
+
+def test_reimport_reports_nothing_new(admin_client, make_session):
+    make_session()
+    response = admin_client.post(reverse("explorer:import"),
+                                 {"files": _upload("a.jsonl", SMALL_SESSION)})
+    assert b"Already imported" in response.content
+    assert Entry.objects.count() == 8
+
+
+def test_oversized_uploads_get_a_clear_message(admin_client, settings):
+    settings.SESSIONS_MAX_UPLOAD_BYTES = 50
+    response = admin_client.post(reverse("explorer:import"),
+                                 {"files": _upload("big.jsonl", SMALL_SESSION)})
+    assert response.status_code in (413, 422)
+    assert b"SESSIONS_MAX_UPLOAD_BYTES" in response.content
+    assert Session.objects.count() == 0
+
+
+def test_export_is_a_download_of_the_stored_bytes(viewer_client, make_session):
+    session = make_session()
+    response = viewer_client.get(reverse("explorer:export", args=[session.pk]))
+    assert response["Content-Disposition"].startswith("attachment;")
+    assert response["Content-Disposition"].endswith('.jsonl"')
+    assert b"".join(response.streaming_content) == SMALL_SESSION
+
+
+def test_branch_download_is_a_new_session_file(viewer_client, make_session):
+    session = make_session()
+    response = viewer_client.get(reverse("explorer:branch_download", args=[session.pk]),
+                                 {"leaf": "e5f6a7b8"})
+    body = b"".join(response.streaming_content).decode()
+    lines = body.splitlines()
+    assert '"type":"session"' in lines[0] and "parentSession" in lines[0]
+    assert len(lines) == 4  # header, two entries on the route, the re-created label
+    assert session.session_id not in lines[0].split('"id":"')[1][:40]
+
+
+def test_list_groups_sessions_by_working_directory(viewer_client, make_session):
+    make_session()
+    other = SMALL_SESSION.replace(b"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b", b"s2").replace(
+        b'"cwd":"/home/ana/proj"', b'"cwd":"/srv/other"')
+    make_session(other)
+    text = viewer_client.get(reverse("explorer:session_list")).content.decode()
+    assert "/home/ana/proj" in text and "/srv/other" in text
+    assert text.count("Demo of a small session") == 2
+    filtered = viewer_client.get(reverse("explorer:session_list"), {"q": "srv"}).content.decode()
+    assert "/srv/other" in filtered and "/home/ana/proj" not in filtered
