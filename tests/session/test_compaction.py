@@ -555,3 +555,128 @@ def test_no_candidates_returns_start():
     path = chain(model_change("m1", "p", "m"), msg("r", R("x")))
     cut = find_projected_cut_point(build_session_projection(path).entries, 0, 2, 10)
     assert cut.to_json() == {"firstKeptEntryIndex": 0, "turnStartIndex": -1, "isSplitTurn": False}
+
+
+# --------------------------------------------------------------------------------------------
+# S78 (append), S85, S86: writing the result through the manager
+
+
+def _manager():
+    from explorer.session.ids import deterministic_rng
+    from explorer.session.manager import SessionManager
+
+    clock_values = iter(range(1_735_689_601_000, 1_735_689_601_000 + 10_000_000, 1000))
+    return SessionManager.in_memory("/w/proj", clock=lambda: next(clock_values), rng=deterministic_rng("e3"))
+
+
+def test_s78_append_compaction_key_order():
+    from explorer.session.jsonfmt import dumps, loads
+
+    m = _manager()
+    ids = [m.append_message(message) for message in (U(x(4000)), A(x(4000)), U(x(4000)), A(x(4000)))]
+    prep = prepare_compaction(m.get_branch(), S(1500))
+    assert prep.first_kept_entry_id == ids[2]
+    result = compact(prep, StubSummarizer(response("SUMMARY", usage=UT(70))), model={"maxTokens": 0})
+    cid = m.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before, result.details, False, result.usage)
+    entry = loads(dumps(m.get_entry(cid)))
+    assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
+                           "tokensBefore", "details", "usage", "fromHook"]
+    assert entry["fromHook"] is False
+    assert entry["tokensBefore"] == 4000
+    assert entry["details"] == {"readFiles": [], "modifiedFiles": []}
+    assert "systemMessage" not in entry
+    # Compacting again right away: nothing to do.
+    assert prepare_compaction(m.get_branch(), S(1500)) is None
+
+
+def test_compact_session_pipeline_and_errors():
+    import threading
+
+    from explorer.session.compaction import compact_session
+    from explorer.session.errors import SessionError
+
+    m = _manager()
+    m.append_message(U(x(400)))
+    m.append_message(A(x(400)))
+    with pytest.raises(SessionError, match=r"^Nothing to compact \(session too small\)$"):
+        compact_session(m, StubSummarizer("S"), S(20000))
+    for message in (U(x(4000)), A(x(4000))):
+        m.append_message(message)
+    cancel = threading.Event()
+
+    class CancellingStub(StubSummarizer):
+        def complete(self, request):
+            cancel.set()
+            return super().complete(request)
+
+    count = len(m.get_entries())
+    with pytest.raises(SessionError, match="^Compaction cancelled$"):
+        compact_session(m, CancellingStub("S"), S(1500), signal=cancel)
+    assert len(m.get_entries()) == count
+    cid, result = compact_session(m, StubSummarizer("S"), S(1500))
+    assert m.get_leaf_id() == cid
+    assert m.get_entry(cid)["summary"] == "S" == result.summary
+    with pytest.raises(SessionError, match="^Already compacted$"):
+        compact_session(m, StubSummarizer("S"), S(1500))
+    messages = m.build_session_context().messages
+    assert messages[0]["role"] == "compactionSummary"
+
+
+def test_s85_system_checkpoint():
+    from explorer.session.jsonfmt import date_parse
+    from explorer.session.messages import get_current_system_message
+    from tests.session.ctx_helpers import SYS
+
+    m = _manager()
+    read = {"name": "read", "description": "r", "parameters": {}}
+    write = {"name": "write", "description": "w", "parameters": {}}
+    m.append_message(SYS("", {"preamble": "P", "policy": "v1"}, tools_added=[read], ts=1000))
+    m.append_message(U("hello"))
+    a1 = m.append_message(A("hi"))
+    m.append_message(SYS("", {"policy": "v2"}, tools_added=[write], ts=2000))
+    m.append_message(U("next"))
+    m.append_message(A("ok"))
+    cid = m.append_compaction("SUM", a1, 1234)
+    c = m.get_entry(cid)
+    ts = date_parse(c["timestamp"])
+    assert c["systemMessage"] == {
+        "role": "system", "content": "", "sections": {"preamble": "P", "policy": "v2"},
+        "toolsAdded": [read, write], "timestamp": ts,
+    }
+    entries = m.build_context_entries()
+    assert [e.get("id") for e in entries][:2] == [cid, a1]
+    assert [e["message"]["content"] for e in entries[2:]] == ["next", [{"type": "text", "text": "ok"}]]
+    messages = m.build_session_context().messages
+    assert [msg_["role"] for msg_ in messages] == ["system", "compactionSummary", "assistant", "user", "assistant"]
+    assert messages[1]["summary"] == "SUM" and messages[1]["tokensBefore"] == 1234
+    m.append_message(SYS("", {"policy": None}, tools_removed=[{"name": "read"}], ts=3000))
+    current = get_current_system_message(m.build_session_context().messages)
+    assert current == {"role": "system", "content": "", "sections": {"preamble": "P"}, "toolsAdded": [write], "timestamp": ts}
+
+
+def test_s86_retain_none():
+    from explorer.session.jsonfmt import date_parse
+    from tests.session.ctx_helpers import SYS
+
+    m = _manager()
+    m.append_message(U("q"))
+    m.append_message(A("a"))
+    cid = m.append_compaction("SUM", None, 10)
+    c = m.get_entry(cid)
+    assert c["firstKeptEntryId"] == cid
+    assert "systemMessage" not in c
+    assert [e["id"] for e in m.build_context_entries()] == [cid]
+    assert [x_["role"] for x_ in m.build_session_context().messages] == ["compactionSummary"]
+    m.append_message(U("x"))
+    messages = m.build_session_context().messages
+    assert [x_["role"] for x_ in messages] == ["compactionSummary", "user"]
+    assert messages[1]["content"] == "x"
+
+    m2 = _manager()
+    m2.append_message(SYS("base", {"a": "x"}))
+    assert "systemMessage" not in m2.get_entry(m2.append_compaction("S", None, 1))
+    m3 = _manager()
+    m3.append_message(SYS("base", tools_added=[{"name": "t"}]))
+    c3 = m3.get_entry(m3.append_compaction("S", None, 1))
+    assert c3["systemMessage"] == {"role": "system", "content": "base", "toolsAdded": [{"name": "t"}],
+                                   "timestamp": date_parse(c3["timestamp"])}
