@@ -266,7 +266,7 @@ def _check_size(data_len: int, result: ImportResult) -> bool:
     limit = getattr(settings, "SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
     if data_len > limit:
         result.problems.append(Problem(
-            0, "error", "too_large",
+            0, "error", "too-large",
             f"The file is {data_len:,} bytes; the limit is {limit:,} bytes "
             "(setting SESSIONS_MAX_UPLOAD_BYTES).",
         ))
@@ -292,12 +292,12 @@ def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
             return value, index, line, problems
         what = "an object" if isinstance(value, dict) else f"a {type(value).__name__} value"
         problems.append(Problem(
-            index + 1, "error", "not_a_session",
+            index + 1, "error", "not-a-session",
             f"Not a Pi session: the first record is {what}, not a session header "
             '(an object with "type":"session" and a string "id").',
         ))
         return None, index, line, problems
-    problems.append(Problem(0, "error", "not_a_session",
+    problems.append(Problem(0, "error", "not-a-session",
                             "Not a Pi session: the file holds no JSON record."))
     return None, -1, "", problems
 
@@ -439,7 +439,7 @@ def _scan_lines(
         line, valid_utf8 = _decode(piece)
         raw_bytes = None if valid_utf8 else piece
         if not valid_utf8:
-            scan.add(Problem(index + 1, "warning", "invalid_utf8",
+            scan.add(Problem(index + 1, "warning", "invalid-utf8",
                              "Line is not valid UTF-8; invalid bytes read as U+FFFD "
                              "(original bytes kept)."))
         if line[:1] != "{" and not line.strip(_JS_WS):
@@ -447,7 +447,7 @@ def _scan_lines(
             continue
         ok, value = _parse(line)
         if not ok:
-            scan.add(Problem(index + 1, "warning", "malformed_line",
+            scan.add(Problem(index + 1, "warning", "malformed-line",
                              f"Malformed JSON, skipped by Pi: {_excerpt(line)}"))
             yield _Line(index, line, raw_bytes, None, "malformed", piece)
             continue
@@ -459,19 +459,19 @@ def _scan_lines(
             if _is_falsy(value):
                 yield _Line(index, line, raw_bytes, None, "falsy", piece)
             else:
-                scan.add(Problem(index + 1, "warning", "non_object",
+                scan.add(Problem(index + 1, "warning", "non-object-line",
                                  f"A {type(value).__name__} value, not an entry; dropped "
                                  "(Pi keeps it and its index breaks)."))
                 yield _Line(index, line, raw_bytes, None, "non_object", piece)
             continue
         if value.get("type") == "session":
-            scan.add(Problem(index + 1, "warning", "extra_header",
+            scan.add(Problem(index + 1, "warning", "extra-header",
                              "A second session header; Pi ignores it in the tree."))
             yield _Line(index, line, raw_bytes, None, "session", piece)
             continue
         entry_id = value.get("id")
         if not isinstance(entry_id, str) or not entry_id:
-            scan.add(Problem(index + 1, "warning", "missing_id",
+            scan.add(Problem(index + 1, "warning", "bad-id",
                              "Entry without a string id; kept but not part of the tree."))
             yield _Line(index, line, raw_bytes, value=None, kind="no_id", original=piece)
             continue
@@ -500,7 +500,7 @@ def _store_lines(
         line_no = item.index + 1
         if entry_id in scan.ids:
             scan.add(Problem(
-                line_no, "error", "duplicate_id",
+                line_no, "error", "duplicate-id",
                 f"Duplicate entry id {entry_id} (first on line {scan.first_line[entry_id]}); "
                 "Pi would keep only the later one in its index.", entry_id))
             continue
@@ -544,7 +544,7 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
         while current is not None:
             if current in seen:
                 members = " → ".join(chain[chain.index(current):] + [current])
-                scan.add(Problem(scan.first_line.get(entry_id, 0), "error", "parent_cycle",
+                scan.add(Problem(scan.first_line.get(entry_id, 0), "error", "parent-cycle",
                                  f"Parent cycle: {members}; Pi would loop forever.", entry_id))
                 depth_base = 0
                 break
@@ -555,7 +555,7 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
                 depth_base = 0
                 break
             if parent not in scan.ids:
-                scan.add(Problem(scan.first_line.get(current, 0), "warning", "dangling_parent",
+                scan.add(Problem(scan.first_line.get(current, 0), "warning", "dangling-parent",
                                  f"Entry {current} names a parent {parent} that does not exist; "
                                  "its path stops there.", current))
                 depth_base = 0
@@ -656,7 +656,7 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
     writer.flush()
     _resolve_pending(session, scan)
     if data[:consumed] and not data[:consumed].endswith(b"\n"):
-        scan.add(Problem(data.count(b"\n", 0, consumed) + 1, "warning", "missing_final_newline",
+        scan.add(Problem(data.count(b"\n", 0, consumed) + 1, "warning", "missing-final-newline",
                          "The file does not end with a newline (Pi appends one on open)."))
     problems = _full_report(data[:consumed] if consumed != len(data) else data, scan.problems)
     result.problems.extend(problems)
@@ -794,16 +794,16 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
             return
         result.session = existing
         result.problems.append(Problem(
-            0, "error", "legacy_changed",
+            0, "error", "legacy-changed",
             "This legacy-version session was imported before and the file has changed "
             "other than by growing; it cannot be merged.",
         ))
         return
     loaded = loading.parse_bytes(data)
     scan_problems = _full_report(data, [])
-    if not any(p.code == "legacy_version" for p in scan_problems):
+    if not any(p.code == "legacy-version" for p in scan_problems):
         scan_problems.append(Problem(
-            0, "warning", "legacy_version",
+            0, "warning", "legacy-version",
             f"Legacy version {_version_of(header)} file; stored migrated to version 3 "
             "(original bytes kept).",
         ))

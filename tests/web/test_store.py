@@ -42,8 +42,8 @@ def test_it_keeps_malformed_blank_and_odd_lines_verbatim(db):
     result = store.import_bytes(data, source_path="/tmp/odd.jsonl")
     assert result.ok, result.problems
     codes = {p.code for p in result.problems}
-    assert {"malformed_line", "non_object", "invalid_utf8", "missing_id"} <= codes
-    assert any(p.code == "missing_final_newline" for p in result.problems)
+    assert {"malformed-line", "non-object-line", "invalid-utf8", "bad-id"} <= codes
+    assert any(p.code == "missing-final-newline" for p in result.problems)
     session = result.session
     assert store.export_bytes(session) == data
     assert Entry.objects.filter(session=session).count() == 2
@@ -125,7 +125,7 @@ def test_a_bad_file_leaves_nothing_behind(db):
     result = store.import_bytes(bad)
     assert not result.ok
     err = result.errors[0]
-    assert err.line == 10 and "a1b2c3d4" in err.message
+    assert err.line == 10 and err.code == "duplicate-id" and "a1b2c3d4" in err.message
     assert Session.objects.count() == 0 and Entry.objects.count() == 0
 
 
@@ -143,7 +143,7 @@ def test_a_parent_cycle_is_rejected(db):
     )
     result = store.import_bytes(data)
     assert not result.ok
-    assert any(p.code == "parent_cycle" for p in result.errors)
+    assert any(p.code == "parent-cycle" for p in result.errors)
     assert Session.objects.count() == 0
 
 
@@ -159,7 +159,7 @@ def test_depth_is_settled_when_a_parent_comes_later(db):
     assert result.ok
     depths = dict(Entry.objects.values_list("entry_id", "depth"))
     assert depths == {"cc": 2, "bb": 1, "aa": 0, "dd": 0}
-    assert any(p.code == "dangling_parent" for p in result.warnings)
+    assert any(p.code == "dangling-parent" for p in result.warnings)
     assert [e["id"] for e in store.path_to(result.session, "cc")] == ["aa", "bb", "cc"]
 
 

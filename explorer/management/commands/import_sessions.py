@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from explorer import services
+
+
+def session_files(path: Path) -> list[Path]:
+    """A file, a per-project directory (``--<cwd>--/*.jsonl``) or a sessions root with one
+    such directory per working directory; files in byte-wise name order per directory."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise CommandError(f"{path} does not exist")
+    found: list[Path] = []
+    for root, dirs, files in os.walk(path, followlinks=True):
+        dirs.sort()
+        found.extend(Path(root) / name for name in sorted(files) if name.endswith(".jsonl"))
+    return found
+
+
+class Command(BaseCommand):
+    help = (
+        "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions). "
+        "Idempotent: files imported before only add their new entries."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("paths", nargs="+", help="session files or directories")
+        parser.add_argument("--quiet-warnings", action="store_true",
+                            help="do not list tolerated problems")
+
+    def handle(self, *args, **options) -> None:
+        failed = 0
+        totals = {"created": 0, "grown": 0, "unchanged": 0}
+        for raw in options["paths"]:
+            for file in session_files(Path(raw).expanduser()):
+                try:
+                    data = file.read_bytes()
+                except OSError as exc:
+                    self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
+                    failed += 1
+                    continue
+                result = services.import_bytes(data, source_path=str(file.resolve()))
+                del data
+                if not result.ok:
+                    failed += 1
+                    self.stderr.write(self.style.ERROR(f"{file}: rejected, nothing imported"))
+                    for p in result.errors:
+                        self.stderr.write(f"  {p}")
+                    continue
+                if result.created:
+                    totals["created"] += 1
+                    state = f"imported {result.added} entries"
+                elif result.unchanged:
+                    totals["unchanged"] += 1
+                    state = "unchanged"
+                else:
+                    totals["grown"] += 1
+                    state = f"added {result.added} new entries"
+                self.stdout.write(f"{file}: {state}")
+                if not options["quiet_warnings"]:
+                    for p in result.warnings:
+                        self.stdout.write(f"  {p}")
+        self.stdout.write(
+            f"{totals['created']} new, {totals['grown']} grown, {totals['unchanged']} unchanged, "
+            f"{failed} rejected"
+        )
+        if failed:
+            raise CommandError(f"{failed} file(s) could not be imported")
