@@ -188,10 +188,12 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
 
     async def resume(self, after: Any, *, tip: str | None, follow: bool) -> None:
         position = await database_sync_to_async(_position_of)(self.session_pk, after)
+        newest = await database_sync_to_async(_max_position)(self.session_pk)
         if position is None:
-            position = 0 if after in (None, "", 0) else await database_sync_to_async(
-                _max_position
-            )(self.session_pk)
+            # Nothing given: everything; an id we do not know: from now on.
+            position = 0 if after in (None, "", 0) else newest
+        # A client cannot be ahead of the session (a stale page of a re-created database).
+        position = min(position, newest)
         self.follow = follow
         self.tip = tip
         if self.last_position is None or position > self.last_position or not self.ready:

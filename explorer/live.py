@@ -186,13 +186,34 @@ def entry_fragments(entries) -> list[dict[str, Any]]:
 
 
 def context_window() -> int:
-    return int(getattr(settings, "SESSIONS_CONTEXT_WINDOW", 128000))
+    """The model's context window for the meter and auto-compaction: the setting
+    ``SESSIONS_CONTEXT_WINDOW`` when the site defines it, else the environment variable."""
+    value = getattr(settings, "SESSIONS_CONTEXT_WINDOW", None)
+    if value is None:
+        from sessions_site.env import envint
+
+        value = envint("SESSIONS_CONTEXT_WINDOW", 128000, minimum=1)
+    return int(value)
 
 
 def compaction_settings():
-    from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS
+    """``SESSIONS_COMPACTION_SETTINGS`` when the site defines it, else the engine defaults
+    overridden by ``SESSIONS_COMPACTION_ENABLED`` / ``_RESERVE_TOKENS`` /
+    ``_KEEP_RECENT_TOKENS`` from the environment."""
+    configured = getattr(settings, "SESSIONS_COMPACTION_SETTINGS", None)
+    if configured is not None:
+        return configured
+    from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
+    from sessions_site.env import envbool, envint
 
-    return getattr(settings, "SESSIONS_COMPACTION_SETTINGS", None) or DEFAULT_COMPACTION_SETTINGS
+    d = DEFAULT_COMPACTION_SETTINGS
+    return CompactionSettings(
+        enabled=envbool("SESSIONS_COMPACTION_ENABLED", d.enabled),
+        reserve_tokens=envint("SESSIONS_COMPACTION_RESERVE_TOKENS", d.reserve_tokens, minimum=0),
+        keep_recent_tokens=envint(
+            "SESSIONS_COMPACTION_KEEP_RECENT_TOKENS", d.keep_recent_tokens, minimum=0
+        ),
+    )
 
 
 def projection_summary(session, leaf_id: str | None) -> dict[str, Any]:

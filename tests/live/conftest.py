@@ -45,3 +45,11 @@ async def close_all(comms) -> None:
     for comm in comms:
         with contextlib.suppress(Exception):  # already closed by the server
             await comm.disconnect()
+
+
+@pytest.fixture
+def small_session_file(tmp_path, small_session_bytes):
+    path = tmp_path / "small.jsonl"
+    path.write_bytes(small_session_bytes)
+    return path
+
