@@ -13,7 +13,8 @@ messages are new dicts.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(slots=True)
 class ProjectedEntry:
     """One context entry and the messages it contributes (possibly none)."""
 
@@ -204,20 +205,29 @@ def find_path_cycle(
 
 
 def restore_settings(path: Sequence[dict[str, Any]]) -> tuple[Any, dict[str, Any] | None]:
-    """(thinking level, model) after replaying the whole path, last write wins (SPEC 4.2)."""
-    thinking_level: Any = "off"
+    """(thinking level, model) after replaying the whole path, last write wins (SPEC 4.2).
+
+    Scanned from the leaf backwards: the last write of each setting is the first one met, so
+    the scan stops as soon as both are known.
+    """
+    thinking_level: Any = _MISSING
     model: dict[str, Any] | None = None
-    for entry in path:
+    for i in range(len(path) - 1, -1, -1):
+        entry = path[i]
         kind = entry.get("type")
         if kind == "message":
-            message = entry.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                model = _model(message, "provider", "model")
+            if model is None:
+                message = entry.get("message")
+                if type(message) is dict and message.get("role") == "assistant":
+                    model = _model(message, "provider", "model")
         elif kind == "thinking_level_change":
-            thinking_level = entry.get("thinkingLevel")
-        elif kind == "model_change":
+            if thinking_level is _MISSING:
+                thinking_level = entry.get("thinkingLevel")
+        elif kind == "model_change" and model is None:
             model = _model(entry, "provider", "modelId")
-    return thinking_level, model
+        if model is not None and thinking_level is not _MISSING:
+            break
+    return ("off" if thinking_level is _MISSING else thinking_level), model
 
 
 def _model(source: dict[str, Any], provider_key: str, model_key: str) -> dict[str, Any]:
@@ -331,24 +341,98 @@ def _apply_edit(messages: list[dict[str, Any]], edit: dict[str, Any]) -> list[di
 
 def projection_from_path(path: Sequence[dict[str, Any]]) -> SessionProjection:
     """The projection of one root→leaf path (SPEC 4.4)."""
+    with _gc_paused():
+        return _project(path)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small containers.
+
+    A projection allocates two containers per entry; with a large session already in memory,
+    every collection triggered on the way rescans that whole heap, which costs more than the
+    projection itself. Nothing built here forms reference cycles.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _project(path: Sequence[dict[str, Any]]) -> SessionProjection:
     thinking_level, model = restore_settings(path)
     context_entries = context_entries_from_path(path)
     edits = _edit_map(context_entries)
     projected: list[ProjectedEntry] = []
     messages: list[dict[str, Any]] = []
+    add_entry = projected.append
+    add_message = messages.append
     for index, entry in enumerate(context_entries):
-        if index > 0 and entry.get("type") == "compaction":
-            # Only the newest compaction (always first) contributes checkpoint and summary.
-            entry_messages: list[dict[str, Any]] = []
-        else:
-            entry_messages = session_entry_to_context_messages(entry)
-            if edits:
-                edit = _lookup(edits, entry.get("id"))
-                if edit is not None:
-                    entry_messages = _apply_edit(entry_messages, edit)
-        projected.append(ProjectedEntry(entry, entry_messages))
+        if not edits and entry.get("type") == "message":
+            message = entry.get("message")
+            # Fast path for the common case; repairs and odd values take the general route.
+            if type(message) is dict and message.get("content") is not None:
+                add_entry(ProjectedEntry(entry, [message]))
+                add_message(message)
+                continue
+        entry_messages = _entry_messages(entry, index, edits)
+        add_entry(ProjectedEntry(entry, entry_messages))
         messages.extend(entry_messages)
     return SessionProjection(projected, messages, thinking_level, model)
+
+
+def _context(path: Sequence[dict[str, Any]]) -> SessionContext:
+    # The projection without its per-entry records: what opening a session needs.
+    thinking_level, model = restore_settings(path)
+    context_entries = context_entries_from_path(path)
+    edits = _edit_map(context_entries)
+    messages: list[dict[str, Any]] = []
+    add_message = messages.append
+    for index, entry in enumerate(context_entries):
+        kind = entry.get("type")
+        if kind == "message" and not edits:
+            message = entry.get("message")
+            if type(message) is dict and message.get("content") is not None:
+                add_message(message)
+                continue
+        elif kind in _SILENT_TYPES:
+            continue
+        messages.extend(_entry_messages(entry, index, edits))
+    return SessionContext(messages, thinking_level, model)
+
+
+def _entry_messages(
+    entry: dict[str, Any], index: int, edits: dict[Any, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Messages of one context entry at `index`, after its latest edit."""
+    kind = entry.get("type")
+    if kind == "compaction" and index > 0:
+        # Only the newest compaction (always first) contributes checkpoint and summary.
+        return []
+    messages = [] if kind in _SILENT_TYPES else session_entry_to_context_messages(entry)
+    if edits:
+        edit = _lookup(edits, entry.get("id"))
+        if edit is not None:
+            messages = _apply_edit(messages, edit)
+    return messages
+
+
+# Entry types that never contribute a message (anything unknown contributes none either).
+_SILENT_TYPES = frozenset(
+    (
+        "context_edit",
+        "model_change",
+        "thinking_level_change",
+        "label",
+        "custom",
+        "session_info",
+        "usage",
+    )
+)
 
 
 def build_session_projection(
@@ -362,8 +446,8 @@ def build_session_projection(
 
 def context_from_path(path: Sequence[dict[str, Any]]) -> SessionContext:
     """Messages and settings of one root→leaf path (SPEC 4.5)."""
-    projection = projection_from_path(path)
-    return SessionContext(projection.messages, projection.thinking_level, projection.model)
+    with _gc_paused():
+        return _context(path)
 
 
 def build_session_context(
