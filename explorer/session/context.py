@@ -25,6 +25,7 @@ from .messages import (
     session_entry_to_context_messages,
 )
 from .sentinel import UNSET
+from .tokens import message_problems
 
 # Absent keys compare equal only to each other, like two undefined values.
 _MISSING: Any = object()
@@ -494,10 +495,22 @@ def projection_diagnostics(path: Sequence[dict[str, Any]]) -> list[dict[str, Any
 
     Nothing reported here changes the projection; the point is to show what the agent would
     have done without a word. Each item is a dict with `severity` ("error" or "warning"),
-    `code`, `message` and `entry_id`, plus `target_id` / `edit_id` / `section` where useful.
-    """
-    from .tokens import message_problems  # tokens imports messages only; no cycle at runtime
+    `code`, `message` and `entry_id`, plus `target_id` / `edit_id` / `section` / `cycle` /
+    `entry_ids` where useful. Codes:
 
+    - `parent_cycle` (error): the walk to this leaf ran into a parentId cycle;
+    - `first_kept_not_found`: the latest compaction keeps nothing although it names an entry;
+    - `edit_without_replacement`, `edit_replacement_not_object`,
+      `edit_replacement_without_content`, `edit_content_not_text`: malformed context edits;
+    - `edit_folded`, `edit_superseded`, `edit_target_off_path`, `edit_target_folded`,
+      `edit_target_not_editable`: context edits that have no effect here;
+    - `malformed_message`: a projected message the agent's estimator or summary serializer
+      would fail on (with `edit_id` when an edit produced it); `message_missing`;
+    - `checkpoint_without_content`: a compaction's systemMessage without usable content;
+    - `section_not_text`: a system section value that turns token estimates into NaN;
+    - `system_without_timestamp`: system messages replay to nothing (no timestamp, no tool);
+    - `orphan_tool_result`: a tool result whose call is not in the projected context.
+    """
     problems: list[dict[str, Any]] = []
     if not path:
         return problems
