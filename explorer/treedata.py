@@ -1,0 +1,326 @@
+"""Database reads for the explorer pages: light paths, chosen entries, the folded tree.
+
+A page never loads a whole session. Paths come from one recursive query over the indexed
+parent links and carry only index columns; raw lines are fetched only for the entries a page
+shows. The one whole-session read (the tree skeleton for the graph: id, parent, type, role)
+skips the payload and its folded result is cached under a key that changes whenever the
+session gains an entry, so repeated graph requests on any worker sharing the cache are cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection
+
+from explorer.explore import entry_title
+from explorer.models import Entry, Leaf, Session
+from explorer.session import jsonfmt
+from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
+
+TREE_CACHE_SECONDS = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class LightEntry:
+    entry_id: str
+    parent_id: str | None
+    type: str
+    role: str
+    position: int
+    size: int
+    child_count: int
+    target_id: str
+
+
+_LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id"
+
+
+def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
+    """Root→entry index rows in one recursive query; stops on cycles and dangling parents."""
+    if not entry_id:
+        return []
+    table = Entry._meta.db_table
+    limit = max(session.entry_count, 1) + 1
+    sql = f"""
+        WITH RECURSIVE walk(entry_id, parent_id, type, role, position, size, child_count,
+                            target_id, n) AS (
+            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION ALL
+            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
+                   e.target_id, walk.n + 1
+            FROM {table} e JOIN walk ON e.session_id = %s AND e.entry_id = walk.parent_id
+            WHERE walk.n < %s AND walk.parent_id <> walk.entry_id
+        )
+        SELECT {_LIGHT_COLS} FROM walk ORDER BY n DESC
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [session.pk, entry_id, session.pk, limit])
+        rows = cur.fetchall()
+    seen: set[str] = set()
+    out: list[LightEntry] = []
+    # A cycle repeats ids; keep the walk up to the first repetition (from the entry upwards).
+    for r in reversed(rows):
+        if r[0] in seen:
+            break
+        seen.add(r[0])
+        out.append(LightEntry(*r))
+    out.reverse()
+    return out
+
+
+def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
+    """Parsed entries for the given ids (chunked IN queries)."""
+    wanted = list(dict.fromkeys(i for i in ids if i))
+    out: dict[str, dict] = {}
+    for k in range(0, len(wanted), 500):
+        chunk = wanted[k : k + 500]
+        for eid, raw in Entry.objects.filter(session=session, entry_id__in=chunk).values_list(
+            "entry_id", "raw"
+        ):
+            try:
+                data = jsonfmt.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                out[eid] = data
+    return out
+
+
+def full_path(session: Session, light: Sequence[LightEntry]) -> list[dict]:
+    data = load_entries(session, [e.entry_id for e in light])
+    return [data[e.entry_id] for e in light if e.entry_id in data]
+
+
+def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[dict], int]:
+    """The part of a path that can still reach the model, parsed; and its start on the path.
+
+    Everything before the newest compaction's first kept entry is folded into that
+    compaction: only settings entries there still matter (the newest of each kind is kept,
+    since settings are restored over the whole path). Returns (entries, index of the first
+    entry of the live range in `light`).
+    """
+    comp = next((i for i in range(len(light) - 1, -1, -1) if light[i].type == "compaction"), -1)
+    if comp < 0:
+        return full_path(session, light), 0
+    comp_entry = load_entries(session, [light[comp].entry_id]).get(light[comp].entry_id, {})
+    fk = comp_entry.get("firstKeptEntryId")
+    start = next((i for i in range(comp) if light[i].entry_id == fk), comp)
+    settings_ids: list[str] = []
+    seen_kinds: set[str] = set()
+    for e in reversed(light[:start]):
+        kind = "model" if e.type == "model_change" or e.role == "assistant" else e.type
+        if kind in ("model", "thinking_level_change") and kind not in seen_kinds:
+            seen_kinds.add(kind)
+            settings_ids.append(e.entry_id)
+        if len(seen_kinds) == 2:
+            break
+    chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])
+    return full_path(session, chosen), start
+
+
+def default_leaf_id(session: Session) -> str | None:
+    e = (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("entry_id", flat=True)
+        .first()
+    )
+    return e
+
+
+def cursor_id(session: Session, user: Any) -> str | None:
+    """The user's navigation cursor, or the file's own leaf (its last entry)."""
+    if user is not None and getattr(user, "is_authenticated", False):
+        leaf = Leaf.objects.filter(session=session, user=user).order_by("-updated").first()
+        if (
+            leaf is not None
+            and leaf.entry_id
+            and Entry.objects.filter(session=session, entry_id=leaf.entry_id).exists()
+        ):
+            return leaf.entry_id
+    return default_leaf_id(session)
+
+
+def entry_exists(session: Session, entry_id: str | None) -> bool:
+    return bool(entry_id) and Entry.objects.filter(session=session, entry_id=entry_id).exists()
+
+
+def content_key(session: Session) -> str:
+    """Changes whenever an entry is added (sessions are append-only)."""
+    last = (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    return f"{session.pk}:{session.entry_count}:{last}"
+
+
+def current_labels(session: Session) -> dict[str, str]:
+    """Target id → label text, the newest label entry per target winning (file order)."""
+    labels: dict[str, str] = {}
+    for raw in (
+        Entry.objects.filter(session=session, type="label")
+        .order_by("position")
+        .values_list("raw", flat=True)
+    ):
+        try:
+            d = jsonfmt.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(d, dict):
+            continue
+        target, text = d.get("targetId"), d.get("label")
+        if not isinstance(target, str):
+            continue
+        if isinstance(text, str) and text:
+            labels[target] = text
+        else:
+            labels.pop(target, None)
+    return labels
+
+
+def _skeleton(session: Session, key: str) -> list[tuple]:
+    ck = f"explorer:skel:{key}"
+    rows = cache.get(ck)
+    if rows is None:
+        rows = list(
+            Entry.objects.filter(session=session)
+            .order_by("position")
+            .values_list("entry_id", "parent_id", "type", "role")
+        )
+        cache.set(ck, rows, TREE_CACHE_SECONDS)
+    return rows
+
+
+def hidden_targets(
+    session: Session, active_ids: set[str], light: Sequence[LightEntry]
+) -> dict[str, str]:
+    """Targets of context edits on the active path → "hidden" / "replaced" (latest wins)."""
+    edits = [e.entry_id for e in light if e.type == "context_edit"]
+    if not edits:
+        return {}
+    data = load_entries(session, edits)
+    out: dict[str, str] = {}
+    for eid in edits:
+        d = data.get(eid, {})
+        t = d.get("targetId")
+        if isinstance(t, str):
+            out[t] = "hidden" if d.get("replacement") is None else "replaced"
+    return out
+
+
+@dataclass
+class TreeModel:
+    graph: FoldedGraph
+    titles: dict[str, str]
+    path_ids: list[str]
+    cursor: str | None
+
+
+def folded_tree(
+    session: Session,
+    *,
+    cursor: str | None,
+    root: str | None = None,
+    expanded: Sequence[str] = (),
+    selected: str | None = None,
+    max_nodes: int = 250,
+) -> TreeModel:
+    key = content_key(session)
+    params = "|".join(
+        [key, cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
+    )
+    ck = "explorer:fold:" + hashlib.sha256(params.encode()).hexdigest()
+    hit = cache.get(ck)
+    if hit is not None:
+        return _thaw(hit)
+    light = light_path(session, cursor)
+    path_ids = [e.entry_id for e in light]
+    labels = current_labels(session)
+    flags = hidden_targets(session, set(path_ids), light)
+    nodes = [
+        GraphNode(
+            r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
+            flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
+        )
+        for r in _skeleton(session, key)
+    ]  # fmt: skip
+    graph = fold_tree(
+        nodes,
+        active_path=path_ids,
+        cursor_id=cursor,
+        root_id=root,
+        expanded=expanded,
+        pinned=[selected] if selected else [],
+        max_nodes=max_nodes,
+    )
+    ids = [i.entry_id for i in graph.items if i.kind == "entry"]
+    ids += [i.entry_id for i in graph.items if i.kind == "chain"]
+    data = load_entries(session, ids)
+    titles = {eid: entry_title(d, 60) for eid, d in data.items()}
+    for item in graph.items:
+        if item.kind == "entry" and item.node is not None:
+            item.node = GraphNode(
+                item.node.id, item.node.parent_id, item.node.type, item.node.role,
+                item.node.label, titles.get(item.node.id, ""), item.node.flags,
+            )  # fmt: skip
+    model = TreeModel(graph, titles, path_ids, cursor)
+    cache.set(ck, _freeze(model), TREE_CACHE_SECONDS)
+    return model
+
+
+def _freeze(model: TreeModel) -> tuple:
+    # Flat form for the cache: nested children lists would make pickling recurse once per
+    # tree level, and a folded path can be hundreds of levels deep.
+    items = []
+    for it in model.graph.items:
+        copy = FoldedItem(
+            **{f: getattr(it, f) for f in FoldedItem.__dataclass_fields__ if f != "children"}
+        )
+        items.append(copy)
+    return (
+        items,
+        model.graph.total_entries,
+        model.graph.truncated,
+        model.titles,
+        model.path_ids,
+        model.cursor,
+    )
+
+
+def _thaw(frozen: tuple) -> TreeModel:
+    items, total, truncated, titles, path_ids, cursor = frozen
+    by_key = {it.key: it for it in items}
+    roots = []
+    for it in items:
+        it.children = []
+    for it in items:
+        parent = by_key.get(it.parent_key) if it.parent_key else None
+        (parent.children if parent is not None else roots).append(it)
+    return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor)
+
+
+def chain_entries(session: Session, first_id: str, limit: int = 200) -> list[LightEntry]:
+    """The entries of a folded chain, following single children from `first_id`."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE down(entry_id, parent_id, type, role, position, size, child_count,
+                            target_id, n) AS (
+            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION ALL
+            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
+                   e.target_id, down.n + 1
+            FROM {table} e JOIN down ON e.session_id = %s AND e.parent_id = down.entry_id
+            WHERE down.child_count = 1 AND down.n < %s
+        )
+        SELECT {_LIGHT_COLS} FROM down ORDER BY n
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [session.pk, first_id, session.pk, limit - 1])
+        return [LightEntry(*r) for r in cur.fetchall()]

@@ -1,0 +1,68 @@
+"""Helpers shared by the explorer views: page-or-partial rendering, the session frame."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from explorer import store, treedata
+from explorer.models import Session
+from explorer.permissions import can_edit
+
+TABS = (
+    ("tree", "Tree", "explorer:session_detail"),
+    ("context", "Raw vs projected", "explorer:context"),
+    ("compactions", "Compactions", "explorer:compactions"),
+    ("compare", "Compare", "explorer:compare"),
+    ("timeline", "Timeline", "explorer:timeline"),
+    ("search", "Search", "explorer:session_search"),
+    ("integrity", "Integrity", "explorer:integrity"),
+)
+
+
+def render_panel(
+    request: HttpRequest, template: str, partial: str | None, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    """The whole page, or only its named partial when htmx asks (the same context either way)."""
+    name = f"{template}#{partial}" if partial and getattr(request, "htmx", False) else template
+    response = render(request, name, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def resolve_cursor(request: HttpRequest, session: Session) -> str | None:
+    """`?leaf=` (a permalink to a leaf) when it names an entry; else the user's cursor."""
+    leaf = request.GET.get("leaf") or request.POST.get("leaf")
+    if leaf and treedata.entry_exists(session, leaf):
+        return leaf
+    cursor = store.cursor_for(session, request.user).entry_id
+    if cursor and treedata.entry_exists(session, cursor):
+        return cursor
+    return treedata.default_leaf_id(session)
+
+
+def session_frame(request: HttpRequest, session: Session, tab: str, cursor: str | None) -> dict[str, Any]:
+    leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
+    return {
+        "session": session,
+        "tab": tab,
+        "tabs": [
+            {"key": k, "title": t, "url": reverse(u, args=[session.pk]) + leaf_q, "current": k == tab}
+            for k, t, u in TABS
+        ],
+        "cursor": cursor,
+        "editable": can_edit(request.user),
+    }
+
+
+def entry_url(session: Session, entry_id: str, **extra: str) -> str:
+    return reverse("explorer:entry", args=[session.pk]) + "?" + urlencode({"id": entry_id, **extra})
+
+
+def tree_url(session: Session, **params: Any) -> str:
+    clean = {k: v for k, v in params.items() if v not in (None, "", [], ())}
+    return reverse("explorer:session_detail", args=[session.pk]) + ("?" + urlencode(clean, doseq=True) if clean else "")

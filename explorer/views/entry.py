@@ -1,0 +1,210 @@
+"""One entry, readable: rendered markdown, folded thinking, tool calls paired with results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from explorer import treedata
+from explorer.explore import cost_of, entry_message, entry_title, usage_of
+from explorer.models import Entry
+from explorer.permissions import get_session_for_user, viewer_required
+from explorer.rendering import image_data_uri, render_markdown
+from explorer.session import jsonfmt
+from explorer.session.messages import session_entry_to_context_messages
+from explorer.session.tokens import estimate_tokens
+from explorer.views.common import render_panel, resolve_cursor, session_frame
+
+TEMPLATE = "explorer/entry.html"
+# Text beyond this is sent only on request ("load full output").
+PREVIEW_CHARS = 6000
+RAW_PREVIEW_CHARS = 20000
+
+
+def _text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
+    cut = not full and len(text) > PREVIEW_CHARS
+    shown = text[:PREVIEW_CHARS] if cut else text
+    return {
+        "kind": "text",
+        "html": render_markdown(shown) if markdown else None,
+        "plain": shown,
+        "truncated": cut,
+        "chars": len(text),
+    }
+
+
+def _blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [_text_part(content, full, markdown)] if content else []
+    out: list[dict[str, Any]] = []
+    if not isinstance(content, list):
+        return out
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        t = block.get("type")
+        if t == "text":
+            text = block.get("text") if isinstance(block.get("text"), str) else ""
+            out.append(_text_part(text, full, markdown))
+        elif t == "thinking":
+            text = block.get("thinking") if isinstance(block.get("thinking"), str) else ""
+            part = _text_part(text, full, markdown)
+            part["kind"] = "thinking"
+            part["redacted"] = bool(block.get("redacted"))
+            out.append(part)
+        elif t == "toolCall":
+            args = block.get("arguments")
+            out.append(
+                {
+                    "kind": "toolCall",
+                    "name": str(block.get("name", "")),
+                    "call_id": str(block.get("id", "")),
+                    "arguments": _pretty(args),
+                    "result": None,
+                }
+            )
+        elif t == "image":
+            out.append({"kind": "image", "src": image_data_uri(block.get("data"), block.get("mimeType")), "mime": str(block.get("mimeType", ""))})
+        else:
+            out.append({"kind": "other", "type": str(t), "json": _pretty(block)})
+    return out
+
+
+def _pretty(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
+    try:
+        text = jsonfmt.dumps(value)
+    except (TypeError, ValueError):
+        return ""
+    if len(text) > 200:
+        import json
+
+        try:
+            text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
+
+
+def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dict[str, dict]:
+    """Tool results answering these calls: the nearest descendants, following single children."""
+    found: dict[str, dict] = {}
+    frontier = [entry_id]
+    for _ in range(60):
+        if not frontier or len(found) == len(call_ids):
+            break
+        kids = list(
+            Entry.objects.filter(session=session, parent_id__in=frontier).order_by("position").values_list("entry_id", "role")[:50]
+        )
+        frontier = []
+        wanted = [k for k, role in kids if role == "toolResult"]
+        data = treedata.load_entries(session, wanted)
+        for k, role in kids:
+            if role == "toolResult":
+                m = entry_message(data.get(k, {})) or {}
+                cid = m.get("toolCallId")
+                if isinstance(cid, str) and cid in call_ids and cid not in found:
+                    found[cid] = {
+                        "entry_id": k,
+                        "is_error": bool(m.get("isError")),
+                        "blocks": _blocks(m.get("content"), full=full, markdown=False),
+                    }
+                frontier.append(k)
+        if len(kids) > 1:
+            break
+    return found
+
+
+def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: str | None) -> dict[str, Any]:
+    row = Entry.objects.filter(session=session, entry_id=entry_id).first()
+    if row is None:
+        return {"entry": None, "missing_id": entry_id}
+    full = request.GET.get("full") == "1"
+    try:
+        data = jsonfmt.loads(row.raw)
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    m = entry_message(data)
+    role = (m or {}).get("role") if m else None
+    blocks: list[dict] = []
+    call_for: dict | None = None
+    if m is not None:
+        if role == "bashExecution":
+            blocks = [
+                {"kind": "bash", "command": str(m.get("command", "")), **_text_part(str(m.get("output", "")), full, False),
+                 "exit": m.get("exitCode")}
+            ]  # fmt: skip
+        else:
+            blocks = _blocks(m.get("content"), full=full, markdown=role in ("user", "assistant", "custom", "system"))
+        calls = {b["call_id"] for b in blocks if b["kind"] == "toolCall" and b["call_id"]}
+        if calls:
+            results = _find_results(session, entry_id, calls, full)
+            for b in blocks:
+                if b["kind"] == "toolCall":
+                    b["result"] = results.get(b["call_id"])
+        if role == "toolResult" and row.parent_id:
+            parent = treedata.load_entries(session, [row.parent_id]).get(row.parent_id)
+            pm = entry_message(parent or {}) or {}
+            for b in pm.get("content") or [] if isinstance(pm.get("content"), list) else []:
+                if isinstance(b, dict) and b.get("type") == "toolCall" and b.get("id") == m.get("toolCallId"):
+                    call_for = {"entry_id": row.parent_id, "name": str(b.get("name", "")), "arguments": _pretty(b.get("arguments"))}
+    elif data.get("type") in ("compaction", "branch_summary"):
+        blocks = [_text_part(str(data.get("summary") or ""), full, True)]
+    elif data.get("type") == "custom_message":
+        blocks = _blocks(data.get("content"), full=full, markdown=True)
+    msgs = session_entry_to_context_messages(data) if data else []
+    tokens = sum(t for t in (estimate_tokens(x) for x in msgs) if t == t)
+    usage = usage_of(data)
+    labels = treedata.current_labels(session)
+    raw_text = row.raw
+    raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
+    try:
+        import json
+
+        raw_pretty = json.dumps(jsonfmt.loads(raw_text[:2_000_000]), indent=2, ensure_ascii=False) if not raw_cut else raw_text[:RAW_PREVIEW_CHARS]
+    except ValueError:
+        raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
+    on_path = cursor is not None and any(e.entry_id == entry_id for e in treedata.light_path(session, cursor))
+    return {
+        "entry": data,
+        "entry_row": row,
+        "entry_id": entry_id,
+        "entry_type": data.get("type", row.type),
+        "entry_role": role,
+        "entry_title": entry_title(data, 120) if data else "",
+        "blocks": blocks,
+        "call_for": call_for,
+        "message": m,
+        "model_name": (m or {}).get("model") if role == "assistant" else None,
+        "provider": (m or {}).get("provider") if role == "assistant" else None,
+        "stop_reason": (m or {}).get("stopReason") if role == "assistant" else None,
+        "error_message": (m or {}).get("errorMessage") if m else None,
+        "token_estimate": int(tokens),
+        "usage": usage,
+        "cost": cost_of(data),
+        "label": labels.get(entry_id),
+        "raw_pretty": raw_pretty,
+        "raw_truncated": raw_cut,
+        "raw_size": len(raw_text),
+        "full": full,
+        "on_path": on_path,
+        "is_cursor": entry_id == cursor,
+        "editable_target": data.get("type") == "custom_message" or role in ("user", "assistant", "toolResult"),
+        "children": list(Entry.objects.filter(session=session, parent_id=entry_id).order_by("position").values_list("entry_id", "type", "role")[:20]),
+    }
+
+
+@viewer_required
+@require_GET
+def entry_view(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    entry_id = request.GET.get("id", "")
+    if not treedata.entry_exists(session, entry_id):
+        raise Http404("No such entry")
+    cursor = resolve_cursor(request, session)
+    ctx = session_frame(request, session, "tree", cursor)
+    ctx.update(entry_panel_context(request, session, entry_id, cursor))
+    return render_panel(request, TEMPLATE, "entry-panel", ctx)

@@ -1,0 +1,86 @@
+"""Search inside a session and across sessions: session, entry id, highlighted snippet, link."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_GET
+
+from explorer.explore import entry_text
+from explorer.models import Entry, Session
+from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session import jsonfmt
+from explorer.views.common import render_panel, resolve_cursor, session_frame
+
+MAX_RESULTS = 50
+TYPES = (("", "Any type"), ("message", "Messages"), ("compaction", "Compactions"),
+         ("branch_summary", "Branch summaries"), ("label", "Labels"), ("custom_message", "Custom messages"))
+
+
+def highlight(text: str, query: str, width: int = 90) -> SafeString:
+    """An escaped snippet around the first match with every match wrapped in <mark>."""
+    flat = " ".join(text.split())
+    m = re.search(re.escape(query), flat, re.I)
+    if m is None:
+        snippet = flat[: width * 2]
+        return mark_safe(escape(snippet) + ("…" if len(flat) > len(snippet) else ""))
+    lo = max(0, m.start() - width)
+    hi = min(len(flat), m.end() + width)
+    snippet = flat[lo:hi]
+    parts = re.split("(" + re.escape(query) + ")", snippet, flags=re.I)
+    html = "".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(parts))
+    return mark_safe(("…" if lo else "") + html + ("…" if hi < len(flat) else ""))
+
+
+def run_search(query: str, *, session: Session | None = None, entry_type: str = "") -> list[dict[str, Any]]:
+    qs = Entry.objects.all() if session is None else Entry.objects.filter(session=session)
+    if entry_type:
+        qs = qs.filter(type=entry_type)
+    # The raw line is JSON: match the query as JSON would spell it, then confirm on the text.
+    needle = jsonfmt.dumps(query)[1:-1]
+    qs = qs.filter(raw__icontains=needle).order_by("session_id", "position")
+    results = []
+    for row in qs.select_related("session").only("entry_id", "type", "role", "raw", "session__id", "session__name", "session__session_id")[: MAX_RESULTS * 4]:
+        try:
+            data = jsonfmt.loads(row.raw)
+        except ValueError:
+            continue
+        text = entry_text(data) if isinstance(data, dict) else ""
+        if query.lower() not in text.lower():
+            continue  # matched only in metadata (ids, signatures): not a useful hit
+        results.append({"session": row.session, "entry_id": row.entry_id, "type": row.type, "role": row.role,
+                        "snippet": highlight(text, query)})
+        if len(results) >= MAX_RESULTS:
+            break
+    return results
+
+
+def _query(request: HttpRequest) -> tuple[str, str]:
+    q = (request.GET.get("q") or "").strip()[:200]
+    t = request.GET.get("type") or ""
+    return q, t if t in dict(TYPES) else ""
+
+
+@viewer_required
+@require_GET
+def session_search(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    cursor = resolve_cursor(request, session)
+    q, t = _query(request)
+    ctx = session_frame(request, session, "search", cursor)
+    ctx.update({"q": q, "type": t, "types": TYPES, "results": run_search(q, session=session, entry_type=t) if len(q) >= 2 else [],
+                "scope": "session", "too_short": 0 < len(q) < 2})
+    return render_panel(request, "explorer/search.html", "search-results", ctx)
+
+
+@viewer_required
+@require_GET
+def global_search(request: HttpRequest) -> HttpResponse:
+    q, t = _query(request)
+    ctx = {"q": q, "type": t, "types": TYPES, "results": run_search(q, entry_type=t) if len(q) >= 2 else [],
+           "scope": "all", "too_short": 0 < len(q) < 2}
+    return render_panel(request, "explorer/search_all.html", "search-results", ctx)
