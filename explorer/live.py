@@ -300,8 +300,8 @@ _projection_debouncer = _Debouncer(PROJECTION_INTERVAL)
 def send_projection(session, leaf_id: str | None) -> None:
     try:
         summary = projection_summary(session, leaf_id)
-    except Exception:  # a malformed session must not break broadcasting
-        logger.exception("projection for session %s failed", session.pk)
+    except Exception as exc:  # a malformed or deleted session must not break broadcasting
+        logger.warning("projection for session %s failed: %s", session.pk, exc)
         return
     broadcast(
         session,

@@ -1,0 +1,154 @@
+"""Follow mode into the database: new files become sessions, appended lines become entries."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from explorer.follow import DirectoryFollower
+from explorer.follow_db import FollowIngestor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HEADER = ('{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-000000000001",'
+          '"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}')
+
+
+def msg(i: int, parent: int | None, text: str = "hi") -> str:
+    p = "null" if parent is None else f'"m{parent:07d}"'
+    return (f'{{"type":"message","id":"m{i:07d}","parentId":{p},'
+            f'"timestamp":"2025-03-04T05:06:08.000Z","message":{{"role":"user",'
+            f'"content":"{text} {i}","timestamp":1741064768000}}}}')
+
+
+@pytest.fixture
+def setup(tmp_path):
+    project = tmp_path / "--home-ana-proj--"
+    project.mkdir()
+    path = project / "2025-03-04T05-06-07-089Z_s.jsonl"
+    reports: list[tuple[str, str]] = []
+    follower = DirectoryFollower(tmp_path)
+    ingestor = FollowIngestor(follower, report=lambda level, text: reports.append((level, text)))
+
+    def poll():
+        for event in follower.poll():
+            ingestor.handle(event)
+
+    return path, poll, reports
+
+
+@pytest.fixture
+def appended_signals():
+    from explorer import signals
+
+    seen = []
+
+    def receiver(sender, session, entries, source="", **kwargs):
+        seen.append((source, [e.entry_id for e in entries]))
+
+    signals.entries_appended.connect(receiver)
+    yield seen
+    signals.entries_appended.disconnect(receiver)
+
+
+def stored_ids() -> list[str]:
+    from explorer.models import Entry
+
+    return list(Entry.objects.order_by("position").values_list("entry_id", flat=True))
+
+
+def test_a_new_file_becomes_a_session_and_appended_lines_become_entries(setup, appended_signals):
+    from explorer import store
+    from explorer.models import Session
+
+    path, poll, reports = setup
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n" + msg(2, 1)[:30])
+    poll()
+    session = Session.objects.get()
+    assert session.source_path == str(path)
+    assert stored_ids() == ["m0000001"]
+    with open(path, "a") as fh:
+        fh.write(msg(2, 1)[30:] + "\n" + msg(3, 2) + "\n")
+    poll()
+    assert stored_ids() == ["m0000001", "m0000002", "m0000003"]
+    # Stored verbatim: the export is the file itself.
+    assert store.export_bytes(session) == path.read_bytes()
+    assert [s for s, _ in appended_signals] == ["follow", "follow"]
+    assert appended_signals[-1][1] == ["m0000002", "m0000003"]
+    assert any("new session" in text for _, text in reports)
+    assert any("+2 entries" in text for _, text in reports)
+
+
+def test_a_malformed_line_goes_through_the_full_importer(setup):
+    from explorer import store
+    from explorer.models import Session
+
+    path, poll, reports = setup
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n")
+    poll()
+    with open(path, "a") as fh:
+        fh.write("{not json\n" + msg(2, 1) + "\n")
+    poll()
+    assert stored_ids() == ["m0000001", "m0000002"]
+    session = Session.objects.get()
+    assert store.export_bytes(session) == path.read_bytes()
+
+
+def test_a_restarted_follower_adds_only_what_is_new(tmp_path):
+    from explorer.models import Session
+
+    project = tmp_path / "--p--"
+    project.mkdir()
+    path = project / "s.jsonl"
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n")
+    for _ in range(2):  # two followers, one after the other
+        follower = DirectoryFollower(tmp_path)
+        ingestor = FollowIngestor(follower, report=lambda *a: None)
+        for event in follower.poll():
+            ingestor.handle(event)
+    with open(path, "a") as fh:
+        fh.write(msg(2, 1) + "\n")
+    for event in follower.poll():
+        ingestor.handle(event)
+    assert Session.objects.count() == 1
+    assert stored_ids() == ["m0000001", "m0000002"]
+
+
+def test_a_truncated_file_is_reported_and_not_merged(setup):
+    path, poll, reports = setup
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n" + msg(2, 1) + "\n")
+    poll()
+    path.write_text(HEADER + "\n" + msg(9, None) + "\n")
+    poll()
+    assert stored_ids() == ["m0000001", "m0000002"]
+    warnings = [text for level, text in reports if level == "warning"]
+    assert len(warnings) == 1 and "truncated" in warnings[0] or "rewritten" in warnings[0]
+
+
+def test_a_file_that_is_not_a_session_is_reported_and_ignored(setup):
+    path, poll, reports = setup
+    path.write_text('{"hello":"world"}\n')
+    poll()
+    with open(path, "a") as fh:
+        fh.write(msg(1, None) + "\n")
+    poll()
+    assert stored_ids() == []
+    assert any(level == "warning" and "not followed" in text for level, text in reports)
+
+
+def test_the_follow_command_ingests_once(tmp_path, capsys):
+    from explorer.models import Session
+
+    project = tmp_path / "--p--"
+    project.mkdir()
+    (project / "s.jsonl").write_text(HEADER + "\n" + msg(1, None) + "\n")
+    call_command("follow", str(tmp_path), "--once")
+    assert Session.objects.count() == 1
+    assert "new session 0195f3a2-7c41-7d2e-9b1a-000000000001" in capsys.readouterr().out
+
+
+def test_the_follow_command_rejects_a_missing_directory(tmp_path):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="Not a directory"):
+        call_command("follow", str(tmp_path / "missing"), "--once")

@@ -1,0 +1,78 @@
+"""The live page and its turn / cancel endpoints (plain Django test client)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored(make_session):
+    return make_session()
+
+
+def test_it_shows_transcript_tree_meter_and_socket(viewer_client, stored, monkeypatch):
+    monkeypatch.delenv("SESSIONS_LLM_BASE_URL", raising=False)
+    response = viewer_client.get(reverse("explorer:live", args=[stored.pk]))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'ws-connect="/ws/sessions/{stored.pk}/"' in html
+    assert 'hx-ext="ws"' in html
+    # The transcript is the path to the newest entry; the tree holds every entry.
+    assert 'id="item-1b2c3d4e"' in html and 'id="item-e5f6a7b8"' not in html
+    assert 'id="tree-node-e5f6a7b8"' in html and 'id="tree-children-a1b2c3d4"' in html
+    assert 'id="projection-panel"' in html and "<meter" in html
+    assert 'data-tip="1b2c3d4e"' in html
+    # A viewer cannot send; the page says plainly that no provider is configured.
+    assert 'id="turn-form"' not in html
+    assert "No model provider is configured" in html
+
+
+def test_editors_get_the_turn_form(editor_client, stored, monkeypatch):
+    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    html = editor_client.get(reverse("explorer:live", args=[stored.pk])).content.decode()
+    assert 'id="turn-form"' in html and 'id="cancel-turn"' in html
+    assert "No model provider is configured" not in html
+    assert "Ready." in html
+
+
+def test_anonymous_visitors_are_sent_to_login(client, stored):
+    response = client.get(reverse("explorer:live", args=[stored.pk]))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_viewers_cannot_start_turns(viewer_client, stored):
+    response = viewer_client.post(reverse("explorer:live_turn", args=[stored.pk]), {"text": "hi"})
+    assert response.status_code == 403
+
+
+def test_a_turn_without_provider_is_refused_with_a_message(editor_client, stored, monkeypatch):
+    monkeypatch.delenv("SESSIONS_LLM_BASE_URL", raising=False)
+    url = reverse("explorer:live_turn", args=[stored.pk])
+    response = editor_client.post(url, {"text": "hi"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 503
+    assert "No model provider is configured" in response.content.decode()
+    # Without JavaScript: back to the page with the message.
+    response = editor_client.post(url, {"text": "hi"}, follow=True)
+    assert "No model provider is configured" in response.content.decode()
+
+
+def test_an_empty_message_is_refused(editor_client, stored, monkeypatch):
+    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    response = editor_client.post(reverse("explorer:live_turn", args=[stored.pk]), {"text": "  "},
+                                  HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    assert "Type a message first." in response.content.decode()
+
+
+def test_cancel_without_a_running_turn(editor_client, stored):
+    response = editor_client.post(reverse("explorer:live_cancel", args=[stored.pk]),
+                                  HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert "No turn is running." in response.content.decode()
+
+
+def test_a_missing_session_is_404(viewer_client, stored):
+    assert viewer_client.get(reverse("explorer:live", args=[stored.pk + 99])).status_code == 404
