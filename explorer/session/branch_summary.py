@@ -33,7 +33,7 @@ from .jsonfmt import truthy
 from .messages import content_text, convert_to_llm, entry_time
 from .prompts import BRANCH_SUMMARY_PREAMBLE, build_branch_prompt
 from .serialize import serialize_conversation
-from .summarizers import KIND_BRANCH, Summarizer
+from .summarizers import KIND_BRANCH, RetryPolicy, Summarizer, complete_summary
 from .tokens import estimate_tokens
 
 __all__ = [
@@ -197,6 +197,7 @@ def generate_branch_summary(
     replace_instructions: bool = False,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> BranchSummaryResult:
     """Summarize abandoned entries (SPEC 6.15.3). Failures are returned, not raised."""
     window = model.get("contextWindow") if isinstance(model, Mapping) else None
@@ -217,7 +218,7 @@ def generate_branch_summary(
         signal=signal,
         clock=clock,
     )
-    response = summarizer.complete(request)
+    response = complete_summary(summarizer, request, retry)
     if response.get("stopReason") == "aborted":
         return BranchSummaryResult(aborted=True)
     failure = get_summarization_failure(response, LABEL_BRANCH)
@@ -264,6 +265,7 @@ def navigate_tree(
     reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> NavigationResult:
     """Move the leaf to `target_id`, optionally leaving a summary of the abandoned branch.
 
@@ -292,6 +294,7 @@ def navigate_tree(
             replace_instructions=replace_instructions,
             signal=signal,
             clock=clock,
+            retry=retry,
         )
         if summary.aborted:
             return NavigationResult(cancelled=True, new_leaf_id=old_leaf)

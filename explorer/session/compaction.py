@@ -34,7 +34,14 @@ from .jsonfmt import truthy
 from .messages import combine_usage, content_text, convert_to_llm, session_entry_to_context_messages
 from .prompts import SUMMARIZATION_SYSTEM_PROMPT, build_history_prompt, build_turn_prefix_prompt
 from .serialize import js_string, serialize_conversation
-from .summarizers import KIND_HISTORY, KIND_TURN_PREFIX, Summarizer, SummaryRequest
+from .summarizers import (
+    KIND_HISTORY,
+    KIND_TURN_PREFIX,
+    RetryPolicy,
+    Summarizer,
+    SummaryRequest,
+    complete_summary,
+)
 from .tokens import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
@@ -507,6 +514,7 @@ def generate_summary_with_usage(
     session_id: str | None = None,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """History summary (first or update form) → `(text, usage)`; raises on failure."""
     conversation = serialize_conversation(convert_to_llm(messages))
@@ -520,7 +528,7 @@ def generate_summary_with_usage(
         signal=signal,
         clock=clock,
     )
-    response = summarizer.complete(request)
+    response = complete_summary(summarizer, request, retry)
     return _checked_text(response, LABEL_HISTORY), response.get("usage")
 
 
@@ -538,6 +546,7 @@ def generate_turn_prefix_summary(
     session_id: str | None = None,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Summary of the earlier part of a split turn → `(text, usage)`; raises on failure."""
     conversation = serialize_conversation(convert_to_llm(messages))
@@ -550,7 +559,7 @@ def generate_turn_prefix_summary(
         signal=signal,
         clock=clock,
     )
-    response = summarizer.complete(request)
+    response = complete_summary(summarizer, request, retry)
     return _checked_text(response, LABEL_TURN_PREFIX), response.get("usage")
 
 
@@ -586,6 +595,7 @@ def compact(
     thinking_level: str | None = None,
     session_id: str | None = None,
     clock: Callable[[], float] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> CompactionResult:
     """Make the summary requests for a preparation and build the result (SPEC 6.11).
 
@@ -593,7 +603,14 @@ def compact(
     not a failure here - the caller checks its own cancel signal before writing.
     """
     reserve = _setting(preparation.settings, "reserve_tokens", "reserveTokens")
-    common = {"model": model, "thinking_level": thinking_level, "session_id": session_id, "signal": signal, "clock": clock}
+    common = {
+        "model": model,
+        "thinking_level": thinking_level,
+        "session_id": session_id,
+        "signal": signal,
+        "clock": clock,
+        "retry": retry,
+    }
     previous = preparation.previous_summary
     if preparation.is_split_turn and preparation.turn_prefix_messages:
         history_text = previous if previous is not None else "No prior history."
@@ -644,6 +661,7 @@ def compact_session(
     signal: threading.Event | None = None,
     thinking_level: str | None = None,
     session_id: str | None = None,
+    retry: RetryPolicy | None = None,
 ) -> tuple[str, CompactionResult]:
     """The whole pipeline of SPEC 6.1 on a manager: prepare, summarize, append.
 
@@ -668,6 +686,7 @@ def compact_session(
         signal=signal,
         thinking_level=thinking_level,
         session_id=session_id,
+        retry=retry,
     )
     if signal is not None and signal.is_set():
         raise SessionError("Compaction cancelled")

@@ -23,6 +23,9 @@ from .providers import OpenAIChatProvider, zero_usage
 from .serialize import tolerant_content_text
 
 __all__ = [
+    "RetryPolicy",
+    "complete_summary",
+    "is_retryable_error",
     "EmbeddedSummarizer",
     "OpenAICompatibleSummarizer",
     "SummaryRequest",
@@ -65,6 +68,76 @@ class Summarizer(Protocol):
     def complete(self, request: SummaryRequest) -> dict[str, Any]:
         """Return an assistant message dict (`content`, `stopReason`, `usage`, `errorMessage`?)."""
         ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Retry (SPEC 6.9): transient provider errors are retried with backoff; aborts never are.
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry settings in the agent's terms (`retry.enabled`, `maxRetries`, `baseDelayMs`)."""
+
+    enabled: bool = True
+    max_retries: int = 3
+    base_delay_ms: float = 2000
+    max_delay_ms: float = 60_000
+
+    def delay_ms(self, attempt: int) -> float:
+        return min(self.base_delay_ms * 2 ** max(0, attempt - 1), self.max_delay_ms)
+
+
+# Account limits look like throttling but do not go away by waiting.
+_NOT_TRANSIENT_RE = re.compile(
+    r"insufficient_quota|quota exceeded|out of budget|billing|usage limit|available balance", re.I
+)
+_TRANSIENT_RE = re.compile(
+    r"overloaded|high demand|at capacity|rate.?limit|too many requests|\b(?:429|500|502|503|504|520|524)\b"
+    r"|service.?unavailable|server.?error|internal.?error|provider.?returned.?error|network.?error"
+    r"|connection.?(?:error|refused|lost|reset)|other side closed|fetch failed|getaddrinfo|ENOTFOUND"
+    r"|EAI_AGAIN|upstream.?connect|socket hang up|timed? ?out|timeout|terminated|ended without"
+    r"|retry your request|try your request again|ResourceExhausted|RemoteDisconnected|IncompleteRead",
+    re.I,
+)
+
+
+def is_retryable_error(response: dict[str, Any]) -> bool:
+    """Does a failed response look transient (overload, rate limit, dropped connection)?"""
+    message = response.get("errorMessage")
+    if response.get("stopReason") != "error" or not isinstance(message, str) or not message:
+        return False
+    return not _NOT_TRANSIENT_RE.search(message) and bool(_TRANSIENT_RE.search(message))
+
+
+def complete_summary(
+    summarizer: Summarizer,
+    request: SummaryRequest,
+    retry: RetryPolicy | None = None,
+    *,
+    sleep: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Ask the summarizer, retrying transient errors under `retry` (none when absent/disabled).
+
+    The last response is returned for the caller to classify; an abort - also one that
+    happens while waiting to retry - is returned at once as an `aborted` response.
+    """
+    attempts = retry.max_retries if retry is not None and retry.enabled else 0
+    attempt = 0
+    while True:
+        response = summarizer.complete(request)
+        stop = response.get("stopReason")
+        if stop != "error" or attempt >= attempts or not is_retryable_error(response):
+            return response
+        attempt += 1
+        assert retry is not None
+        delay = retry.delay_ms(attempt) / 1000
+        if request.signal is not None:
+            if request.signal.wait(delay):
+                aborted = {k: v for k, v in response.items() if k != "errorMessage"}
+                aborted["stopReason"] = "aborted"
+                return aborted
+        else:
+            (sleep or time.sleep)(delay)
 
 
 # ---------------------------------------------------------------------------------------------

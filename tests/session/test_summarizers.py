@@ -236,3 +236,61 @@ def test_summarizer_from_env():
     chosen = summarizer_from_env({"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1", "SESSIONS_LLM_MODEL": "m1"})
     assert isinstance(chosen, OpenAICompatibleSummarizer)
     assert chosen.provider.model == "m1"
+
+
+# --------------------------------------------------------------------------------------------
+# Retry policy (SPEC 6.9)
+
+
+def _s68_prep():
+    x = "x" * 4000
+    path = chain(msg("e1", U(x)), msg("e2", A(x)), msg("e3", U(x)), msg("e4", A(x)))
+    return prepare_compaction(path, CompactionSettings(True, 16384, 1500))
+
+
+def test_retry_transient_errors_then_succeed():
+    from explorer.session.summarizers import RetryPolicy
+    from tests.fakes.stub_summarizer import StubSummarizer, response
+
+    stub = StubSummarizer(response(None, stop="error", error="503 Service Unavailable: overloaded"),
+                          response(None, stop="error", error="socket hang up"), response("OK"))
+    result = compact(_s68_prep(), stub, retry=RetryPolicy(max_retries=3, base_delay_ms=1))
+    assert result.summary == "OK"
+    assert len(stub.requests) == 3
+
+
+def test_retry_gives_up_and_skips_permanent_errors():
+    from explorer.session.summarizers import RetryPolicy
+    from tests.fakes.stub_summarizer import StubSummarizer, response
+
+    transient = StubSummarizer(response(None, stop="error", error="429 Too Many Requests"))
+    with pytest.raises(SummarizationError, match="^Summarization failed: 429 Too Many Requests$"):
+        compact(_s68_prep(), transient, retry=RetryPolicy(max_retries=2, base_delay_ms=1))
+    assert len(transient.requests) == 3
+    quota = StubSummarizer(response(None, stop="error", error="429 insufficient_quota"))
+    with pytest.raises(SummarizationError):
+        compact(_s68_prep(), quota, retry=RetryPolicy(max_retries=2, base_delay_ms=1))
+    assert len(quota.requests) == 1
+    disabled = StubSummarizer(response(None, stop="error", error="503 overloaded"))
+    with pytest.raises(SummarizationError):
+        compact(_s68_prep(), disabled, retry=RetryPolicy(enabled=False, base_delay_ms=1))
+    assert len(disabled.requests) == 1
+
+
+def test_abort_during_backoff_returns_aborted():
+    import threading
+
+    from explorer.session.summarizers import RetryPolicy, complete_summary, is_retryable_error
+    from tests.fakes.stub_summarizer import StubSummarizer, response
+
+    signal = threading.Event()
+    signal.set()
+    request = build_summary_request("p", 10, summary_options(), signal=signal)
+    stub = StubSummarizer(response("partial", stop="error", error="timeout"))
+    out = complete_summary(stub, request, RetryPolicy(base_delay_ms=60_000))
+    assert out["stopReason"] == "aborted"
+    assert "errorMessage" not in out
+    assert len(stub.requests) == 1
+    assert RetryPolicy(base_delay_ms=2000).delay_ms(3) == 8000
+    assert RetryPolicy(base_delay_ms=2000).delay_ms(10) == 60_000
+    assert not is_retryable_error(response("x", stop="aborted"))
