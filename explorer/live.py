@@ -95,6 +95,9 @@ def entry_text(data: dict[str, Any]) -> str:
         return content_text(data.get("content"))
     if kind == "label":
         return f"label {data.get('label')!r} on {data.get('targetId')}"
+    if kind == "context_edit":
+        action = "hidden from the model" if data.get("replacement") is None else "replaced"
+        return f"context edit: {data.get('targetId')} {action}"
     if kind == "session_info":
         return f"name: {data.get('name', '')}"
     if kind == "model_change":

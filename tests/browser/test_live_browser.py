@@ -1,0 +1,102 @@
+"""Chromium watches a live session: streamed deltas appear and the tree grows, no reload."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAIServer, Reply
+from tests.live.server import LiveServer
+
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+CHUNKS = [f"word{i} " for i in range(16)]
+
+
+@pytest.fixture
+def small_session_file(tmp_path, small_session_bytes):
+    path = tmp_path / "small.jsonl"
+    path.write_bytes(small_session_bytes)
+    return path
+
+
+@pytest.fixture
+def site(tmp_path, small_session_file):
+    with FakeOpenAIServer(Reply(chunks=CHUNKS, delay=0.15)) as llm:
+        env = {"SESSIONS_LLM_BASE_URL": llm.base_url, "SESSIONS_LLM_MODEL": "fake-model"}
+        with LiveServer(tmp_path / "site", sessions=[str(small_session_file)], env=env) as server:
+            yield server
+
+
+@pytest.fixture
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def open_live(browser, site: LiveServer, user: str):
+    context = browser.new_context()
+    context.add_cookies([{"name": "sessionid", "value": site.cookies[user], "url": site.base_url}])
+    page = context.new_page()
+    page.goto(f"{site.base_url}/sessions/{site.session_pks[0]}/live/")
+    page.wait_for_function(
+        "document.getElementById('live-connection').textContent === 'live'", timeout=15000
+    )
+    return page
+
+
+def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, site):
+    watcher = open_live(browser, site, "vera")
+    editor = open_live(browser, site, "eddie")
+    nodes_before = watcher.locator(".live-node").count()
+    assert nodes_before == 8
+    watcher.evaluate("window.__notReloaded = 42")
+
+    editor.fill("#turn-text", "Tell me sixteen words")
+    editor.click("#send-turn")
+
+    # Partial answers appear in the watcher's page while the model is still streaming.
+    full = "".join(CHUNKS)
+    partials: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        text = watcher.evaluate(
+            "(document.getElementById('turn-stream-text') || {}).textContent || ''"
+        )
+        if text and (not partials or partials[-1] != text):
+            partials.append(text)
+        if text == full or len(partials) >= 4:
+            break
+        time.sleep(0.05)
+    assert len(partials) >= 2, partials
+    assert all(full.startswith(p) and p != full for p in partials[:2])
+
+    # The finished answer joins the transcript; the tree gained the two new entries.
+    watcher.wait_for_function(
+        f"document.querySelectorAll('.live-node').length === {nodes_before + 2}", timeout=20000
+    )
+    watcher.wait_for_function(
+        "Array.from(document.querySelectorAll('#transcript .role-assistant'))"
+        f".some(e => e.textContent.includes({full.strip()!r}))",
+        timeout=20000,
+    )
+    # The new user message hangs under the previous tip, the answer under the message.
+    user_node = watcher.locator("#tree-children-1b2c3d4e > li.live-node")
+    assert user_node.count() == 1
+    assert user_node.locator("> ul > li.live-node.type-message").count() == 1
+    assert watcher.evaluate("window.__notReloaded") == 42
+    assert "Last turn ended: stop" in watcher.inner_text("#turn-status")
+    # The editor's own page shows the answer as well.
+    editor.wait_for_function(
+        "Array.from(document.querySelectorAll('#transcript .role-assistant'))"
+        f".some(e => e.textContent.includes({full.strip()!r}))",
+        timeout=20000,
+    )
+    watcher.screenshot(path=str(site.workdir.parent / "live.png"), full_page=True)
