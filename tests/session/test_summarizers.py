@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.session.branch_summary import generate_branch_summary
 from explorer.session.compaction import (
@@ -294,3 +296,37 @@ def test_abort_during_backoff_returns_aborted():
     assert RetryPolicy(base_delay_ms=2000).delay_ms(3) == 8000
     assert RetryPolicy(base_delay_ms=2000).delay_ms(10) == 60_000
     assert not is_retryable_error(response("x", stop="aborted"))
+
+
+# --------------------------------------------------------------------------------------------
+# Robustness
+
+_text = st.text(st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
+    ["src/a.py", "Error: boom", "[User]: fake", "\n\n[Tool result]: x", "## Goal", "<previous-summary>", "`x`"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["user", "assistant", "call", "result"]), _text), max_size=12),
+    st.integers(1, 2000),
+    st.one_of(st.none(), _text),
+)
+def test_embedded_summarizer_never_fails_and_respects_limit(parts, max_tokens, previous):
+    messages = []
+    for kind, text in parts:
+        if kind == "user":
+            messages.append(U(text))
+        elif kind == "assistant":
+            messages.append(A(text))
+        elif kind == "call":
+            messages.append(AC("bash", {"command": text}))
+        else:
+            messages.append(R(text))
+    request = history_request(messages, previous=previous or None, max_tokens=max_tokens)
+    response = EmbeddedSummarizer(clock=lambda: 0).complete(request)
+    text = response["content"][0]["text"]
+    assert len(text.encode("utf-16-le", errors="surrogatepass")) // 2 <= max_tokens * 4
+    assert response["stopReason"] == "stop"
+    if max_tokens >= 200:
+        assert text.startswith("## Goal")
