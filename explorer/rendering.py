@@ -127,13 +127,26 @@ SVG_CACHE_TIMEOUT = 24 * 3600
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
 # Defence in depth: the SVG is ours, but if a future label path forgot to escape, nothing
 # scriptable may reach the page.
-# Text content cannot contain "<" (graphviz escapes it), so "<[^>]*" stays inside one tag.
-_SVG_DANGER = re.compile(
-    r"<\s*/?\s*(script|foreignObject|iframe|object|embed|use)\b"
-    r"|<[^>]*\son\w+\s*="
-    r"|<[^>]*href\s*=\s*[\"']?\s*(javascript|data|vbscript):",
-    re.I,
+_SVG_TAG = re.compile(r"<([a-zA-Z][\w:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)/?>")
+_SVG_ATTR = re.compile(r"([\w:-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s>]+)")
+_SVG_BAD_TAGS = frozenset(
+    {"script", "foreignobject", "iframe", "object", "embed", "use", "animate", "set", "handler"}
 )
+
+
+def _svg_is_active(svg: str) -> bool:
+    """True if any real tag (text is escaped by graphviz, so "<" starts a tag) could run code."""
+    for m in _SVG_TAG.finditer(svg):
+        if m.group(1).lower() in _SVG_BAD_TAGS:
+            return True
+        for name, value in _SVG_ATTR.findall(m.group(2)):
+            name = name.lower()
+            v = value.strip("\"'").strip().lower()
+            if name.startswith("on"):
+                return True
+            if name.endswith("href") and v.startswith(("javascript:", "data:", "vbscript:")):
+                return True
+    return False
 
 
 class GraphRenderError(RuntimeError):
@@ -152,7 +165,7 @@ def _layout(dot: str) -> str:
             f"graphviz could not lay out the graph: {type(exc).__name__}"
         ) from exc
     svg = _XML_PROLOG.sub("", out.decode("utf-8", errors="replace"))
-    if _SVG_DANGER.search(svg):
+    if _svg_is_active(svg):
         raise GraphRenderError("graph output rejected: unexpected active content")
     return svg
 

@@ -68,19 +68,22 @@ class FoldedGraph:
     def rows(self) -> list[tuple[FoldedItem, int]]:
         """Depth-first (item, indent) pairs for an indented text tree.
 
-        Indentation grows only below branch points, like a terminal tree view: a linear run
-        stays in one column however long it is.
+        Like a terminal tree view, a route reads straight down: the active child (or the
+        first) of a branch point stays in its parent's column and only the other children
+        are indented, so a long active path never drifts to the right.
         """
         out: list[tuple[FoldedItem, int]] = []
         stack: list[tuple[FoldedItem, int]] = [(r, 0) for r in reversed(self.roots)]
         while stack:
             item, indent = stack.pop()
             out.append((item, indent))
-            kids = item.children
-            step = 1 if len(kids) > 1 else 0
-            # Active child first so the current route reads top to bottom.
-            ordered = sorted(kids, key=lambda c: not c.active)
-            stack.extend((c, indent + step) for c in reversed(ordered))
+            kids = sorted(item.children, key=lambda c: not c.active)
+            if not kids:
+                continue
+            # Side branches first (indented), then the main line continues in this column.
+            main, sides = kids[0], kids[1:]
+            stack.append((main, indent))
+            stack.extend((c, indent + 1) for c in reversed(sides))
         return out
 
 
@@ -375,7 +378,7 @@ def _node_attrs(item: FoldedItem, selected: str | None) -> dict[str, str]:
         if title:
             lines.append(dot_quote(title, 30)[1:-1])
         if node.label:
-            lines.append("🏷 " + dot_quote(node.label, 24)[1:-1])
+            lines.append("label: " + dot_quote(node.label, 24)[1:-1])
         attrs["label"] = '"' + "\\n".join(lines) + '"'
         attrs["tooltip"] = dot_quote(f"{node.type} {node.id}: {title}", 100)
         fill = _ROLE_FILL.get(node.role or "", "#ffffff")

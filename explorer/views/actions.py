@@ -17,7 +17,13 @@ from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from explorer import services, treedata
-from explorer.explore import align_projection, common_ancestor_index, entry_message, entry_text, entry_title
+from explorer.explore import (
+    align_projection,
+    common_ancestor_index,
+    entry_message,
+    entry_text,
+    entry_title,
+)
 from explorer.permissions import editor_required, get_session_for_user
 from explorer.session.errors import SessionError
 from explorer.views.common import render_panel, resolve_cursor, session_frame
@@ -48,8 +54,14 @@ def _original_content(entry: dict) -> Any:
 
 
 def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
-    return {"type": "context_edit", "id": "(preview)", "parentId": cursor, "timestamp": "", "targetId": target,
-            "replacement": replacement}
+    return {
+        "type": "context_edit",
+        "id": "(preview)",
+        "parentId": cursor,
+        "timestamp": "",
+        "targetId": target,
+        "replacement": replacement,
+    }
 
 
 def _context_edits_on_path(session, light) -> list[dict]:
@@ -96,16 +108,26 @@ def edit_view(request: HttpRequest, pk: int) -> HttpResponse:
     if not _editable(data):
         errors.append("This entry does not contribute editable model content.")
     if not on_path:
-        errors.append("This entry is not on your current route; move your cursor to a leaf below it first.")
+        errors.append(
+            "This entry is not on your current route; move your cursor to a leaf below it first."
+        )
     replacement: Any = None if mode == "hide" else {"content": content}
     if request.method == "POST" and not errors and src.get("confirm") == "1":
         try:
-            result = services.append_via_manager(session, request.user, cursor, lambda m: _append_edit(m, target, replacement, reason, request.user))
+            result = services.append_via_manager(
+                session,
+                request.user,
+                cursor,
+                lambda m: _append_edit(m, target, replacement, reason, request.user),
+            )
         except SessionError as exc:
             errors.append(str(exc))
         else:
             edit_id = result.entries[0].entry_id if result.entries else ""
-            messages.success(request, f"Context edit {edit_id} appended: {'hidden' if replacement is None else 'replaced'} {target}.")
+            messages.success(
+                request,
+                f"Context edit {edit_id} appended: {'hidden' if replacement is None else 'replaced'} {target}.",
+            )
             return _done(request, reverse("explorer:context", args=[session.pk]) + f"#row-{target}")
     ctx = session_frame(request, session, "context", cursor)
     ctx.update({
@@ -114,13 +136,22 @@ def edit_view(request: HttpRequest, pk: int) -> HttpResponse:
         "preview": _preview(session, cursor, target, replacement) if not errors else None,
         "original_text": entry_text(data, 4000),
     })  # fmt: skip
-    return render_panel(request, "explorer/edit.html", "edit-form", ctx, status=400 if errors and request.method == "POST" else 200)
+    return render_panel(
+        request,
+        "explorer/edit.html",
+        "edit-form",
+        ctx,
+        status=400 if errors and request.method == "POST" else 200,
+    )
 
 
 def _append_edit(manager: Any, target: str, replacement: Any, reason: str, user: Any) -> str:
     edit_id = manager.append_context_edit(target, replacement)
     if reason:
-        manager.append_custom_entry(REASON_TYPE, {"editId": edit_id, "targetId": target, "reason": reason, "by": user.get_username()})
+        manager.append_custom_entry(
+            REASON_TYPE,
+            {"editId": edit_id, "targetId": target, "reason": reason, "by": user.get_username()},
+        )
     return edit_id
 
 
@@ -136,11 +167,15 @@ def undo_view(request: HttpRequest, pk: int) -> HttpResponse:
     if data is None:
         raise Http404("No such entry")
     try:
-        services.add_context_edit(session, request.user, target, {"content": _original_content(data)}, leaf_id=cursor)
+        services.add_context_edit(
+            session, request.user, target, {"content": _original_content(data)}, leaf_id=cursor
+        )
     except SessionError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Restored the original content of {target} (a restoring edit was appended).")
+        messages.success(
+            request, f"Restored the original content of {target} (a restoring edit was appended)."
+        )
     return _done(request, reverse("explorer:context", args=[session.pk]) + f"#row-{target}")
 
 
@@ -164,11 +199,27 @@ def label_view(request: HttpRequest, pk: int) -> HttpResponse:
         except SessionError as exc:
             errors.append(str(exc))
         else:
-            messages.success(request, f"Label {'set to “' + label + '”' if label else 'cleared'} on {target}.")
-            return _done(request, reverse("explorer:session_detail", args=[session.pk]) + "?" + urlencode({"entry": target}))
+            messages.success(
+                request, f"Label {'set to “' + label + '”' if label else 'cleared'} on {target}."
+            )
+            return _done(
+                request,
+                reverse("explorer:session_detail", args=[session.pk])
+                + "?"
+                + urlencode({"entry": target}),
+            )
     ctx = session_frame(request, session, "tree", cursor)
-    ctx.update({"target": target, "target_title": entry_title(data, 120), "current": current, "errors": errors})
-    return render_panel(request, "explorer/label.html", "label-form", ctx, status=400 if errors else 200)
+    ctx.update(
+        {
+            "target": target,
+            "target_title": entry_title(data, 120),
+            "current": current,
+            "errors": errors,
+        }
+    )
+    return render_panel(
+        request, "explorer/label.html", "label-form", ctx, status=400 if errors else 200
+    )
 
 
 @editor_required
@@ -183,11 +234,15 @@ def rename_view(request: HttpRequest, pk: int) -> HttpResponse:
         except SessionError as exc:
             errors.append(str(exc))
         else:
-            messages.success(request, "Session renamed." if name.strip() else "Session name cleared.")
+            messages.success(
+                request, "Session renamed." if name.strip() else "Session name cleared."
+            )
             return _done(request, reverse("explorer:session_detail", args=[session.pk]))
     ctx = session_frame(request, session, "tree", cursor)
     ctx.update({"errors": errors})
-    return render_panel(request, "explorer/rename.html", "rename-form", ctx, status=400 if errors else 200)
+    return render_panel(
+        request, "explorer/rename.html", "rename-form", ctx, status=400 if errors else 200
+    )
 
 
 def _abandoned(session, old: str | None, target: str) -> list[dict]:
@@ -227,18 +282,40 @@ def navigate_view(request: HttpRequest, pk: int) -> HttpResponse:
                     if res.error or res.aborted or not res.summary:
                         raise SessionError(res.error or "Branch summarization was aborted")
                     text, details, usage = res.summary, res.details, res.usage
-                services.branch_with_summary(session, request.user, target, text, details=details, usage=usage, leaf_id=cursor)
+                services.branch_with_summary(
+                    session,
+                    request.user,
+                    target,
+                    text,
+                    details=details,
+                    usage=usage,
+                    leaf_id=cursor,
+                )
                 note = f"Moved to {target} with a branch summary of {len(abandoned)} entries."
         except SessionError as exc:
             errors.append(str(exc))
         else:
             messages.success(request, note)
-            return _done(request, reverse("explorer:session_detail", args=[session.pk]) + "?" + urlencode({"entry": target}))
+            return _done(
+                request,
+                reverse("explorer:session_detail", args=[session.pk])
+                + "?"
+                + urlencode({"entry": target}),
+            )
     ctx = session_frame(request, session, "tree", cursor)
     data = treedata.load_entries(session, [target]).get(target, {})
-    ctx.update({"target": target, "target_title": entry_title(data, 120), "abandoned_count": len(abandoned),
-                "summary_mode": summary_mode, "errors": errors})
-    return render_panel(request, "explorer/navigate.html", "navigate-form", ctx, status=400 if errors else 200)
+    ctx.update(
+        {
+            "target": target,
+            "target_title": entry_title(data, 120),
+            "abandoned_count": len(abandoned),
+            "summary_mode": summary_mode,
+            "errors": errors,
+        }
+    )
+    return render_panel(
+        request, "explorer/navigate.html", "navigate-form", ctx, status=400 if errors else 200
+    )
 
 
 @editor_required
@@ -263,14 +340,30 @@ def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
     prep = compaction.prepare_compaction(path, tokens.DEFAULT_COMPACTION_SETTINGS)
     dry: dict[str, Any] | None = None
     if prep is None:
-        errors.append("Already compacted" if light and light[-1].type == "compaction" else "Nothing to compact (session too small)")
+        errors.append(
+            "Already compacted"
+            if light and light[-1].type == "compaction"
+            else "Nothing to compact (session too small)"
+        )
     elif request.GET.get("preview") == "1" or request.method == "POST":
         try:
             result = compaction.compact(prep, summarizer_from_env())
             dry = {"summary": result.summary, "tokens_before": result.tokens_before}
         except SessionError as exc:
             errors.append(str(exc))
-    first = treedata.load_entries(session, [prep.first_kept_entry_id]).get(prep.first_kept_entry_id, {}) if prep else {}
+    first = (
+        treedata.load_entries(session, [prep.first_kept_entry_id]).get(prep.first_kept_entry_id, {})
+        if prep
+        else {}
+    )
     ctx = session_frame(request, session, "compactions", cursor)
-    ctx.update({"prep": prep, "dry": dry, "errors": errors, "first_kept_title": entry_title(first, 120)})
-    return render_panel(request, "explorer/compact.html", "compact-form", ctx, status=400 if errors and request.method == "POST" else 200)
+    ctx.update(
+        {"prep": prep, "dry": dry, "errors": errors, "first_kept_title": entry_title(first, 120)}
+    )
+    return render_panel(
+        request,
+        "explorer/compact.html",
+        "compact-form",
+        ctx,
+        status=400 if errors and request.method == "POST" else 200,
+    )

@@ -25,7 +25,11 @@ TABS = (
 
 
 def render_panel(
-    request: HttpRequest, template: str, partial: str | None, context: dict[str, Any], status: int = 200
+    request: HttpRequest,
+    template: str,
+    partial: str | None,
+    context: dict[str, Any],
+    status: int = 200,
 ) -> HttpResponse:
     """The whole page, or only its named partial when htmx asks (the same context either way)."""
     name = f"{template}#{partial}" if partial and getattr(request, "htmx", False) else template
@@ -45,13 +49,20 @@ def resolve_cursor(request: HttpRequest, session: Session) -> str | None:
     return treedata.default_leaf_id(session)
 
 
-def session_frame(request: HttpRequest, session: Session, tab: str, cursor: str | None) -> dict[str, Any]:
+def session_frame(
+    request: HttpRequest, session: Session, tab: str, cursor: str | None
+) -> dict[str, Any]:
     leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
     return {
         "session": session,
         "tab": tab,
         "tabs": [
-            {"key": k, "title": t, "url": reverse(u, args=[session.pk]) + leaf_q, "current": k == tab}
+            {
+                "key": k,
+                "title": t,
+                "url": reverse(u, args=[session.pk]) + leaf_q,
+                "current": k == tab,
+            }
             for k, t, u in TABS
         ],
         "cursor": cursor,
@@ -65,4 +76,6 @@ def entry_url(session: Session, entry_id: str, **extra: str) -> str:
 
 def tree_url(session: Session, **params: Any) -> str:
     clean = {k: v for k, v in params.items() if v not in (None, "", [], ())}
-    return reverse("explorer:session_detail", args=[session.pk]) + ("?" + urlencode(clean, doseq=True) if clean else "")
+    return reverse("explorer:session_detail", args=[session.pk]) + (
+        "?" + urlencode(clean, doseq=True) if clean else ""
+    )

@@ -49,7 +49,7 @@ def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict
         if item["chosen"]:
             end = fk if fk is not None else ci
             lo = max(start, end - REPLACED_SHOWN)
-            ids = [e.entry_id for e in light[lo:ci + 1]]
+            ids = [e.entry_id for e in light[lo : ci + 1]]
             data = treedata.load_entries(session, ids)
             sub = [data[i] for i in ids if i in data]
             offset = lo
@@ -57,11 +57,24 @@ def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict
             report = survival_for(info)
             detail = {
                 "info": info,
-                "summary_html": render_markdown(comp.get("summary") if isinstance(comp.get("summary"), str) else ""),
-                "replaced": [{"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140),
-                              "role": (e.get("message") or {}).get("role") if isinstance(e.get("message"), dict) else ""}
-                             for e in info.replaced],
-                "kept": [{"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)} for e in info.kept],
+                "summary_html": render_markdown(
+                    comp.get("summary") if isinstance(comp.get("summary"), str) else ""
+                ),
+                "replaced": [
+                    {
+                        "id": e.get("id"),
+                        "type": e.get("type"),
+                        "title": entry_title(e, 140),
+                        "role": (e.get("message") or {}).get("role")
+                        if isinstance(e.get("message"), dict)
+                        else "",
+                    }
+                    for e in info.replaced
+                ],
+                "kept": [
+                    {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
+                    for e in info.kept
+                ],
                 "hidden_before": lo - start,
                 "report": report,
                 "item": item,

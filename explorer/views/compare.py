@@ -30,10 +30,17 @@ def _resolve(session, value: str | None, labels: dict[str, str]) -> str | None:
 
 
 def leaf_choices(session, labels: dict[str, str], limit: int = 200) -> list[dict[str, str]]:
-    rows = Entry.objects.filter(session=session, child_count=0).order_by("-position").values_list("entry_id", "type", "role")[:limit]
+    rows = (
+        Entry.objects.filter(session=session, child_count=0)
+        .order_by("-position")
+        .values_list("entry_id", "type", "role")[:limit]
+    )
     data = treedata.load_entries(session, [r[0] for r in rows])
-    out = [{"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"} for r in rows]
-    out += [{"id": t, "title": f"🏷 {text} ({t})"} for t, text in labels.items()]
+    out = [
+        {"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"}
+        for r in rows
+    ]
+    out += [{"id": t, "title": f"⚑ {text} ({t})"} for t, text in labels.items()]
     return out
 
 
@@ -41,39 +48,67 @@ def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
     labels = treedata.current_labels(session)
     a = _resolve(session, request.GET.get("a"), labels) or cursor
     b = _resolve(session, request.GET.get("b"), labels)
-    ctx: dict[str, Any] = {"a": a, "b": b, "choices": leaf_choices(session, labels), "result": None,
-                           "bad_b": bool(request.GET.get("b")) and b is None}
+    ctx: dict[str, Any] = {
+        "a": a,
+        "b": b,
+        "choices": leaf_choices(session, labels),
+        "result": None,
+        "bad_b": bool(request.GET.get("b")) and b is None,
+    }
     if not (a and b):
         return ctx
     la, lb = treedata.light_path(session, a), treedata.light_path(session, b)
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
-    data = treedata.load_entries(session, [e.entry_id for e in ra[-ROUTE_SHOWN:]] + [e.entry_id for e in rb[-ROUTE_SHOWN:]])
-    stats_data = treedata.load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb]) if len(ra) + len(rb) <= 4000 else data
+    data = treedata.load_entries(
+        session, [e.entry_id for e in ra[-ROUTE_SHOWN:]] + [e.entry_id for e in rb[-ROUTE_SHOWN:]]
+    )
+    stats_data = (
+        treedata.load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+        if len(ra) + len(rb) <= 4000
+        else data
+    )
     route_a = [stats_data[e.entry_id] for e in ra if e.entry_id in stats_data]
     route_b = [stats_data[e.entry_id] for e in rb if e.entry_id in stats_data]
     sa, sb = route_stats(route_a), route_stats(route_b)
     pa, _ = treedata.context_path(session, la)
     pb, _ = treedata.context_path(session, lb)
     diff = projection_diff(pa, pb)
-    on_cursor = set(e.entry_id for e in treedata.light_path(session, cursor)) if cursor else set()
+    on_cursor = {e.entry_id for e in treedata.light_path(session, cursor)} if cursor else set()
     ancestor = la[k].entry_id if k >= 0 else None
 
     def rows(route):
-        return [{"id": e.entry_id, "role": e.role or e.type, "title": entry_title(data.get(e.entry_id, {}), 110)} for e in route[-ROUTE_SHOWN:]]
+        return [
+            {
+                "id": e.entry_id,
+                "role": e.role or e.type,
+                "title": entry_title(data.get(e.entry_id, {}), 110),
+            }
+            for e in route[-ROUTE_SHOWN:]
+        ]
 
     a_abandoned = a not in on_cursor and bool(ra)
     b_abandoned = b not in on_cursor and bool(rb)
     ctx["result"] = {
         "ancestor": ancestor,
-        "ancestor_title": entry_title(treedata.load_entries(session, [ancestor]).get(ancestor, {}), 100) if ancestor else "",
-        "route_a": rows(ra), "route_b": rows(rb),
-        "len_a": len(ra), "len_b": len(rb),
-        "stats_a": sa, "stats_b": sb,
+        "ancestor_title": entry_title(
+            treedata.load_entries(session, [ancestor]).get(ancestor, {}), 100
+        )
+        if ancestor
+        else "",
+        "route_a": rows(ra),
+        "route_b": rows(rb),
+        "len_a": len(ra),
+        "len_b": len(rb),
+        "stats_a": sa,
+        "stats_b": sb,
         "diff": diff,
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
-        "diff_tokens": {s: sum(d.tokens for d in diff if d.side in (s, "both")) for s in ("a", "b")},
-        "a_abandoned": a_abandoned, "b_abandoned": b_abandoned,
+        "diff_tokens": {
+            s: sum(d.tokens for d in diff if d.side in (s, "both")) for s in ("a", "b")
+        },
+        "a_abandoned": a_abandoned,
+        "b_abandoned": b_abandoned,
         "wasted": (sa.cost if a_abandoned else 0) + (sb.cost if b_abandoned else 0),
         "same": a == b,
     }

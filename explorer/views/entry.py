@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -66,7 +67,13 @@ def _blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]
                 }
             )
         elif t == "image":
-            out.append({"kind": "image", "src": image_data_uri(block.get("data"), block.get("mimeType")), "mime": str(block.get("mimeType", ""))})
+            out.append(
+                {
+                    "kind": "image",
+                    "src": image_data_uri(block.get("data"), block.get("mimeType")),
+                    "mime": str(block.get("mimeType", "")),
+                }
+            )
         else:
             out.append({"kind": "other", "type": str(t), "json": _pretty(block)})
     return out
@@ -80,10 +87,8 @@ def _pretty(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
     if len(text) > 200:
         import json
 
-        try:
+        with contextlib.suppress(ValueError):
             text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
-        except ValueError:
-            pass
     return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
 
 
@@ -95,7 +100,9 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
         if not frontier or len(found) == len(call_ids):
             break
         kids = list(
-            Entry.objects.filter(session=session, parent_id__in=frontier).order_by("position").values_list("entry_id", "role")[:50]
+            Entry.objects.filter(session=session, parent_id__in=frontier)
+            .order_by("position")
+            .values_list("entry_id", "role")[:50]
         )
         frontier = []
         wanted = [k for k, role in kids if role == "toolResult"]
@@ -116,7 +123,9 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
     return found
 
 
-def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: str | None) -> dict[str, Any]:
+def entry_panel_context(
+    request: HttpRequest, session, entry_id: str, cursor: str | None
+) -> dict[str, Any]:
     row = Entry.objects.filter(session=session, entry_id=entry_id).first()
     if row is None:
         return {"entry": None, "missing_id": entry_id}
@@ -138,7 +147,11 @@ def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: st
                  "exit": m.get("exitCode")}
             ]  # fmt: skip
         else:
-            blocks = _blocks(m.get("content"), full=full, markdown=role in ("user", "assistant", "custom", "system"))
+            blocks = _blocks(
+                m.get("content"),
+                full=full,
+                markdown=role in ("user", "assistant", "custom", "system"),
+            )
         calls = {b["call_id"] for b in blocks if b["kind"] == "toolCall" and b["call_id"]}
         if calls:
             results = _find_results(session, entry_id, calls, full)
@@ -149,8 +162,16 @@ def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: st
             parent = treedata.load_entries(session, [row.parent_id]).get(row.parent_id)
             pm = entry_message(parent or {}) or {}
             for b in pm.get("content") or [] if isinstance(pm.get("content"), list) else []:
-                if isinstance(b, dict) and b.get("type") == "toolCall" and b.get("id") == m.get("toolCallId"):
-                    call_for = {"entry_id": row.parent_id, "name": str(b.get("name", "")), "arguments": _pretty(b.get("arguments"))}
+                if (
+                    isinstance(b, dict)
+                    and b.get("type") == "toolCall"
+                    and b.get("id") == m.get("toolCallId")
+                ):
+                    call_for = {
+                        "entry_id": row.parent_id,
+                        "name": str(b.get("name", "")),
+                        "arguments": _pretty(b.get("arguments")),
+                    }
     elif data.get("type") in ("compaction", "branch_summary"):
         blocks = [_text_part(str(data.get("summary") or ""), full, True)]
     elif data.get("type") == "custom_message":
@@ -164,10 +185,16 @@ def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: st
     try:
         import json
 
-        raw_pretty = json.dumps(jsonfmt.loads(raw_text[:2_000_000]), indent=2, ensure_ascii=False) if not raw_cut else raw_text[:RAW_PREVIEW_CHARS]
+        raw_pretty = (
+            json.dumps(jsonfmt.loads(raw_text[:2_000_000]), indent=2, ensure_ascii=False)
+            if not raw_cut
+            else raw_text[:RAW_PREVIEW_CHARS]
+        )
     except ValueError:
         raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
-    on_path = cursor is not None and any(e.entry_id == entry_id for e in treedata.light_path(session, cursor))
+    on_path = cursor is not None and any(
+        e.entry_id == entry_id for e in treedata.light_path(session, cursor)
+    )
     return {
         "entry": data,
         "entry_row": row,
@@ -192,8 +219,13 @@ def entry_panel_context(request: HttpRequest, session, entry_id: str, cursor: st
         "full": full,
         "on_path": on_path,
         "is_cursor": entry_id == cursor,
-        "editable_target": data.get("type") == "custom_message" or role in ("user", "assistant", "toolResult"),
-        "children": list(Entry.objects.filter(session=session, parent_id=entry_id).order_by("position").values_list("entry_id", "type", "role")[:20]),
+        "editable_target": data.get("type") == "custom_message"
+        or role in ("user", "assistant", "toolResult"),
+        "children": list(
+            Entry.objects.filter(session=session, parent_id=entry_id)
+            .order_by("position")
+            .values_list("entry_id", "type", "role")[:20]
+        ),
     }
 
 

@@ -11,7 +11,6 @@ from django.views.decorators.http import require_GET
 from explorer import treedata
 from explorer.models import Entry, ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.session import jsonfmt
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/integrity.html"
@@ -25,14 +24,22 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
     hit = cache.get(key)
     if hit is not None:
         return hit
-    rows = list(Entry.objects.filter(session=session).order_by("position").values_list("entry_id", "parent_id", "type", "role", "line_no"))
+    rows = list(
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("entry_id", "parent_id", "type", "role", "line_no")
+    )
     parent = {r[0]: r[1] for r in rows}
     line = {r[0]: r[4] for r in rows}
     kind = {r[0]: (r[2], r[3]) for r in rows}
-    out: dict[str, list[dict[str, Any]]] = {k: [] for k in ("dangling", "cycles", "compactions", "edits", "orphan_results")}
+    out: dict[str, list[dict[str, Any]]] = {
+        k: [] for k in ("dangling", "cycles", "compactions", "edits", "orphan_results")
+    }
     for eid, pid, *_ in rows:
         if pid and pid not in parent and len(out["dangling"]) < LIMIT:
-            out["dangling"].append({"id": eid, "line": line[eid], "detail": f"parent {pid} does not exist"})
+            out["dangling"].append(
+                {"id": eid, "line": line[eid], "detail": f"parent {pid} does not exist"}
+            )
     # Cycles: walk up with memo of nodes known to reach a root.
     ok: set[str] = set()
     for eid in parent:
@@ -41,7 +48,13 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
         while cur and cur in parent and cur not in ok:
             if cur in seen:
                 if len(out["cycles"]) < LIMIT:
-                    out["cycles"].append({"id": cur, "line": line[cur], "detail": "parent links loop back to this entry"})
+                    out["cycles"].append(
+                        {
+                            "id": cur,
+                            "line": line[cur],
+                            "detail": "parent links loop back to this entry",
+                        }
+                    )
                 break
             seen.append(cur)
             cur = parent[cur]
@@ -57,12 +70,20 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
 
     special = {r[0] for r in rows if r[2] in ("compaction", "context_edit") or r[3] == "toolResult"}
     special |= {r[0] for r in rows if r[3] == "assistant"}
-    data = treedata.load_entries(session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")])
+    data = treedata.load_entries(
+        session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")]
+    )
     for eid, d in data.items():
         if d.get("type") == "compaction":
             fk = d.get("firstKeptEntryId")
             if fk != eid and fk not in set(ancestors(eid)):
-                out["compactions"].append({"id": eid, "line": line[eid], "detail": f"firstKeptEntryId {fk} is not on its path"})
+                out["compactions"].append(
+                    {
+                        "id": eid,
+                        "line": line[eid],
+                        "detail": f"firstKeptEntryId {fk} is not on its path",
+                    }
+                )
         elif d.get("type") == "context_edit":
             t = d.get("targetId")
             if t not in parent:
@@ -71,7 +92,12 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
                 problem = f"target {t} is not on the edit's path"
             else:
                 ty, role = kind[t]
-                problem = None if ty == "custom_message" or (ty == "message" and role in ("user", "assistant", "toolResult")) else f"target {t} ({role or ty}) does not contribute editable model content"
+                problem = (
+                    None
+                    if ty == "custom_message"
+                    or (ty == "message" and role in ("user", "assistant", "toolResult"))
+                    else f"target {t} ({role or ty}) does not contribute editable model content"
+                )
             if problem and len(out["edits"]) < LIMIT:
                 out["edits"].append({"id": eid, "line": line[eid], "detail": problem})
     # Tool results: the call must be in an assistant message above them (near: same turn).
@@ -92,9 +118,19 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
             cid = m.get("toolCallId") if isinstance(m, dict) else None
             a = parents[rid]
             am = (rdata.get(a, {}).get("message") or {}) if a else {}
-            calls = {b.get("id") for b in am.get("content") or [] if isinstance(b, dict) and b.get("type") == "toolCall"} if isinstance(am.get("content"), list) else set()
+            calls = (
+                {
+                    b.get("id")
+                    for b in am.get("content") or []
+                    if isinstance(b, dict) and b.get("type") == "toolCall"
+                }
+                if isinstance(am.get("content"), list)
+                else set()
+            )
             if cid not in calls and len(out["orphan_results"]) < LIMIT:
-                out["orphan_results"].append({"id": rid, "line": line[rid], "detail": f"no assistant call {cid} above it"})
+                out["orphan_results"].append(
+                    {"id": rid, "line": line[rid], "detail": f"no assistant call {cid} above it"}
+                )
     cache.set(key, out, 3600)
     return out
 
@@ -102,18 +138,29 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
 def integrity_panel(session) -> dict[str, Any]:
     found = check_integrity(session)
     sections = [
-        ("dangling", "Dangling parents", "Entries whose parent id names no entry; they become extra roots."),
+        (
+            "dangling",
+            "Dangling parents",
+            "Entries whose parent id names no entry; they become extra roots.",
+        ),
         ("cycles", "Cycles", "Parent links that loop; a path walk stops at the repetition."),
-        ("compactions", "Compactions keeping an off-path entry", "firstKeptEntryId is not an ancestor: nothing before the compaction is kept."),
-        ("edits", "Edits whose target cannot be edited", "The edit has no effect (or hides a non-editable entry)."),
-        ("orphan_results", "Tool results without calls", "No assistant tool call with that id above the result."),
+        (
+            "compactions",
+            "Compactions keeping an off-path entry",
+            "firstKeptEntryId is not an ancestor: nothing before the compaction is kept.",
+        ),
+        (
+            "edits",
+            "Edits whose target cannot be edited",
+            "The edit has no effect (or hides a non-editable entry).",
+        ),
+        (
+            "orphan_results",
+            "Tool results without calls",
+            "No assistant tool call with that id above the result.",
+        ),
     ]
     problems = list(ImportProblem.objects.filter(session=session)[:200])
-    for p in problems:
-        try:
-            p.raw_ok = bool(jsonfmt)
-        except Exception:  # pragma: no cover
-            pass
     return {
         "sections": [{"key": k, "title": t, "help": h, "items": found[k]} for k, t, h in sections],
         "total": sum(len(v) for v in found.values()),

@@ -33,17 +33,21 @@ def context_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
     reserve = _int(request.GET.get("reserve"), 16_384, 0, 10_000_000)
     light = treedata.light_path(session, cursor)
     path, start = treedata.context_path(session, light)
-    view = align_projection(path, context_window=window, settings=CompactionSettings(reserve_tokens=reserve))
+    view = align_projection(
+        path, context_window=window, settings=CompactionSettings(reserve_tokens=reserve)
+    )
     folded_rows = []
     show_folded = request.GET.get("folded") == "1"
     offset = _int(request.GET.get("offset"), 0, 0, max(start, 0))
-    folded_light = [e for e in light[:start]]
+    folded_light = list(light[:start])
     if show_folded and folded_light:
         page = folded_light[offset : offset + FOLDED_PAGE]
         data = treedata.load_entries(session, [e.entry_id for e in page])
         for e in page:
             d = data.get(e.entry_id, {})
-            folded_rows.append({"id": e.entry_id, "type": e.type, "role": e.role, "title": entry_title(d, 120)})
+            folded_rows.append(
+                {"id": e.entry_id, "type": e.type, "role": e.role, "title": entry_title(d, 120)}
+            )
     settings_rows = {id(r.entry) for r in view.rows[: len(path) - (len(light) - start)]}
     rows = [r for r in view.rows if id(r.entry) not in settings_rows]
     return {
@@ -51,7 +55,9 @@ def context_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
         "rows": rows,
         "folded_count": start,
         "folded_rows": folded_rows,
-        "folded_next": offset + FOLDED_PAGE if show_folded and offset + FOLDED_PAGE < start else None,
+        "folded_next": offset + FOLDED_PAGE
+        if show_folded and offset + FOLDED_PAGE < start
+        else None,
         "show_folded": show_folded,
         "window": window,
         "reserve": reserve,

@@ -17,8 +17,14 @@ from explorer.session import jsonfmt
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 MAX_RESULTS = 50
-TYPES = (("", "Any type"), ("message", "Messages"), ("compaction", "Compactions"),
-         ("branch_summary", "Branch summaries"), ("label", "Labels"), ("custom_message", "Custom messages"))
+TYPES = (
+    ("", "Any type"),
+    ("message", "Messages"),
+    ("compaction", "Compactions"),
+    ("branch_summary", "Branch summaries"),
+    ("label", "Labels"),
+    ("custom_message", "Custom messages"),
+)
 
 
 def highlight(text: str, query: str, width: int = 90) -> SafeString:
@@ -36,7 +42,9 @@ def highlight(text: str, query: str, width: int = 90) -> SafeString:
     return mark_safe(("…" if lo else "") + html + ("…" if hi < len(flat) else ""))
 
 
-def run_search(query: str, *, session: Session | None = None, entry_type: str = "") -> list[dict[str, Any]]:
+def run_search(
+    query: str, *, session: Session | None = None, entry_type: str = ""
+) -> list[dict[str, Any]]:
     qs = Entry.objects.all() if session is None else Entry.objects.filter(session=session)
     if entry_type:
         qs = qs.filter(type=entry_type)
@@ -44,7 +52,9 @@ def run_search(query: str, *, session: Session | None = None, entry_type: str = 
     needle = jsonfmt.dumps(query)[1:-1]
     qs = qs.filter(raw__icontains=needle).order_by("session_id", "position")
     results = []
-    for row in qs.select_related("session").only("entry_id", "type", "role", "raw", "session__id", "session__name", "session__session_id")[: MAX_RESULTS * 4]:
+    for row in qs.select_related("session").only(
+        "entry_id", "type", "role", "raw", "session__id", "session__name", "session__session_id"
+    )[: MAX_RESULTS * 4]:
         try:
             data = jsonfmt.loads(row.raw)
         except ValueError:
@@ -52,8 +62,15 @@ def run_search(query: str, *, session: Session | None = None, entry_type: str = 
         text = entry_text(data) if isinstance(data, dict) else ""
         if query.lower() not in text.lower():
             continue  # matched only in metadata (ids, signatures): not a useful hit
-        results.append({"session": row.session, "entry_id": row.entry_id, "type": row.type, "role": row.role,
-                        "snippet": highlight(text, query)})
+        results.append(
+            {
+                "session": row.session,
+                "entry_id": row.entry_id,
+                "type": row.type,
+                "role": row.role,
+                "snippet": highlight(text, query),
+            }
+        )
         if len(results) >= MAX_RESULTS:
             break
     return results
@@ -72,8 +89,16 @@ def session_search(request: HttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     q, t = _query(request)
     ctx = session_frame(request, session, "search", cursor)
-    ctx.update({"q": q, "type": t, "types": TYPES, "results": run_search(q, session=session, entry_type=t) if len(q) >= 2 else [],
-                "scope": "session", "too_short": 0 < len(q) < 2})
+    ctx.update(
+        {
+            "q": q,
+            "type": t,
+            "types": TYPES,
+            "results": run_search(q, session=session, entry_type=t) if len(q) >= 2 else [],
+            "scope": "session",
+            "too_short": 0 < len(q) < 2,
+        }
+    )
     return render_panel(request, "explorer/search.html", "search-results", ctx)
 
 
@@ -81,6 +106,12 @@ def session_search(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def global_search(request: HttpRequest) -> HttpResponse:
     q, t = _query(request)
-    ctx = {"q": q, "type": t, "types": TYPES, "results": run_search(q, entry_type=t) if len(q) >= 2 else [],
-           "scope": "all", "too_short": 0 < len(q) < 2}
+    ctx = {
+        "q": q,
+        "type": t,
+        "types": TYPES,
+        "results": run_search(q, entry_type=t) if len(q) >= 2 else [],
+        "scope": "all",
+        "too_short": 0 < len(q) < 2,
+    }
     return render_panel(request, "explorer/search_all.html", "search-results", ctx)

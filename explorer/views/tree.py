@@ -28,7 +28,9 @@ def _params(request: HttpRequest) -> dict[str, Any]:
         "root": request.GET.get("root") or None,
         "expanded": expanded,
         "selected": request.GET.get("entry") or None,
-        "filter": request.GET.get("filter") if request.GET.get("filter") in dict(FILTERS) else "all",
+        "filter": request.GET.get("filter")
+        if request.GET.get("filter") in dict(FILTERS)
+        else "all",
     }
 
 
@@ -67,7 +69,11 @@ def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str
         selected=params["selected"],
     )
     explicit_leaf = bool(request.GET.get("leaf"))
-    dot = to_dot(model.graph, href=_href_builder(session, cursor, params, explicit_leaf), selected=params["selected"])
+    dot = to_dot(
+        model.graph,
+        href=_href_builder(session, cursor, params, explicit_leaf),
+        selected=params["selected"],
+    )
     svg_error = None
     try:
         svg = mark_safe(dot_to_svg(dot))  # noqa: S308 - labels escaped, output checked
@@ -97,10 +103,13 @@ def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str
         "path_ids": model.path_ids,
         "filters": FILTERS,
         "params": params,
-        "svg_url": reverse("explorer:graph_svg", args=[session.pk]) + "?" + urlencode(
+        "svg_url": reverse("explorer:graph_svg", args=[session.pk])
+        + "?"
+        + urlencode(
             q_base + [("root", params["root"] or "")] + [("expand", e) for e in params["expanded"]]
         ),
-        "reset_url": reverse("explorer:session_detail", args=[session.pk]) + ("?" + urlencode(q_base) if q_base else ""),
+        "reset_url": reverse("explorer:session_detail", args=[session.pk])
+        + ("?" + urlencode(q_base) if q_base else ""),
     }
 
 
@@ -113,7 +122,9 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ctx.update(graph_context(request, session, cursor))
     selected = ctx["params"]["selected"]
     panel_id = selected if selected and treedata.entry_exists(session, selected) else cursor
-    ctx.update(entry_panel_context(request, session, panel_id, cursor) if panel_id else {"entry": None})
+    ctx.update(
+        entry_panel_context(request, session, panel_id, cursor) if panel_id else {"entry": None}
+    )
     partial = request.GET.get("partial")
     if partial not in ("graph-panel", "tree-panel", "tree-and-graph"):
         partial = "tree-and-graph"
@@ -148,7 +159,7 @@ def chain_rows(request: HttpRequest, pk: int) -> HttpResponse:
     more_from = light[limit].entry_id if len(light) > limit else None
     light = light[:limit]
     data = treedata.load_entries(session, [e.entry_id for e in light])
-    path = set(e.entry_id for e in treedata.light_path(session, cursor)) if cursor else set()
+    path = {e.entry_id for e in treedata.light_path(session, cursor)} if cursor else set()
     labels = treedata.current_labels(session)
     rows = []
     for e in light:
@@ -169,7 +180,9 @@ def chain_rows(request: HttpRequest, pk: int) -> HttpResponse:
     ctx.update(
         {
             "chain_rows": rows,
-            "indent": int(request.GET.get("indent", "0") or 0) if (request.GET.get("indent") or "0").isdigit() else 0,
+            "indent": int(request.GET.get("indent", "0") or 0)
+            if (request.GET.get("indent") or "0").isdigit()
+            else 0,
             "more_from": more_from,
         }
     )
