@@ -318,7 +318,7 @@ _RAN_RE = re.compile(r"^Ran `(.*?)`(?:\n|$)", re.S)
 
 _URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
 _PATH_RE = re.compile(
-    r"(?<![\w/.-])(?:~?/)?(?:[\w.@-]+/)+[\w.@-]+|(?<![\w/.-])[\w@-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|json|jsonl|md|txt|toml|yaml|yml|cfg|ini|html|css|sh|rs|go|java|c|h|cpp|rb|php|sql|lock|csv|xml|log)\b"
+    r"(?<![\w/.-])(?:~?/)?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/.-])[\w@-]+(?:\.[\w-]+)*\.(?:py|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|txt|toml|yaml|yml|cfg|ini|env|html|css|sh|rs|go|java|c|h|cpp|rb|php|sql|lock|csv|xml|log)\b"
 )
 _ID_RE = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
@@ -329,6 +329,8 @@ _ID_RE = re.compile(
     re.I,
 )
 _CODE_RE = re.compile(r"`([^`\n]{2,120})`")
+_NUMBER_RE = re.compile(r"(?<![\w.])\d[\d_,]*(?:\.\d+)?(?![\w.])")
+_MAX_REFS = 400  # per kind; the output limit trims further
 _KEY_ARGS = ("path", "file_path", "filePath", "command", "cmd", "url", "pattern", "query", "id", "name", "target")
 
 
@@ -380,9 +382,19 @@ def _call_label(call: _Call, limit: int = 240) -> str:
     return f"`{_clip(f'{call.name}({inner})', limit)}`"
 
 
-def _add_unique(target: list[str], item: str) -> None:
-    if item and item not in target:
+def _add_unique(target: list[str] | dict[str, None], item: str) -> None:
+    """Append once; dicts serve as ordered sets for the (possibly long) reference lists."""
+    if not item:
+        return
+    if isinstance(target, dict):
+        if len(target) < _MAX_REFS:
+            target[item] = None
+    elif item not in target:
         target.append(item)
+
+
+class _Ref(str):
+    """An item quoted verbatim: dropped whole when space runs out, never shortened."""
 
 
 @dataclass
@@ -394,9 +406,10 @@ class _Facts:
     blocked: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     next_steps: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
-    refs: list[str] = field(default_factory=list)
+    files: dict[str, None] = field(default_factory=dict)
+    commands: dict[str, None] = field(default_factory=dict)
+    refs: dict[str, None] = field(default_factory=dict)
+    numbers: dict[str, None] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)
     last_request: str = ""
@@ -413,6 +426,16 @@ def _collect_refs(text: str, facts: _Facts) -> None:
             _add_unique(facts.files, path.rstrip(".,;:"))
     for ident in _ID_RE.findall(stripped):
         _add_unique(facts.refs, ident)
+
+
+def _collect_numbers(text: str, facts: _Facts) -> None:
+    """Numbers that carry information (three or more digits, or a decimal)."""
+    scrubbed = _PATH_RE.sub(" ", _URL_RE.sub(" ", text))
+    for m in _NUMBER_RE.finditer(scrubbed):
+        value = m.group(0).rstrip(",")
+        digits = value.replace(",", "").replace("_", "")
+        if "." in digits or len(digits) >= 3:
+            _add_unique(facts.numbers, value)
 
 
 def _extract(parts: list[_Part]) -> _Facts:
@@ -432,6 +455,7 @@ def _extract(parts: list[_Part]) -> _Facts:
                 _collect_refs(text, facts)
                 last_label = part.label
                 continue
+            _collect_numbers(text, facts)
             request = _clip(text, 400)
             if utf16_len(request) >= 12 or _PATH_RE.search(request) or _URL_RE.search(request):
                 _add_unique(facts.goals, request)
@@ -455,6 +479,7 @@ def _extract(parts: list[_Part]) -> _Facts:
                 if _NEXT_RE.search(s):
                     _add_unique(facts.next_steps, _clip(s, 300))
             _collect_refs(text, facts)
+            _collect_numbers(text, facts)
         elif part.label == "Assistant tool calls":
             calls = _parse_calls(text)
             for call in calls:
@@ -488,6 +513,7 @@ def _extract(parts: list[_Part]) -> _Facts:
             elif call is not None:
                 _add_unique(facts.done, f"[x] {_call_label(call)}")
             _collect_refs(text[:2000], facts)
+            _collect_numbers(text[:2000], facts)
         last_label = part.label
     for call in pending_calls:
         _add_unique(facts.in_progress, f"[ ] {_call_label(call)} (no result seen)")
@@ -517,6 +543,9 @@ _SECTION_ALIASES = {
 }
 
 
+_REF_ITEM_RE = re.compile(r"(?:\*\*Reference\*\*: )?(?:File|Command|Ref|Numbers): ")
+
+
 def _parse_previous(summary: str) -> dict[str, list[str]]:
     """Items of an earlier summary by section, so an update can keep all of them."""
     sections: dict[str, list[str]] = {}
@@ -531,7 +560,7 @@ def _parse_previous(summary: str) -> dict[str, list[str]]:
             in_tags = False
             continue
         if in_tags:
-            sections.setdefault("files", []).append(line)
+            sections.setdefault("files", []).append(_Ref(f"File: `{line}`"))
             continue
         heading = re.match(r"#{2,3}\s+(.*)", line)
         if heading:
@@ -544,6 +573,8 @@ def _parse_previous(summary: str) -> dict[str, list[str]]:
         if line.startswith("## Progress"):
             continue
         item = re.sub(r"^(?:[-*]|\d+\.)\s+", "", line)
+        if _REF_ITEM_RE.match(item):
+            item = _Ref(item)
         sections.setdefault(current or "context", []).append(item)
     return sections
 
@@ -560,25 +591,29 @@ class _Section:
     empty: str = "(none)"
     keep: int = 1  # items never dropped when shrinking
     priority: int = 1  # higher survives longer
+    clip: bool = True
+    drop_from_end: bool = False  # the first items matter most (next steps, references)
+
+
+def _lines(sec: _Section, item_limit: int | None) -> list[str]:
+    limit = item_limit if sec.clip else None
+    items = [(_clip(i, limit) if limit and not isinstance(i, _Ref) else i) for i in sec.items]
+    if not items and sec.style != "none":
+        items = [sec.empty]
+    out = [sec.heading] if sec.heading else []
+    for n, item in enumerate(items, 1):
+        if sec.style == "1.":
+            out.append(f"{n}. {item}")
+        elif sec.style in ("text", "none"):
+            out.append(item)
+        else:
+            out.append(f"- {item}")
+    out.append("")
+    return out
 
 
 def _render(sections: list[_Section], item_limit: int | None) -> str:
-    out: list[str] = []
-    for sec in sections:
-        if sec.heading:
-            out.append(sec.heading)
-        items = [(_clip(i, item_limit) if item_limit else i) for i in sec.items]
-        if not items and sec.style != "none":
-            items = [sec.empty]
-        for n, item in enumerate(items, 1):
-            if sec.style == "1.":
-                out.append(f"{n}. {item}")
-            elif sec.style in ("text", "none"):
-                out.append(item)
-            else:
-                out.append(f"- {item}")
-        out.append("")
-    return "\n".join(out).rstrip("\n")
+    return "\n".join(line for sec in sections for line in _lines(sec, item_limit)).rstrip("\n")
 
 
 def _fit(sections: list[_Section], max_chars: int | None) -> str:
@@ -589,15 +624,26 @@ def _fit(sections: list[_Section], max_chars: int | None) -> str:
         text = _render(sections, limit)
         if utf16_len(text) <= max_chars:
             return text
-    # Drop items from the least important, then longest, sections (oldest items first for
-    # goals/decisions/done, which grow at the end; the newest matter most).
-    while utf16_len(text) > max_chars:
+    # Drop items from the least important, then longest, sections (oldest first, except for
+    # the next steps, where the first ones matter most). The length is kept incrementally;
+    # the text is rendered again once at the end.
+    total = utf16_len(text)
+    while total > max_chars:
         candidates = [s for s in sections if len(s.items) > s.keep]
         if not candidates:
             break
         victim = min(candidates, key=lambda s: (s.priority, -len(s.items)))
-        del victim.items[0 if victim.heading not in ("## Next Steps",) else -1]
-        text = _render(sections, 100)
+        before = sum(utf16_len(line) + 1 for line in _lines(victim, 100)) if victim.style == "1." else 0
+        index = len(victim.items) - 1 if victim.drop_from_end else 0
+        removed = victim.items.pop(index)
+        if victim.style == "1.":
+            total -= before - sum(utf16_len(line) + 1 for line in _lines(victim, 100))
+        else:
+            shown = removed if not victim.clip or isinstance(removed, _Ref) else _clip(removed, 100)
+            total -= utf16_len(shown) + (1 if victim.style in ("text", "none") else 3)
+            if not victim.items and victim.style != "none":
+                total += utf16_len(victim.empty) + 3
+    text = _render(sections, 100)
     for limit in (80, 60, 40, 30, 20):
         if utf16_len(text) <= max_chars:
             break
@@ -657,18 +703,17 @@ class EmbeddedSummarizer:
         }
 
     @staticmethod
-    def _reference_items(facts: _Facts, prev: dict[str, list[str]] | None = None) -> list[str]:
+    def _reference_items(facts: _Facts) -> list[str]:
+        """One item per reference, most important kinds first (the last are dropped first)."""
         items: list[str] = []
-        if facts.files:
-            items.append("Files: " + ", ".join(f"`{f}`" for f in facts.files))
-        if facts.commands:
-            items.append("Commands: " + "; ".join(f"`{c}`" for c in facts.commands))
-        if facts.refs:
-            items.append("References/ids: " + ", ".join(f"`{r}`" for r in facts.refs))
-        for err in facts.errors:
-            items.append(f"Error seen: {err}")
-        for s in facts.unverified:
-            items.append(f"Unverified: {s}")
+        items.extend(_Ref(f"File: `{f}`") for f in facts.files)
+        items.extend(_Ref(f"Command: `{c}`") for c in facts.commands)
+        items.extend(f"Error seen: {err}" for err in facts.errors)
+        items.extend(f"Unverified: {s}" for s in facts.unverified)
+        items.extend(_Ref(f"Ref: `{r}`") for r in facts.refs)
+        numbers = list(facts.numbers)
+        for i in range(0, len(numbers), 12):
+            items.append(_Ref("Numbers: " + ", ".join(numbers[i : i + 12])))
         return items
 
     def _history_sections(
@@ -698,15 +743,24 @@ class EmbeddedSummarizer:
             _Section("### In Progress", in_progress, empty="[ ] (none)", priority=2),
             _Section("### Blocked", _merge(p("blocked", []), facts.blocked), priority=2),
             _Section("## Key Decisions", _merge(p("decisions", []), facts.decisions), empty="(none)", priority=1),
-            _Section("## Next Steps", _merge(p("next_steps", []), next_steps) or ["Continue with the latest request."], style="1.", priority=1),
+            _Section("## Next Steps", _merge(p("next_steps", []), next_steps) or ["Continue with the latest request."], style="1.", priority=1, drop_from_end=True),
         ]
         if branch:
-            refs = context
-            if refs:
-                sections[6].items.append("**References**: " + " | ".join(refs))
+            # The branch format has no critical-context section; references go with the
+            # decisions, one item each, so none is cut in half.
+            sections[6].priority = 3
+            for item in context:
+                sections[6].items.append(_Ref(f"**Reference**: {item}") if isinstance(item, _Ref) else f"**Note**: {item}")
         else:
             sections.append(
-                _Section("## Critical Context", _merge(p("context", []) + p("files", []), context), keep=4, priority=4)
+                _Section(
+                    "## Critical Context",
+                    # New references first: under a tight limit the oldest context goes first.
+                    _merge(context, p("context", []) + p("files", [])),
+                    keep=4,
+                    priority=4,
+                    drop_from_end=True,
+                )
             )
         return sections
 
@@ -719,5 +773,7 @@ class EmbeddedSummarizer:
         return [
             _Section("## Original Request", [request], style="text", keep=1, priority=5),
             _Section("## Progress So Far", progress, priority=2),
-            _Section("## Context Needed to Continue", self._reference_items(facts), keep=3, priority=4),
+            _Section(
+                "## Context Needed to Continue", self._reference_items(facts), keep=3, priority=4, drop_from_end=True
+            ),
         ]

@@ -330,3 +330,31 @@ def test_embedded_summarizer_never_fails_and_respects_limit(parts, max_tokens, p
     assert response["stopReason"] == "stop"
     if max_tokens >= 200:
         assert text.startswith("## Goal")
+
+
+def test_embedded_compaction_of_a_real_session_keeps_tool_call_references():
+    from explorer.session.loading import load_entries_from_file
+    from explorer.session.manager import SessionManager
+    from tests.conftest import PI_FIXTURES
+
+    m = SessionManager.in_memory("/w", entries=load_entries_from_file(str(PI_FIXTURES / "before-compaction.jsonl")))
+    prep = prepare_compaction(m.get_branch(), CompactionSettings())
+    result = compact(prep, EmbeddedSummarizer())
+    body = result.summary.split("\n\n<read-files>")[0].split("\n\n<modified-files>")[0]
+    history = body.split("\n\n---\n\n**Turn Context (split turn):**")[0]
+    assert len(history) <= 13107 * 4
+    assert headings(history) == HISTORY_HEADINGS
+    wanted_paths, wanted_commands = set(), set()
+    for message in prep.messages_to_summarize:
+        for block in message.get("content") or [] if message.get("role") == "assistant" else []:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                args = block.get("arguments") or {}
+                if isinstance(args.get("path"), str):
+                    wanted_paths.add(args["path"])
+                if isinstance(args.get("command"), str):
+                    wanted_commands.add(" ".join(args["command"].split("\n")[0].split())[:200])
+    assert wanted_paths and wanted_commands
+    flat = " ".join(history.split())
+    assert [p for p in wanted_paths if p not in history] == []
+    missing = [c for c in wanted_commands if c not in flat]
+    assert len(missing) <= len(wanted_commands) // 10
