@@ -79,13 +79,17 @@ class AppendResult:
         return self.entries[-1] if self.entries else None
 
 
-def _manager_for(session: Session, leaf_id: str | None, author) -> tuple[Any, store.DatabaseStorage]:
+def _manager_for(session: Session, leaf_id: str | None, author,
+                 path_only: bool = True) -> tuple[Any, store.DatabaseStorage]:
     from explorer.session.manager import SessionManager
 
-    storage = store.DatabaseStorage(session, author=author, view_leaf=leaf_id, path_only=True)
+    storage = store.DatabaseStorage(session, author=author, view_leaf=leaf_id,
+                                    path_only=path_only)
     manager = SessionManager.from_storage(storage, cwd=session.cwd or None)
     if leaf_id is None:
         manager.reset_leaf()
+    elif not path_only:
+        manager.branch(leaf_id)  # a whole-session read leaves the manager at the last entry
     return manager, storage
 
 
@@ -103,6 +107,7 @@ def append_via_manager(
     *,
     source: str = "edit",
     move_cursor: bool = True,
+    path_only: bool = True,
 ) -> AppendResult:
     """Run ``fn(manager)`` with the manager's leaf at ``leaf_id`` (``UNSET``: the user's
     cursor; ``None``: no leaf, the next append is a new root) and store what it appends.
@@ -115,7 +120,7 @@ def append_via_manager(
         try:
             with _writer(session) as locked:
                 target = _resolve_leaf(locked, user, leaf_id)
-                manager, storage = _manager_for(locked, target, user)
+                manager, storage = _manager_for(locked, target, user, path_only)
                 value = fn(manager)
                 leaf = None
                 if move_cursor and user is not None and getattr(user, "is_authenticated", False):
@@ -174,6 +179,7 @@ def branch_with_summary(session: Session, user, branch_from_id: str | None, summ
     return append_via_manager(
         session, user, leaf_id,
         lambda m: m.branch_with_summary(branch_from_id, summary, details, from_hook, usage),
+        path_only=False,  # the target is on another route: the manager must know it
     )
 
 

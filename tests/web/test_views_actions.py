@@ -1,0 +1,156 @@
+"""Editing actions: plain posts and htmx, previews, undo, permissions, append-only history."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from explorer.models import Entry
+
+# In the small session the cursor (last entry) is 1b2c3d4e; its path is
+# a1b2c3d4 → b2c3d4e5 → c3d4e5f6 → d4e5f6a7 → f6a7b8c9 → 0a1b2c3d → 1b2c3d4e.
+
+
+@pytest.fixture
+def session(make_session):
+    return make_session()
+
+
+def _raws(session):
+    return list(Entry.objects.filter(session=session).order_by("position").values_list("entry_id", "raw"))
+
+
+def test_it_previews_a_hide_without_writing(editor_client, session):
+    before = _raws(session)
+    r = editor_client.get(reverse("explorer:edit", args=[session.pk]), {"target": "d4e5f6a7", "mode": "hide"})
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Preview" in html and "→" in html
+    assert _raws(session) == before
+
+
+def test_it_hides_a_message_with_a_plain_post(editor_client, session):
+    before = _raws(session)
+    url = reverse("explorer:edit", args=[session.pk])
+    r = editor_client.post(url, {"target": "d4e5f6a7", "mode": "hide", "reason": "noise", "confirm": "1"})
+    assert r.status_code == 302
+    after = _raws(session)
+    assert after[: len(before)] == before  # raw history unchanged
+    new = Entry.objects.filter(session=session, type="context_edit").order_by("-position").first()
+    assert new.target_id == "d4e5f6a7" and new.author is not None
+    assert Entry.objects.filter(session=session, type="custom").exists()  # the reason
+    page = editor_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
+    assert 'data-entry="d4e5f6a7" data-status="hidden"' in page
+
+
+def test_it_replaces_content_via_htmx(editor_client, session):
+    url = reverse("explorer:edit", args=[session.pk])
+    r = editor_client.post(
+        url, {"target": "a1b2c3d4", "mode": "replace", "content": "Read it", "confirm": "1"}, headers={"HX-Request": "true"}
+    )
+    assert r.status_code == 200
+    assert r.headers["HX-Redirect"].startswith(reverse("explorer:context", args=[session.pk]))
+    page = editor_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
+    assert 'data-entry="a1b2c3d4" data-status="replaced"' in page
+
+
+def test_it_undoes_an_edit_by_appending(editor_client, session):
+    editor_client.post(reverse("explorer:edit", args=[session.pk]), {"target": "d4e5f6a7", "mode": "hide", "confirm": "1"})
+    count = Entry.objects.filter(session=session).count()
+    r = editor_client.post(reverse("explorer:undo", args=[session.pk]), {"target": "d4e5f6a7"})
+    assert r.status_code == 302
+    assert Entry.objects.filter(session=session).count() == count + 1
+    page = editor_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
+    assert 'data-entry="d4e5f6a7" data-status="hidden"' not in page
+
+
+def test_it_refuses_non_editable_targets(editor_client, session):
+    r = editor_client.post(reverse("explorer:edit", args=[session.pk]), {"target": "f6a7b8c9", "mode": "hide", "confirm": "1"})
+    assert r.status_code == 400
+    assert "does not contribute editable model content" in r.content.decode()
+
+
+def test_it_sets_and_clears_labels(editor_client, session):
+    url = reverse("explorer:label", args=[session.pk])
+    assert editor_client.post(url, {"target": "d4e5f6a7", "label": "good"}).status_code == 302
+    assert "⚑ good" in editor_client.get(reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}).content.decode()
+    assert editor_client.post(url, {"target": "d4e5f6a7", "clear": "1"}).status_code == 302
+    assert "⚑ good" not in editor_client.get(reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}).content.decode()
+
+
+def test_it_renames(editor_client, session):
+    r = editor_client.post(reverse("explorer:rename", args=[session.pk]), {"name": "Renamed\nsession"})
+    assert r.status_code == 302
+    session.refresh_from_db()
+    assert "Renamed session" in editor_client.get(reverse("explorer:session_detail", args=[session.pk])).content.decode()
+
+
+def test_it_navigates_without_appending(editor_client, session):
+    count = Entry.objects.filter(session=session).count()
+    r = editor_client.post(reverse("explorer:navigate", args=[session.pk]), {"target": "e5f6a7b8"})
+    assert r.status_code == 302
+    assert Entry.objects.filter(session=session).count() == count
+    page = editor_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
+    assert "Another route." in page
+
+
+def test_it_navigates_with_a_branch_summary(editor_client, session):
+    r = editor_client.post(
+        reverse("explorer:navigate", args=[session.pk]), {"target": "e5f6a7b8", "summary": "custom", "summary_text": "We tried X."}
+    )
+    assert r.status_code == 302
+    bs = Entry.objects.filter(session=session, type="branch_summary").get()
+    assert bs.parent_id == "e5f6a7b8" and "We tried X." in bs.raw
+    assert bs.data()["fromId"] == "1b2c3d4e"
+
+
+def test_it_shows_the_compaction_dry_run(editor_client, session):
+    r = editor_client.get(reverse("explorer:compact", args=[session.pk]))
+    assert r.status_code == 200
+    assert "Compact now" in r.content.decode()
+
+
+ACTIONS = [
+    ("explorer:edit", {"target": "d4e5f6a7", "mode": "hide", "confirm": "1"}),
+    ("explorer:undo", {"target": "d4e5f6a7"}),
+    ("explorer:label", {"target": "d4e5f6a7", "label": "x"}),
+    ("explorer:rename", {"name": "x"}),
+    ("explorer:navigate", {"target": "e5f6a7b8"}),
+    ("explorer:compact", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "data"), ACTIONS)
+def test_viewers_cannot_act(viewer_client, session, name, data):
+    count = Entry.objects.filter(session=session).count()
+    r = viewer_client.post(reverse(name, args=[session.pk]), data)
+    assert r.status_code == 403
+    assert Entry.objects.filter(session=session).count() == count
+
+
+@pytest.mark.parametrize(("name", "data"), ACTIONS)
+def test_viewers_cannot_act_via_htmx(viewer_client, session, name, data):
+    r = viewer_client.post(reverse(name, args=[session.pk]), data, headers={"HX-Request": "true"})
+    assert r.status_code == 403
+
+
+@pytest.mark.parametrize(("name", "data"), ACTIONS)
+def test_users_without_role_see_nothing(norole_user, session, name, data):
+    from django.test import Client
+
+    c = Client()
+    c.force_login(norole_user)
+    assert c.post(reverse(name, args=[session.pk]), data).status_code in (403, 404)
+    assert c.get(reverse("explorer:session_detail", args=[session.pk])).status_code in (403, 404)
+
+
+@pytest.mark.parametrize(("name", "data"), ACTIONS)
+def test_anonymous_is_sent_to_login(client, session, name, data):
+    r = client.post(reverse(name, args=[session.pk]), data)
+    assert r.status_code == 302 and "login" in r.headers["Location"]
+
+
+def test_viewers_see_no_edit_controls(viewer_client, session):
+    html = viewer_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
+    assert "Hide / replace" not in html
+    assert "Undo (restore)" not in html
