@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .jsonfmt import dumps, loads
+from .messages import convert_to_llm
 from .serialize import js_string, tolerant_content_text
 
 __all__ = [
@@ -119,7 +120,10 @@ def _user_content(content: Any) -> Any:
 
 
 def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None = None) -> list[dict[str, Any]]:
-    """Convert model messages (after `convert_to_llm`) to chat-completions messages.
+    """Convert context messages to chat-completions messages.
+
+    Messages go through `convert_to_llm` first (a no-op for model roles), so a projection's
+    messages can be passed as they are.
 
     Failed and aborted assistant replies are left out (they are not part of what the model
     said), and every tool call gets a tool answer before the next turn, because
@@ -129,6 +133,7 @@ def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None
     if system_prompt:
         out.append({"role": "system", "content": system_prompt})
     pending: list[str] = []
+    messages = convert_to_llm([m for m in messages if isinstance(m, dict)])
 
     def flush_pending() -> None:
         for call_id in pending:

@@ -182,3 +182,13 @@ def test_provider_from_env():
                                   "SESSIONS_LLM_API_KEY": "k"})
     assert provider.endpoint == "http://h:1/v1/chat/completions"
     assert (provider.model, provider.api_key) == ("gpt", "k")
+
+
+def test_projection_roles_are_converted_first():
+    summary = {"role": "compactionSummary", "summary": "S", "tokensBefore": 1, "timestamp": 5}
+    bash = {"role": "bashExecution", "command": "ls", "output": "a", "exitCode": 0, "cancelled": False,
+            "truncated": False, "excludeFromContext": True, "timestamp": 6}
+    out = to_openai_messages([summary, bash, U("go")])
+    assert out[0]["role"] == "user"
+    assert out[0]["content"].startswith("The conversation history before this point was compacted")
+    assert out[1:] == [{"role": "user", "content": "go"}]
