@@ -48,7 +48,7 @@ from .ids import (
     uuid7,
     validate_session_id,
 )
-from .loading import LoadedFile, parse_bytes
+from .loading import LoadedFile, parse_bytes, parse_file
 from .paths import (
     default_session_dir_path,
     expand_path,
@@ -242,8 +242,7 @@ class SessionManager:
         preloaded: LoadedFile | None = None
         header: Any = None
         if os.path.exists(resolved):
-            with builtins.open(resolved, "rb") as fh:
-                preloaded = parse_bytes(fh.read())
+            preloaded = parse_file(resolved)
             if preloaded.valid:
                 header = preloaded.entries[0]
         cwd = cwd_override
@@ -315,7 +314,7 @@ class SessionManager:
         """
         preloaded: LoadedFile | None = None
         if storage.exists():
-            preloaded = parse_bytes(storage.read_bytes())
+            preloaded = _read_storage(storage)
         if cwd is None:
             header = preloaded.entries[0] if preloaded is not None and preloaded.valid else None
             if isinstance(header, dict) and isinstance(header.get("cwd"), str):
@@ -432,7 +431,7 @@ class SessionManager:
         storage = self._storage_factory(explicit) if self._storage_factory else FileStorage(explicit)
         self._storage = storage
         if storage.exists():
-            loaded = preloaded if preloaded is not None else parse_bytes(storage.read_bytes())
+            loaded = preloaded if preloaded is not None else _read_storage(storage)
             self._adopt_loaded(loaded, explicit)
         else:
             self.new_session()
@@ -443,7 +442,7 @@ class SessionManager:
         self._session_file = storage.path
         self._storage = storage
         if storage.exists():
-            loaded = preloaded if preloaded is not None else parse_bytes(storage.read_bytes())
+            loaded = preloaded if preloaded is not None else _read_storage(storage)
             self._adopt_loaded(loaded, storage.path or "")
         else:
             self.new_session()
@@ -881,14 +880,22 @@ class SessionManager:
 
     # -- context (SPEC section 4, delegated) -----------------------------------------------------
 
+    def _context_entries(self) -> list[dict[str, Any]]:
+        # The entry list only serves the fallback for a leaf missing from the index; skipping
+        # it keeps a leaf switch proportional to the path, not to the file.
+        leaf = self._leaf_id
+        if leaf is None or (jsonfmt.truthy(leaf) and _lookup(self._by_id, leaf) is not None):
+            return []
+        return self.get_entries()
+
     def build_context_entries(self) -> list[dict[str, Any]]:
-        return _context.build_context_entries(self.get_entries(), self._leaf_id, self._by_id)
+        return _context.build_context_entries(self._context_entries(), self._leaf_id, self._by_id)
 
     def build_session_projection(self) -> _context.SessionProjection:
-        return _context.build_session_projection(self.get_entries(), self._leaf_id, self._by_id)
+        return _context.build_session_projection(self._context_entries(), self._leaf_id, self._by_id)
 
     def build_session_context(self) -> _context.SessionContext:
-        return _context.build_session_context(self.get_entries(), self._leaf_id, self._by_id)
+        return _context.build_session_context(self._context_entries(), self._leaf_id, self._by_id)
 
     # ------------------------------------------------------------------------------------------
     # Navigation (SPEC section 3.8)
@@ -926,6 +933,12 @@ class SessionManager:
         from .branching import create_branched_session
 
         return create_branched_session(self, leaf_id)
+
+
+def _read_storage(storage: SessionStorage) -> LoadedFile:
+    if type(storage) is FileStorage and storage.path:
+        return parse_file(storage.path)
+    return parse_bytes(storage.read_bytes())
 
 
 def _child_sort_key(node: TreeNode) -> tuple[int, float]:

@@ -288,3 +288,31 @@ def test_load_readonly_is_deterministic_and_side_effect_free(tmp_path):
     assert read_bytes(path) == data
     with pytest.raises(SessionError):
         SessionManager.load_readonly(b"garbage")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1 << 20])
+def test_parse_file_matches_parse_bytes_across_chunk_boundaries(tmp_path, monkeypatch, chunk):
+    from explorer.session import loading
+
+    monkeypatch.setattr(loading, "READ_CHUNK", chunk)
+    body = _mixed_content()
+    for data in (body, body[:-1], b"", b"\n\n", b"garbage"):
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(data)
+        a = loading.parse_file(str(path))
+        b = parse_bytes(data)
+        for field_name in ("entries", "raw_lines", "line_numbers", "valid", "size", "line_count",
+                           "missing_final_newline", "malformed", "invalid_utf8", "falsy", "non_objects"):
+            assert getattr(a, field_name) == getattr(b, field_name), field_name
+
+
+def _mixed_content() -> bytes:
+    return (
+        b"garbage{\n"
+        + jsonfmt.dumps(header()).encode() + b"\n"
+        + b'{"type":"custom","customType":"c","data":{"b":1,"10":2},"id":"k","parentId":null,"timestamp":"t"}\n'
+        + b"\n   \nnull\n7\n"
+        + jsonfmt.dumps(msg_entry("e1", None, U("caf\u00e9 \u2028 x"))).encode() + b"\n"
+        + b'{"bad":"\xff"}\n'
+        + jsonfmt.dumps(msg_entry("e2", "e1", U("y" * 300))).encode() + b"\n"
+    )
