@@ -1,0 +1,319 @@
+"""Engine benchmarks: open + context, leaf switching, memory after open.
+
+Targets (from the issue), each measured against a baseline taken in the same run:
+
+1. `SessionManager.open(path)` + `build_session_context()` of the default leaf takes at most
+   2x the time of plain `orjson.loads` over every line of the same file (the file read and
+   the split included on both sides).
+2. Switching the leaf (`branch(id)`) and rebuilding the context costs the same for a
+   50,000-entry file as for a 5,000-entry file (within 1.5x): the work is the path, not the
+   file. Both files come from the same generator; the leaves compared have the same depth.
+3. Peak memory while opening is at most 3x the file size. Measured with `tracemalloc` in a
+   fresh child process (Python heap allocations only: the interpreter's own ~10 MB and
+   allocator slack are not counted, which RSS would add; RSS growth is printed too for
+   reference).
+
+Run:  python benchmarks/bench_engine.py [--entries 50000] [--small 5000] [--write-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from benchmarks.gen_session import DEFAULT_SEED, generate_session  # noqa: E402
+
+TARGET_OPEN = 2.0
+TARGET_SWITCH = 1.5
+TARGET_MEMORY = 3.0
+
+
+def _best(fn: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def baseline_orjson(path: Path) -> list[Any]:
+    """Plain parse of every line into a list: the floor any loader has to pay (it must
+    read the file, split it and keep one parsed object per line)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    loads = orjson.loads
+    return [loads(line) for line in data.split(b"\n") if line]
+
+
+def baseline_orjson_discard(path: Path) -> int:
+    """The same parse, results dropped at once (no allocation growth): reported for context."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    count = 0
+    loads = orjson.loads
+    for line in data.split(b"\n"):
+        if line:
+            loads(line)
+            count += 1
+    return count
+
+
+def open_and_context(path: Path) -> Any:
+    from explorer.session.manager import SessionManager
+
+    manager = SessionManager.open(str(path))
+    context = manager.build_session_context()
+    return manager, context
+
+
+def _depths(entries: list[dict[str, Any]]) -> dict[str, int]:
+    parent = {e["id"]: e.get("parentId") for e in entries}
+    depth: dict[str, int] = {}
+    for entry_id in parent:
+        chain = []
+        node = entry_id
+        while node is not None and node not in depth:
+            chain.append(node)
+            node = parent.get(node)
+        base = depth[node] if node is not None else 0
+        for i, item in enumerate(reversed(chain)):
+            depth[item] = base + i + 1
+    return depth
+
+
+def _targets(manager: Any, count: int) -> list[str]:
+    """`count` leaves (entries without children) of the file, deepest first."""
+    entries = manager.get_entries()
+    depths = _depths(entries)
+    parents = {e.get("parentId") for e in entries}
+    leaves = [e["id"] for e in entries if e["id"] not in parents]
+    leaves.sort(key=lambda i: (-depths[i], i))
+    return leaves[:count]
+
+
+def _one_round(manager: Any, targets: list[str]) -> tuple[float, int]:
+    gc.collect()
+    messages = 0
+    start = time.perf_counter()
+    for target in targets:
+        manager.branch(target)
+        messages += len(manager.build_session_context().messages)
+    return (time.perf_counter() - start) / len(targets), messages
+
+
+def switch_costs(big: Any, small: Any, targets: list[str], rounds: int) -> tuple[float, float, int, int]:
+    """Median seconds per (branch + build_session_context) in each manager.
+
+    Rounds alternate between the two so that load from other processes affects both alike.
+    """
+    _one_round(big, targets)  # warm up
+    _one_round(small, targets)
+    big_times: list[float] = []
+    small_times: list[float] = []
+    big_messages = small_messages = 0
+    for _ in range(rounds):
+        t, big_messages = _one_round(big, targets)
+        big_times.append(t)
+        t, small_messages = _one_round(small, targets)
+        small_times.append(t)
+    return statistics.median(big_times), statistics.median(small_times), big_messages, small_messages
+
+
+_MEMORY_CHILD = r"""
+import gc, json, sys, tracemalloc
+sys.path.insert(0, sys.argv[2])
+from explorer.session.manager import SessionManager
+
+def rss():
+    # Linux: current and peak resident set size, bytes.
+    values = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0]) * 1024
+    return values
+
+gc.collect()
+if sys.argv[3] == "tracemalloc":
+    tracemalloc.start()
+    manager = SessionManager.open(sys.argv[1])
+    gc.collect()
+    current, peak = tracemalloc.get_traced_memory()
+    print(json.dumps({"current": current, "peak": peak}))
+else:
+    before = rss()
+    manager = SessionManager.open(sys.argv[1])
+    gc.collect()
+    after = rss()
+    print(json.dumps({"rss_before": before["VmRSS"], "rss_after": after["VmRSS"],
+                      "rss_peak": after["VmHWM"]}))
+"""
+
+
+def memory_after_open(path: Path) -> dict[str, Any]:
+    """Two fresh processes: one traced by tracemalloc, one measuring RSS untraced."""
+    result: dict[str, Any] = {}
+    for mode in ("tracemalloc", "rss"):
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY_CHILD, str(path), str(ROOT), mode],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        result.update(json.loads(out.stdout.strip().splitlines()[-1]))
+    return result
+
+
+def run(entries: int, small: int, branch_points: int, data_dir: Path, repeat: int) -> dict[str, Any]:
+    from explorer.session.manager import SessionManager
+
+    big = data_dir / f"bench-{entries}-{branch_points}-{DEFAULT_SEED}.jsonl"
+    if not big.exists():
+        generate_session(big, entries=entries, branch_points=branch_points)
+    # The small file is the big one's first `small` entries: the same paths exist in both,
+    # so a leaf switch does exactly the same work and only the file size differs.
+    little = data_dir / f"bench-{entries}-{branch_points}-{DEFAULT_SEED}-first{small}.jsonl"
+    if not little.exists():
+        with open(big, "rb") as src:
+            head = [src.readline() for _ in range(small + 1)]
+        little.write_bytes(b"".join(head))
+    size = big.stat().st_size
+    before = big.read_bytes()
+    results: dict[str, Any] = {"file_bytes": size, "entries": entries, "small_entries": small}
+
+    # 1. open + context versus orjson over every line.
+    base = _best(lambda: baseline_orjson(big), repeat)
+    engine = _best(lambda: open_and_context(big), repeat)
+    results["baseline_s"] = base
+    results["baseline_discard_s"] = _best(lambda: baseline_orjson_discard(big), repeat)
+    results["open_context_s"] = engine
+    results["open_ratio"] = engine / base
+    manager, context = open_and_context(big)
+    results["default_leaf_depth"] = len(manager.get_branch())
+    results["default_context_messages"] = len(context.messages)
+    assert big.read_bytes() == before, "open must not modify a valid version-3 file"
+
+    # 2. leaf switch: the same target entries (all within the small file) in both files.
+    small_manager = SessionManager.open(str(little))
+    targets = _targets(small_manager, 25)
+    depths = _depths(small_manager.get_entries())
+    results["switch_depth"] = statistics.mean(depths[t] for t in targets)
+    big_cost, small_cost, big_messages, small_messages = switch_costs(
+        manager, small_manager, targets, max(10, repeat * 5)
+    )
+    results["switch_big_ms"] = big_cost * 1000
+    results["switch_small_ms"] = small_cost * 1000
+    results["switch_ratio"] = big_cost / small_cost
+    results["switch_messages"] = big_messages
+    assert big_messages == small_messages, "the same leaf must give the same context"
+    del manager, small_manager, context
+    gc.collect()
+
+    # 3. memory after open, in a fresh process.
+    memory = memory_after_open(big)
+    results["memory_peak_bytes"] = memory["peak"]
+    results["memory_current_bytes"] = memory["current"]
+    results["memory_rss_peak_growth_bytes"] = memory["rss_peak"] - memory["rss_before"]
+    results["memory_rss_retained_bytes"] = memory["rss_after"] - memory["rss_before"]
+    results["memory_ratio"] = memory["peak"] / size
+    results["memory_current_ratio"] = memory["current"] / size
+    return results
+
+
+def report(r: dict[str, Any]) -> str:
+    mb = 1e6
+    ok = {True: "PASS", False: "FAIL"}
+    lines = [
+        f"File: {r['entries']:,} entries, 200 branch points, {r['file_bytes'] / mb:.1f} MB "
+        f"(generator seed {DEFAULT_SEED}); small file {r['small_entries']:,} entries.",
+        f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs.",
+        "",
+        "| Measure | Engine | Baseline | Ratio | Target | Result |",
+        "|---|---|---|---|---|---|",
+        f"| open + build_session_context (default leaf, depth {r['default_leaf_depth']:,}, "
+        f"{r['default_context_messages']:,} messages) | {r['open_context_s'] * 1000:.0f} ms | "
+        f"`[orjson.loads(l) for l in lines]` {r['baseline_s'] * 1000:.0f} ms | {r['open_ratio']:.2f}x | "
+        f"<= {TARGET_OPEN}x | {ok[r['open_ratio'] <= TARGET_OPEN]} |",
+        f"| branch + build_session_context, {r['entries']:,}-entry file (25 leaves, mean path "
+        f"depth {r['switch_depth']:.0f}, {r['switch_messages'] / 25:.0f} messages) | "
+        f"{r['switch_big_ms']:.2f} ms | same leaves in the file's first {r['small_entries']:,} "
+        f"entries {r['switch_small_ms']:.2f} ms | {r['switch_ratio']:.2f}x | <= {TARGET_SWITCH}x | "
+        f"{ok[r['switch_ratio'] <= TARGET_SWITCH]} |",
+        f"| (same, against orjson.loads with results dropped: {r['baseline_discard_s'] * 1000:.0f} ms) | | | "
+        f"{r['open_context_s'] / r['baseline_discard_s']:.2f}x | (info) | |",
+        f"| peak traced memory during open (tracemalloc) | {r['memory_peak_bytes'] / mb:.0f} MB | "
+        f"file size {r['file_bytes'] / mb:.0f} MB | {r['memory_ratio']:.2f}x | <= {TARGET_MEMORY}x | "
+        f"{ok[r['memory_ratio'] <= TARGET_MEMORY]} |",
+        f"| retained after open (tracemalloc current) | {r['memory_current_bytes'] / mb:.0f} MB | "
+        f"file size | {r['memory_current_ratio']:.2f}x | (info) | |",
+        f"| RSS peak growth during open (VmHWM, untraced process) | "
+        f"{r['memory_rss_peak_growth_bytes'] / mb:.0f} MB | file size | "
+        f"{r['memory_rss_peak_growth_bytes'] / r['file_bytes']:.2f}x | (info) | |",
+        f"| RSS retained after open (VmRSS growth) | {r['memory_rss_retained_bytes'] / mb:.0f} MB | "
+        f"file size | {r['memory_rss_retained_bytes'] / r['file_bytes']:.2f}x | (info) | |",
+    ]
+    return "\n".join(lines)
+
+
+def write_results(text: str, path: Path) -> None:
+    """Replace only the "## Engine" section; other helpers own the other sections."""
+    section = "## Engine\n\nMeasured by `python benchmarks/bench_engine.py --write-results`.\n\n" + text + "\n"
+    existing = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    lines = existing.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() == "## Engine"), None)
+    if start is None:
+        if not existing.endswith("\n"):
+            existing += "\n"
+        path.write_text(existing + "\n" + section, encoding="utf-8")
+        return
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    tail = "".join(lines[end:])
+    new = "".join(lines[:start]) + section + ("\n" + tail if tail else "")
+    path.write_text(new, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=50_000)
+    parser.add_argument("--small", type=int, default=5_000)
+    parser.add_argument("--branch-points", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--data-dir", default=os.environ.get("BENCH_DATA_DIR") or tempfile.gettempdir())
+    parser.add_argument("--write-results", action="store_true", help="update benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    results = run(args.entries, args.small, args.branch_points, data_dir, args.repeat)
+    text = report(results)
+    print(text)
+    if args.write_results:
+        write_results(text, ROOT / "benchmarks" / "RESULTS.md")
+    failed = (
+        results["open_ratio"] > TARGET_OPEN
+        or results["switch_ratio"] > TARGET_SWITCH
+        or results["memory_ratio"] > TARGET_MEMORY
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
