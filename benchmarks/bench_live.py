@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -199,10 +200,11 @@ def render(results: list[dict], args) -> str:
     lines += [
         "",
         f"Ratio {many['viewers']} viewers / 1 viewer: p50 × {many['p50'] / one['p50']:.2f}, "
-        f"p99 × {many['p99'] / one['p99']:.2f} (same run, same machine: 2 cores shared by "
-        "the server, the 100 clients and the writer). The 100-viewer figure is dominated by "
-        "queueing: daphne sends one frame per viewer per ingested batch, a few thousand "
-        "frames per second on one core.",
+        f"p99 × {many['p99'] / one['p99']:.2f} (same run; 2 cores shared by the server, the "
+        f"clients and the writer; load average {args.load[0]:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after). daphne sends one frame per viewer per ingested "
+        "batch, so with 100 viewers it writes a few thousand frames per second on one core; "
+        "on a busy machine the figures vary from run to run.",
         "",
     ]
     return "\n".join(lines)
@@ -229,6 +231,7 @@ def main() -> int:
     parser.add_argument("--write-results", action="store_true",
                         help="replace this benchmark's section in benchmarks/RESULTS.md")
     args = parser.parse_args()
+    args.load = os.getloadavg()
     results = asyncio.run(main_async(args))
     section = render(results, args)
     print(section)
