@@ -1,0 +1,114 @@
+"""End-to-end: the explorer in Debian's Chromium, driven by Playwright against a live server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+@pytest.fixture
+def browser_page(live_server, transactional_db, django_user_model):
+    from django.conf import settings
+    from django.test import Client
+
+    from explorer.permissions import set_role
+
+    user = django_user_model.objects.create_user(username="e2e", password="pw-e2e-123456")
+    set_role(user, "editor")
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        context = browser.new_context(viewport={"width": 1500, "height": 950})
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.errors = errors
+        yield page, live_server.url
+        browser.close()
+
+
+@pytest.fixture
+def demo(transactional_db):
+    from explorer import store
+    from tests.conftest import SMALL_SESSION
+
+    return store.import_bytes(SMALL_SESSION, source_path="", user=None).session
+
+
+def test_it_opens_an_entry_from_the_graph(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    node = page.locator("#graph g.ge-entry", has_text="assistant").first
+    node.locator("a").click()
+    expect(page.locator("#entry-panel .pill-assistant")).to_be_visible()
+    page.screenshot(path=str(SHOTS / "tree-graph-entry.png"))
+    # The text tree is keyboard navigable.
+    page.locator("#text-tree .tr").first.focus()
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.classList.contains('tr')")
+    assert page.errors == []
+
+
+def test_it_hides_a_message_and_undoes_it(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/context/")
+    row = page.locator('tr[data-entry="d4e5f6a7"]')
+    expect(row).to_have_attribute("data-status", "same")
+    row.get_by_role("link", name="Hide / replace").click()
+    page.get_by_label("Reason").fill("duplicate answer")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".preview")).to_contain_text("Preview")
+    page.screenshot(path=str(SHOTS / "edit-preview.png"))
+    page.get_by_role("button", name="Save edit").click()
+    row = page.locator('tr[data-entry="d4e5f6a7"]')
+    expect(row).to_have_attribute("data-status", "hidden")
+    expect(row.locator(".col-raw")).to_contain_text("The file says hello world.")
+    expect(row.locator(".col-proj")).not_to_contain_text("hello world")
+    page.screenshot(path=str(SHOTS / "context-hidden.png"), full_page=True)
+    row.get_by_role("button", name="Undo (restore)").click()
+    expect(page.locator('tr[data-entry="d4e5f6a7"]')).not_to_have_attribute("data-status", "hidden")
+    expect(page.locator('tr[data-entry="d4e5f6a7"] .col-proj')).to_contain_text("hello world")
+    assert page.errors == []
+
+
+def test_it_compares_two_branches(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/compare/")
+    page.get_by_label("Route A").fill("d4e5f6a7")
+    page.get_by_label("Route B").fill("e5f6a7b8")
+    page.get_by_role("button", name="Compare").click()
+    expect(page.locator("#compare-result")).to_contain_text("Common ancestor")
+    expect(page.locator("#compare-result")).to_contain_text("a1b2c3d4")
+    page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_it_searches_and_jumps_to_a_hit(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/search/")
+    page.locator("#search-q").fill("hello world")
+    page.get_by_role("button", name="Search").click()
+    hit = page.locator(".result-link").first
+    expect(hit).to_be_visible()
+    expect(page.locator(".snippet mark").first).to_have_text("hello world", ignore_case=True)
+    page.screenshot(path=str(SHOTS / "search.png"))
+    hit.click()
+    expect(page.locator("#entry-panel")).to_contain_text("hello world")
+    page.screenshot(path=str(SHOTS / "search-hit.png"))
+    assert page.errors == []
