@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import subprocess
 import sys
 from pathlib import Path
 
@@ -64,21 +63,11 @@ class Command(BaseCommand):
                   "sessions_site.asgi:application"]
         self.stdout.write(f"Session Explorer on http://{options['host']}:{options['port']}/")
         sys.stdout.flush()
-        follower = None
         if options["follow"]:
-            from django.core.management import get_commands
-
-            if "follow" in get_commands():
-                follower = subprocess.Popen([sys.executable, manage, "follow", options["follow"]])
-            else:
-                self.stderr.write("The follow command is not installed; --follow ignored.")
-        if follower is None:
-            os.execv(sys.executable, daphne)
-        server = subprocess.Popen(daphne)
-        try:
-            server.wait()
-        except KeyboardInterrupt:
-            server.terminate()
-        finally:
-            follower.terminate()
-            follower.wait(timeout=10)
+            # One process for the follower and daphne: with the default in-memory channel
+            # layer, entries ingested in another process would not reach the viewers live.
+            os.execv(sys.executable, [
+                sys.executable, manage, "follow", options["follow"], "--serve",
+                "--bind", options["host"], "--port", str(options["port"]),
+            ])
+        os.execv(sys.executable, daphne)
