@@ -130,10 +130,11 @@ def _message_text(message: Any) -> str:
         return snippet(message.get("summary") or "", 90)
     if role == "bashExecution":
         return "$ " + snippet(message.get("command") or "", 88)
-    entry_like = {"type": "message", "message": message}
-    text = describe_entry(entry_like)
-    prefix = f"{role}: "
-    return text[len(prefix) :] if text.startswith(prefix) else text
+    text = describe_entry({"type": "message", "message": message})
+    for prefix in (f"{role}: ", f"{role} "):
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+    return text
 
 
 def cmd_context(args: argparse.Namespace, out: TextIO) -> int:

@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from . import jsonfmt
 from .errors import SessionError
-from .loading import parse_bytes
 
 __all__ = ["CliError", "Inspected", "load_for_inspection", "read_input"]
 
@@ -32,7 +32,6 @@ class Inspected:
     """A session loaded read-only: the manager plus where each entry came from."""
 
     path: str
-    data: bytes
     manager: Any
     line_numbers: list[int]
     """1-based file line of each file entry (header first), aligned with the loaded list."""
@@ -65,19 +64,22 @@ def load_for_inspection(path: str) -> Inspected:
     data = read_input(path)
     if not data:
         raise CliError(f"{path}: empty file, not a pi session (no header)")
-    loaded = parse_bytes(data)
-    if not loaded.valid:
-        raise CliError(f"Session file is not a valid pi session: {os.path.abspath(path)}")
-    version = _version(loaded.entries[0])
-    legacy = not isinstance(version, (int, float)) or isinstance(version, bool) or version < 3
     try:
         manager = SessionManager.load_readonly(data, path=os.path.abspath(path))
     except SessionError as exc:
         raise CliError(str(exc)) from exc
+    del data  # the manager holds what it needs; large files should not be kept twice
+    loaded = getattr(manager, "loaded_file", None)
+    line_numbers = list(loaded.line_numbers) if loaded is not None else []
+    migrated_from = None
+    if loaded is not None and loaded.raw_lines:
+        # The header object was migrated in place; its original line tells the old version.
+        version = _version(jsonfmt.loads(loaded.raw_lines[0]))
+        legacy = not isinstance(version, (int, float)) or isinstance(version, bool) or version < 3
+        migrated_from = version if legacy else None
     return Inspected(
         path=path,
-        data=data,
         manager=manager,
-        line_numbers=list(loaded.line_numbers),
-        migrated_from=version if legacy else None,
+        line_numbers=line_numbers,
+        migrated_from=migrated_from,
     )

@@ -58,7 +58,8 @@ class Style:
 def snippet(value: Any, width: int = 72) -> str:
     """A single-line excerpt: whitespace collapsed, cut with an ellipsis."""
     text = value if isinstance(value, str) else _content_text(value)
-    text = _SPACES.sub(" ", text).strip()
+    # Only the start can be shown: do not collapse whitespace through a 100 KB tool output.
+    text = _SPACES.sub(" ", text[: width * 8]).strip()
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text
@@ -114,7 +115,10 @@ def _describe_message(message: Any) -> str:
         if text:
             bits.append(_quote(text))
         if calls:
-            bits.append("→ " + ", ".join(calls))
+            shown = ", ".join(calls[:3])
+            if len(calls) > 3:
+                shown += f" +{len(calls) - 3} more"
+            bits.append("→ " + shown)
         if thinking and not bits:
             bits.append("(thinking)")
         stop = message.get("stopReason")
