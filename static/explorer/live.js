@@ -54,7 +54,22 @@
     }
   });
 
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  // The graph is an image of the whole tree: re-fetch it (debounced) when entries arrive.
+  let graphTimer = null;
+  function refreshGraph() {
+    if (graphTimer) return;
+    graphTimer = setTimeout(function () {
+      graphTimer = null;
+      const img = document.getElementById("live-graph");
+      const s = state();
+      if (img && s) img.src = img.dataset.src + "?v=" + encodeURIComponent(s.dataset.lastPosition);
+    }, 1000);
+  }
+
+  document.addEventListener("htmx:wsAfterMessage", function (evt) {
+    if (typeof evt.detail.message === "string" && evt.detail.message.indexOf("tree-node-") >= 0) {
+      refreshGraph();
+    }
     scrollToTip();
     const s = state();
     const cursor = document.getElementById("cursor-status");

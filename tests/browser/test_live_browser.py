@@ -58,6 +58,7 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
     nodes_before = watcher.locator(".live-node").count()
     assert nodes_before == 8
     watcher.evaluate("window.__notReloaded = 42")
+    graph_before = watcher.get_attribute("#live-graph", "src")
 
     editor.fill("#turn-text", "Tell me sixteen words")
     editor.click("#send-turn")
@@ -92,6 +93,16 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
     assert user_node.count() == 1
     assert user_node.locator("> ul > li.live-node.type-message").count() == 1
     assert watcher.evaluate("window.__notReloaded") == 42
+    # The graph image is re-fetched for the grown tree, and it loads.
+    watcher.wait_for_function(
+        f"document.getElementById('live-graph').getAttribute('src') !== {graph_before!r}",
+        timeout=20000,
+    )
+    watcher.wait_for_function(
+        "document.getElementById('live-graph').complete && "
+        "document.getElementById('live-graph').naturalWidth > 0",
+        timeout=20000,
+    )
     assert "Last turn ended: stop" in watcher.inner_text("#turn-status")
     # The editor's own page shows the answer as well.
     editor.wait_for_function(
