@@ -307,11 +307,11 @@ _HEDGE_RE = re.compile(
     re.I,
 )
 _ERROR_LINE_RE = re.compile(
-    r"^\s*(?:error|fatal|panic)\b|\berror(?: TS\d+)?: |Traceback \(most recent call last\)"
-    r"|\b\w*(?:Error|Exception): |No such file or directory|ENOENT|EACCES|Permission denied"
+    r"^[ \t]*(?:error|fatal|panic)\b|\berror(?: TS\d+)?: |Traceback \(most recent call last\)"
+    r"|(?:Error|Exception): |No such file or directory|ENOENT|EACCES|Permission denied"
     r"|command not found|[Cc]ommand exited with code [1-9]|exit code [1-9]|npm ERR!|npm error|\bFAILED\b"
     r"|错误|失败",
-    re.I,
+    re.I | re.M,
 )
 _BULLET_RE = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _RAN_RE = re.compile(r"^Ran `(.*?)`(?:\n|$)", re.S)
@@ -344,15 +344,31 @@ def _sentences(text: str) -> list[str]:
 
 
 _TRACEBACK = "Traceback (most recent call last):"
+# Every alternative of _ERROR_LINE_RE contains one of these; checking them first is much
+# cheaper than running the case-insensitive pattern over every tool output.
+_ERROR_WORDS = (
+    "error", "fatal", "panic", "traceback", "exception", "no such file", "enoent", "eacces",
+    "permission denied", "command not found", "exit", "failed", "npm err", "错误", "失败",
+)
 
 
 def _error_line(text: str, first_line_only: bool) -> str:
     """The error text of a tool output: its first error line and, if different, its last one
     (a traceback ends with the exception that names the failure)."""
-    lines = [ln for ln in text.split("\n") if ln.strip()]
     if first_line_only:
-        lines = lines[:1]
-    found = [ln.strip() for ln in lines if _ERROR_LINE_RE.search(ln)]
+        text = text.lstrip()
+        cut = text.find("\n")
+        text = text if cut < 0 else text[:cut]
+    lowered = text.lower()
+    if not any(word in lowered for word in _ERROR_WORDS):
+        return ""
+    found: list[str] = []
+    for m in _ERROR_LINE_RE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        line = text[start : len(text) if end < 0 else end].strip()
+        if line and (not found or found[-1] != line):
+            found.append(line)
     informative = [ln for ln in found if ln != _TRACEBACK] or found
     if not informative:
         return ""
@@ -382,13 +398,28 @@ def _call_label(call: _Call, limit: int = 240) -> str:
     return f"`{_clip(f'{call.name}({inner})', limit)}`"
 
 
-def _add_unique(target: list[str] | dict[str, None], item: str) -> None:
-    """Append once; dicts serve as ordered sets for the (possibly long) reference lists."""
+class _UniqueList(list):
+    """A list that ignores items it already holds (in constant time)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self._seen = set(self)
+
+    def add(self, item: str) -> None:
+        if item not in self._seen:
+            self._seen.add(item)
+            self.append(item)
+
+
+def _add_unique(target: Any, item: str) -> None:
+    """Append once; the reference kinds (dicts) are also capped in number."""
     if not item:
         return
     if isinstance(target, dict):
         if len(target) < _MAX_REFS:
             target[item] = None
+    elif isinstance(target, _UniqueList):
+        target.add(item)
     elif item not in target:
         target.append(item)
 
@@ -399,38 +430,49 @@ class _Ref(str):
 
 @dataclass
 class _Facts:
-    goals: list[str] = field(default_factory=list)
-    constraints: list[str] = field(default_factory=list)
-    done: list[str] = field(default_factory=list)
-    in_progress: list[str] = field(default_factory=list)
-    blocked: list[str] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
+    goals: list[str] = field(default_factory=_UniqueList)
+    constraints: list[str] = field(default_factory=_UniqueList)
+    done: list[str] = field(default_factory=_UniqueList)
+    in_progress: list[str] = field(default_factory=_UniqueList)
+    blocked: list[str] = field(default_factory=_UniqueList)
+    decisions: list[str] = field(default_factory=_UniqueList)
+    next_steps: list[str] = field(default_factory=_UniqueList)
     files: dict[str, None] = field(default_factory=dict)
     commands: dict[str, None] = field(default_factory=dict)
     refs: dict[str, None] = field(default_factory=dict)
     numbers: dict[str, None] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    unverified: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=_UniqueList)
+    unverified: list[str] = field(default_factory=_UniqueList)
     last_request: str = ""
 
 
+def _full(target: dict[str, None]) -> bool:
+    return len(target) >= _MAX_REFS
+
+
 def _collect_refs(text: str, facts: _Facts) -> None:
-    for url in _URL_RE.findall(text):
-        _add_unique(facts.refs, url.rstrip(".,;:"))
-    for span in _CODE_RE.findall(text):
-        _add_unique(facts.refs, span)
-    stripped = _URL_RE.sub(" ", text)
-    for path in _PATH_RE.findall(stripped):
-        if "/" in path or "." in path:
-            _add_unique(facts.files, path.rstrip(".,;:"))
-    for ident in _ID_RE.findall(stripped):
-        _add_unique(facts.refs, ident)
+    if _full(facts.refs) and _full(facts.files):
+        return
+    if not _full(facts.refs):
+        for url in _URL_RE.findall(text):
+            _add_unique(facts.refs, url.rstrip(".,;:"))
+        for span in _CODE_RE.findall(text):
+            _add_unique(facts.refs, span)
+    stripped = _URL_RE.sub(" ", text) if "://" in text else text
+    if not _full(facts.files):
+        for path in _PATH_RE.findall(stripped):
+            if "/" in path or "." in path:
+                _add_unique(facts.files, path.rstrip(".,;:"))
+    if not _full(facts.refs):
+        for ident in _ID_RE.findall(stripped):
+            _add_unique(facts.refs, ident)
 
 
 def _collect_numbers(text: str, facts: _Facts) -> None:
     """Numbers that carry information (three or more digits, or a decimal)."""
-    scrubbed = _PATH_RE.sub(" ", _URL_RE.sub(" ", text))
+    if _full(facts.numbers):
+        return
+    scrubbed = _PATH_RE.sub(" ", _URL_RE.sub(" ", text) if "://" in text else text)
     for m in _NUMBER_RE.finditer(scrubbed):
         value = m.group(0).rstrip(",")
         digits = value.replace(",", "").replace("_", "")
@@ -654,10 +696,7 @@ def _fit(sections: list[_Section], max_chars: int | None) -> str:
 
 
 def _merge(previous: list[str], new: list[str]) -> list[str]:
-    out: list[str] = []
-    for item in previous + new:
-        _add_unique(out, item)
-    return out
+    return [item for item in dict.fromkeys([*previous, *new]) if item]
 
 
 class EmbeddedSummarizer:
