@@ -440,6 +440,7 @@ class _Facts:
     files: dict[str, None] = field(default_factory=dict)
     commands: dict[str, None] = field(default_factory=dict)
     refs: dict[str, None] = field(default_factory=dict)
+    urls: dict[str, None] = field(default_factory=dict)
     numbers: dict[str, None] = field(default_factory=dict)
     errors: list[str] = field(default_factory=_UniqueList)
     unverified: list[str] = field(default_factory=_UniqueList)
@@ -451,11 +452,12 @@ def _full(target: dict[str, None]) -> bool:
 
 
 def _collect_refs(text: str, facts: _Facts) -> None:
-    if _full(facts.refs) and _full(facts.files):
+    if _full(facts.refs) and _full(facts.files) and _full(facts.urls):
         return
-    if not _full(facts.refs):
+    if "://" in text:
         for url in _URL_RE.findall(text):
-            _add_unique(facts.refs, url.rstrip(".,;:"))
+            _add_unique(facts.urls, url.rstrip(".,;:"))
+    if not _full(facts.refs):
         for span in _CODE_RE.findall(text):
             _add_unique(facts.refs, span)
     stripped = _URL_RE.sub(" ", text) if "://" in text else text
@@ -534,10 +536,12 @@ def _extract(parts: list[_Part]) -> _Facts:
                         value = call.args.get(key)
                         if isinstance(value, str) and value:
                             _add_unique(facts.commands, _clip(value, 300))
-                    for key in ("url", "id"):
-                        value = call.args.get(key)
-                        if isinstance(value, str) and value:
-                            _add_unique(facts.refs, value)
+                    value = call.args.get("url")
+                    if isinstance(value, str) and value:
+                        _add_unique(facts.urls, value)
+                    value = call.args.get("id")
+                    if isinstance(value, str) and value:
+                        _add_unique(facts.refs, value)
                 else:
                     _collect_refs(call.raw, facts)
             # Calls left without a result stay "done" (their results may simply be truncated).
@@ -585,7 +589,7 @@ _SECTION_ALIASES = {
 }
 
 
-_REF_ITEM_RE = re.compile(r"(?:\*\*Reference\*\*: )?(?:File|Command|Ref|Numbers): ")
+_REF_ITEM_RE = re.compile(r"(?:\*\*Reference\*\*: )?(?:File|Command|URL|Ref|Numbers): ")
 
 
 def _parse_previous(summary: str) -> dict[str, list[str]]:
@@ -747,6 +751,7 @@ class EmbeddedSummarizer:
         items: list[str] = []
         items.extend(_Ref(f"File: `{f}`") for f in facts.files)
         items.extend(_Ref(f"Command: `{c}`") for c in facts.commands)
+        items.extend(_Ref(f"URL: {u}") for u in facts.urls)
         items.extend(f"Error seen: {err}" for err in facts.errors)
         items.extend(f"Unverified: {s}" for s in facts.unverified)
         items.extend(_Ref(f"Ref: `{r}`") for r in facts.refs)
