@@ -155,6 +155,9 @@ def _per_leaf_loaded(
     for leaf_id in leaves:
         try:
             record = build(inspected.manager, leaf_id)
+        except SessionError as exc:
+            record = {"leafId": leaf_id, "error": str(exc)}
+            failed = True
         except Exception as exc:  # one broken leaf must not hide the others
             record = {"leafId": leaf_id, "error": f"{type(exc).__name__}: {exc}"}
             failed = True

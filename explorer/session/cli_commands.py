@@ -11,6 +11,8 @@ from typing import Any
 
 from .cli_load import CliError, Inspected
 from .cli_render import node_children, node_entry, node_label
+from .errors import SessionError
+from .jsonfmt import dumps
 
 __all__ = [
     "all_leaf_ids",
@@ -71,23 +73,44 @@ def tree_json(roots: Sequence[Any]) -> dict[str, Any]:
     return {"roots": result}
 
 
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
-    """Ids of the entries without children, in file order (each id once)."""
+    """Ids of the entries without children, in file order (each id once).
+
+    An entry without an id cannot be a leaf (nothing can select it). An id that is not a
+    string (hand-written files) is still listed, so the command reports on it, even when the
+    manager cannot select it.
+    """
     known: set[Any] = set()
     for entry in entries:
         entry_id = entry.get("id")
-        if isinstance(entry_id, str):
+        if entry_id is not None and _hashable(entry_id):
             known.add(entry_id)
     parents: set[Any] = set()
     for entry in entries:
         parent = entry.get("parentId")
-        if isinstance(parent, str) and parent in known and parent != entry.get("id"):
+        if parent is not None and _hashable(parent) and parent in known and parent != entry.get("id"):
             parents.add(parent)
     leaves: list[Any] = []
     seen: set[Any] = set()
+    unhashable_seen: list[Any] = []
     for entry in entries:
         entry_id = entry.get("id")
-        if not isinstance(entry_id, str) or entry_id in parents or entry_id in seen:
+        if entry_id is None:
+            continue
+        if not _hashable(entry_id):
+            if entry_id not in unhashable_seen:
+                unhashable_seen.append(entry_id)
+                leaves.append(entry_id)
+            continue
+        if entry_id in parents or entry_id in seen:
             continue
         seen.add(entry_id)
         leaves.append(entry_id)
@@ -107,6 +130,8 @@ def resolve_leaves(inspected: Inspected, leaf: str | None, all_leaves: bool) -> 
 
 
 def _move_to(manager: Any, leaf_id: Any) -> None:
+    if not _hashable(leaf_id):
+        raise SessionError(f"Entry id {dumps(leaf_id)} is not a string: it cannot be selected as a leaf")
     if leaf_id is None:
         manager.reset_leaf()
     else:

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -332,7 +332,7 @@ def truthy(value: Any) -> bool:
 def iso_from_ms(ms: float) -> str:
     """`new Date(ms).toISOString()`: UTC, millisecond precision, trailing Z."""
     ms_int = int(ms)
-    dt = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms_int)
+    dt = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms_int)
     year = dt.year
     y = f"{year:04d}" if 0 <= year <= 9999 else (f"+{year:06d}" if year > 0 else f"-{-year:06d}")
     return f"{y}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}.{dt.microsecond // 1000:03d}Z"

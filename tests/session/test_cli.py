@@ -295,9 +295,26 @@ def test_a_failing_leaf_prints_an_error_record_and_the_rest_goes_on(
     monkeypatch.setattr(cli, "context_record", flaky)
     code = cli.main(["context", str(branched), "--all-leaves", "--json"])
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # An unexpected failure names its kind, so a bug is told apart from bad data.
     assert records[0] == {"leafId": "a2", "error": "ValueError: broken leaf"}
     assert records[1]["leafId"] == "l1" and records[1]["entryIds"] == ["u1", "a1", "u3"]
     assert code == 1
+
+
+def test_all_leaves_reports_a_leaf_that_cannot_be_selected_and_goes_on(tmp_path: Path) -> None:
+    # A hand-written entry whose id is an array: it has no children, but nothing can select it.
+    odd = user("ignored", "u1", 2, "odd")
+    odd["id"] = [1]
+    path = write_session(tmp_path / "odd.jsonl", [user("u1", None, 1, "hi"), odd, user("u2", "u1", 3, "ok")])
+    before = snapshot(path)
+    proc = run("context", path, "--all-leaves", "--json", check_code=1)
+    records = json_lines(proc)
+    assert [r["leafId"] for r in records] == [[1], "u2"]
+    assert list(records[0]) == ["leafId", "error"] and "cannot be selected" in records[0]["error"]
+    assert records[1]["entryIds"] == ["u1", "u2"]
+    proc = run("compact", path, "--all-leaves", "--dry-run", "--json", check_code=1)
+    assert [list(r) for r in json_lines(proc)] == [["leafId", "error"], ["leafId", "preparation"]]
+    assert snapshot(path) == before
 
 
 # ---------------------------------------------------------------------------------------------
