@@ -680,3 +680,13 @@ def test_s86_retain_none():
     c3 = m3.get_entry(m3.append_compaction("S", None, 1))
     assert c3["systemMessage"] == {"role": "system", "content": "base", "toolsAdded": [{"name": "t"}],
                                    "timestamp": date_parse(c3["timestamp"])}
+
+
+def test_settings_may_be_given_in_pi_form():
+    settings = {"enabled": True, "reserveTokens": 1000, "keepRecentTokens": 1500}
+    prep = prepare_compaction(s68_path(), settings)
+    assert prep.first_kept_entry_id == "e3"
+    assert prep.to_json()["settings"] is settings
+    stub = StubSummarizer("S")
+    compact(prep, stub)
+    assert stub.requests[0].max_tokens == 800
