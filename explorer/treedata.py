@@ -40,23 +40,29 @@ class LightEntry:
 _LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id"
 
 
+_PATH_COLS = "entry_id, parent_id, type, position"
+
+
 def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
-    """Root→entry index rows in one recursive query; stops on cycles and dangling parents."""
+    """Root→entry index rows in one recursive query; stops on cycles and dangling parents.
+
+    Only columns stored before the raw line are read: SQLite would otherwise step over each
+    entry's payload (overflow pages) to reach the later columns, and a path can be thousands
+    of entries long. Role, size and child count are left empty here.
+    """
     if not entry_id:
         return []
     table = Entry._meta.db_table
     limit = max(session.entry_count, 1) + 1
     sql = f"""
-        WITH RECURSIVE walk(entry_id, parent_id, type, role, position, size, child_count,
-                            target_id, n) AS (
-            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+        WITH RECURSIVE walk(entry_id, parent_id, type, position, n) AS (
+            SELECT {_PATH_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
             UNION ALL
-            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
-                   e.target_id, walk.n + 1
+            SELECT e.entry_id, e.parent_id, e.type, e.position, walk.n + 1
             FROM {table} e JOIN walk ON e.session_id = %s AND e.entry_id = walk.parent_id
             WHERE walk.n < %s AND walk.parent_id <> walk.entry_id
         )
-        SELECT {_LIGHT_COLS} FROM walk ORDER BY n DESC
+        SELECT {_PATH_COLS} FROM walk ORDER BY n DESC
     """
     with connection.cursor() as cur:
         cur.execute(sql, [session.pk, entry_id, session.pk, limit])
@@ -68,7 +74,7 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         if r[0] in seen:
             break
         seen.add(r[0])
-        out.append(LightEntry(*r))
+        out.append(LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, ""))
     out.reverse()
     return out
 
@@ -110,13 +116,29 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     comp_entry = load_entries(session, [light[comp].entry_id]).get(light[comp].entry_id, {})
     fk = comp_entry.get("firstKeptEntryId")
     start = next((i for i in range(comp) if light[i].entry_id == fk), comp)
+    # Settings are restored over the whole path: keep the newest model-setting entry (a
+    # model change or an assistant reply) and the newest thinking-level change before it.
     settings_ids: list[str] = []
     seen_kinds: set[str] = set()
-    for e in reversed(light[:start]):
-        kind = "model" if e.type == "model_change" or e.role == "assistant" else e.type
-        if kind in ("model", "thinking_level_change") and kind not in seen_kinds:
-            seen_kinds.add(kind)
-            settings_ids.append(e.entry_id)
+    before = [
+        e for e in light[:start] if e.type in ("model_change", "thinking_level_change", "message")
+    ]
+    for k in range(len(before), 0, -64):
+        chunk = before[max(0, k - 64) : k]
+        roles = dict(
+            Entry.objects.filter(
+                session=session, entry_id__in=[e.entry_id for e in chunk if e.type == "message"]
+            ).values_list("entry_id", "role")
+        )
+        for e in reversed(chunk):
+            kind = (
+                "model"
+                if e.type == "model_change" or roles.get(e.entry_id) == "assistant"
+                else e.type
+            )
+            if kind in ("model", "thinking_level_change") and kind not in seen_kinds:
+                seen_kinds.add(kind)
+                settings_ids.append(e.entry_id)
         if len(seen_kinds) == 2:
             break
     chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])

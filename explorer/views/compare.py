@@ -44,6 +44,11 @@ def leaf_choices(session, labels: dict[str, str], limit: int = 200) -> list[dict
     return out
 
 
+def _role(d: dict) -> str:
+    m = d.get("message") if isinstance(d, dict) else None
+    return str(m.get("role", "")) if isinstance(m, dict) else ""
+
+
 def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
     labels = treedata.current_labels(session)
     a = _resolve(session, request.GET.get("a"), labels) or cursor
@@ -81,7 +86,7 @@ def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
         return [
             {
                 "id": e.entry_id,
-                "role": e.role or e.type,
+                "role": _role(data.get(e.entry_id, {})) or e.type,
                 "title": entry_title(data.get(e.entry_id, {}), 110),
             }
             for e in route[-ROUTE_SHOWN:]

@@ -46,7 +46,16 @@ def context_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
         for e in page:
             d = data.get(e.entry_id, {})
             folded_rows.append(
-                {"id": e.entry_id, "type": e.type, "role": e.role, "title": entry_title(d, 120)}
+                {
+                    "id": e.entry_id,
+                    "type": e.type,
+                    "role": (
+                        (d.get("message") or {}).get("role", "")
+                        if isinstance(d.get("message"), dict)
+                        else ""
+                    ),
+                    "title": entry_title(d, 120),
+                }
             )
     settings_rows = {id(r.entry) for r in view.rows[: len(path) - (len(light) - start)]}
     rows = [r for r in view.rows if id(r.entry) not in settings_rows]
