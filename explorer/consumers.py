@@ -137,6 +137,9 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.follow = True
         self.turn_offset: int | None = None  # characters of the running turn delivered
         self.joined = False
+        self.projection_due: list | None = None  # [leaf id, position] not yet shown
+        self.projection_handle: asyncio.TimerHandle | None = None
+        self.projection_task: asyncio.Task | None = None
         live.remember_loop(asyncio.get_running_loop())
         # Accept first, then close with a code: a refused handshake reaches the browser as
         # 1006, which the htmx extension retries forever; 44xx tells it to stop.
@@ -157,6 +160,12 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             await self.resume(query["after"][0], tip=None, follow=True)
 
     async def disconnect(self, code: int) -> None:
+        handle = getattr(self, "projection_handle", None)
+        if handle is not None:
+            handle.cancel()
+        task = getattr(self, "projection_task", None)
+        if task is not None:
+            task.cancel()
         if getattr(self, "joined", False):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -317,11 +326,50 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
 
     async def live_entries(self, event: dict) -> None:
         await self.send_entries(event["entries"])
+        self.schedule_projection(event.get("projection"))
+
+    # -- the projection panel --------------------------------------------------------------
+
+    def schedule_projection(self, target: list | None) -> None:
+        """Refresh the panel at most every PROJECTION_INTERVAL, and once after the last
+        change, so a burst of appends costs one path walk and the final state is shown."""
+        if not target or not self.ready:
+            return
+        self.projection_due = target
+        if self.projection_handle is None and self.projection_task is None:
+            loop = asyncio.get_running_loop()
+            self.projection_handle = loop.call_later(live.PROJECTION_INTERVAL, self._start_projection)
+
+    def _start_projection(self) -> None:
+        self.projection_handle = None
+        self.projection_task = asyncio.ensure_future(self._send_projection())
+
+    async def _send_projection(self) -> None:
+        try:
+            target, self.projection_due = self.projection_due, None
+            if target is None:
+                return
+            try:
+                summary, html = await database_sync_to_async(live.cached_projection)(
+                    self.session_pk, target[0], target[1]
+                )
+            except Exception as exc:  # a malformed or deleted session: keep the old panel
+                logger.warning("projection of session %s failed: %s", self.session_pk, exc)
+                return
+            if self.json_mode:
+                await self.send_json({"type": "projection", **summary})
+            else:
+                await self.send_text(html)
+        finally:
+            self.projection_task = None
+            if self.projection_due is not None:
+                self.schedule_projection(self.projection_due)
 
     async def live_reset(self, event: dict) -> None:
         # Too many entries to stream (an import): say so, and skip them.
         if not self.ready:
             return
+        self.schedule_projection(event.get("projection"))
         self.last_position = max(self.last_position, event["last_position"])
         if self.json_mode:
             await self.send_json({"type": "reset", "count": event["count"],
@@ -333,12 +381,6 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                 f'<a href="">Reload the page</a> to see them.</div>'
                 + live.compose_state(self.last_position, self.tip, self.follow)
             )
-
-    async def live_projection(self, event: dict) -> None:
-        if self.json_mode:
-            await self.send_json({"type": "projection", **event["summary"]})
-        else:
-            await self.send_text(event["html"])
 
     async def live_cursor(self, event: dict) -> None:
         mine = self.user is not None and event.get("user_id") == self.user.pk

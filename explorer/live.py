@@ -19,7 +19,6 @@ import hashlib
 import logging
 import re
 import threading
-import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -40,7 +39,7 @@ MAX_LIVE_BATCH = 500
 # Longest text shown for one entry in the live transcript; the explorer has the full entry.
 ITEM_TEXT_LIMIT = 4000
 SNIPPET_LIMIT = 80
-# The projection panel costs a path walk; recompute it at most this often per session.
+# The projection panel costs a path walk; a viewer refreshes it at most this often.
 PROJECTION_INTERVAL = 0.5
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -258,58 +257,28 @@ def render_projection_panel(summary: dict[str, Any]) -> str:
     )
 
 
-class _Debouncer:
-    """Run ``fn(key)`` at most once per ``interval`` per key, and always once more after the
-    last call, so the final state is never skipped."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.lock = threading.Lock()
-        self.last: dict[Any, float] = {}
-        self.pending: dict[Any, threading.Timer] = {}
-
-    def __call__(self, key: Any, fn) -> None:
-        now = time.monotonic()
-        with self.lock:
-            wait = self.last.get(key, 0) + self.interval - now
-            if wait <= 0:
-                self.last[key] = now
-                run_now = True
-            else:
-                run_now = False
-                if key not in self.pending:
-                    timer = threading.Timer(wait, self._fire, args=(key, fn))
-                    timer.daemon = True
-                    self.pending[key] = timer
-                    timer.start()
-        if run_now:
-            fn()
-
-    def _fire(self, key: Any, fn) -> None:
-        with self.lock:
-            self.pending.pop(key, None)
-            self.last[key] = time.monotonic()
-        try:
-            fn()
-        finally:
-            from django.db import connection
-
-            connection.close()
+_projection_cache: dict[tuple[int, str | None, int], tuple[dict, str]] = {}
+_projection_lock = threading.Lock()
 
 
-_projection_debouncer = _Debouncer(PROJECTION_INTERVAL)
+def cached_projection(session_pk: int, leaf_id: str | None, position: int) -> tuple[dict, str]:
+    """The projection panel at ``leaf_id`` (summary, html), computed once for all viewers of
+    this process: the first consumer to ask pays, the other 99 reuse it."""
+    from explorer.models import Session
 
-
-def send_projection(session, leaf_id: str | None) -> None:
-    try:
-        summary = projection_summary(session, leaf_id)
-    except Exception as exc:  # a malformed or deleted session must not break broadcasting
-        logger.warning("projection for session %s failed: %s", session.pk, exc)
-        return
-    broadcast(
-        session,
-        {"type": "live.projection", "summary": summary, "html": render_projection_panel(summary)},
-    )
+    key = (session_pk, leaf_id, position)
+    with _projection_lock:
+        hit = _projection_cache.get(key)
+    if hit is not None:
+        return hit
+    session = Session.objects.get(pk=session_pk)
+    summary = projection_summary(session, leaf_id)
+    value = (summary, render_projection_panel(summary))
+    with _projection_lock:
+        if len(_projection_cache) > 64:
+            _projection_cache.clear()
+        _projection_cache[key] = value
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,6 +321,12 @@ def broadcast(session, message: dict[str, Any]) -> None:
     async_to_sync(layer.group_send)(group, message)
 
 
+def _projection_target(entries) -> list:
+    """Where the projection panel should be recomputed: at the newest entry."""
+    newest = max(entries, key=lambda e: e.position)
+    return [newest.entry_id, newest.position]
+
+
 def broadcast_entries(session, entries, *, source: str = "") -> None:
     entries = list(entries)
     if not entries:
@@ -368,15 +343,19 @@ def broadcast_entries(session, entries, *, source: str = "") -> None:
                 "count": len(entries),
                 "last_position": max(e.position for e in entries),
                 "source": source,
+                "projection": _projection_target(entries),
             },
         )
     else:
         broadcast(
             session,
-            {"type": "live.entries", "entries": entry_fragments(entries), "source": source},
+            {
+                "type": "live.entries",
+                "entries": entry_fragments(entries),
+                "source": source,
+                "projection": _projection_target(entries),
+            },
         )
-    newest = max(entries, key=lambda e: e.position)
-    _projection_debouncer(session.pk, lambda: send_projection(session, newest.entry_id))
 
 
 @receiver(signals.entries_appended, dispatch_uid="explorer.live.entries_appended")

@@ -216,3 +216,34 @@ async def test_cursor_moves_are_shown_and_switch_the_branch_when_not_following(
     assert 'id="item-e5f6a7b8"' in html and 'id="item-a1b2c3d4"' in html
     assert 'id="item-d4e5f6a7"' not in html
     await close_all([comm])
+
+
+async def test_the_projection_panel_follows_new_entries(ws_connect, stored, viewer_user,
+                                                         editor_user):
+    from explorer import services
+
+    comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/?format=json", user=viewer_user)
+    await resume(comm, "1b2c3d4e")
+    message = {"role": "user", "content": "one more question", "timestamp": 1741064900000}
+    result = await database_sync_to_async(services.append_message)(
+        stored, editor_user, message, leaf_id="1b2c3d4e", source="edit"
+    )
+    projection = await receive_until(comm, "projection", timeout=5)
+    assert projection["leaf_id"] == result.entry.entry_id
+    # The path to the new message: the earlier context plus the new user message.
+    assert projection["messages"] >= 4
+    assert projection["tokens"] > 0 and projection["window"] > 0
+    await close_all([comm])
+
+
+async def test_htmx_viewers_get_the_projection_panel_swapped(ws_connect, stored, viewer_user,
+                                                             editor_user):
+    comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
+    await comm.send_to(text_data=json.dumps({"type": "resume", "after": "1b2c3d4e"}))
+    await comm.receive_from(timeout=5)
+    await database_sync_to_async(label)(stored, editor_user, "a1b2c3d4", "p")
+    html = ""
+    while 'id="projection-panel"' not in html:
+        html = await comm.receive_from(timeout=5)
+    assert "<meter" in html and "messages" in html
+    await close_all([comm])

@@ -73,9 +73,12 @@ async def test_a_turn_streams_deltas_in_order_to_every_viewer(ws_connect, stored
         deltas = [m for m in seen if m["type"] == "turn" and m["event"] == "delta"]
         assert [d["text"] for d in deltas] == chunks
         assert [d["offset"] for d in deltas] == [0, 4, 11, 14, 20]
-        kinds = [m["type"] for m in seen]
-        # The user message is appended before the stream, the answer after it.
-        assert kinds.index("entries") < kinds.index("turn") or seen[0]["event"] == "start"
+        # The turn starts, the user message is appended, then the stream, then the answer.
+        turn_events = [m for m in seen if m["type"] == "turn"]
+        assert turn_events[0]["event"] == "start"
+        first_entries = next(i for i, m in enumerate(seen) if m["type"] == "entries")
+        first_delta = next(i for i, m in enumerate(seen) if m.get("event") == "delta")
+        assert first_entries < first_delta
         end = seen[-1]
         assert end["event"] == "end" and end["stop_reason"] == "stop"
         entry_ids = [e["id"] for m in seen if m["type"] == "entries" for e in m["entries"]]
