@@ -66,6 +66,20 @@ _CODE = [
 ]
 
 
+# Real sessions are mostly ASCII, but a few percent of lines (often the big tool outputs:
+# test runners, tree listings) carry box-drawing characters, arrows, check marks or emoji.
+_UNICODE_LINES = [
+    "├── {w}/",
+    "│   └── {w}.ts",
+    "✓ {w} passes (3 ms)",
+    "✗ {w} failed → expected {W}",
+    "━━━━━━━━━━━━━━━━━━━━ {w} ━━━━━━━━━━━━━━━━━━━━",
+    "✅ {W} done · {w} … ok",
+    "Grüße aus {W} — naïve café",
+    "🚀 deployed {w} 🎉",
+]
+
+
 class _Gen:
     """State of one generation run: the tree built so far and the current position."""
 
@@ -127,6 +141,18 @@ class _Gen:
         while size < approx_chars:
             w = rng.choice(_WORDS)
             line = rng.choice(_CODE).format(w=w, W=w.capitalize())
+            lines.append(line)
+            size += len(line) + 1
+        return "\n".join(lines)
+
+    def _unicode_output(self, approx_chars: int) -> str:
+        rng = self.rng
+        lines: list[str] = []
+        size = 0
+        while size < approx_chars:
+            w = rng.choice(_WORDS)
+            pattern = rng.choice(_UNICODE_LINES) if rng.random() < 0.4 else rng.choice(_CODE)
+            line = pattern.format(w=w, W=w.capitalize())
             lines.append(line)
             size += len(line) + 1
         return "\n".join(lines)
@@ -228,6 +254,8 @@ class _Gen:
                 chars += len(thinking)
             if rng.random() < 0.6 or step == steps - 1:
                 text = self._sentences(rng.randint(40, 900))
+                if rng.random() < 0.05:
+                    text += " → done ✓"
                 blocks.append({"type": "text", "text": text})
                 chars += len(text)
             calls: list[tuple[str, str]] = []
@@ -264,7 +292,10 @@ class _Gen:
                 if self.count >= self.total:
                     return
                 size = self._result_size()
-                output = self._code(size) if name in ("read", "bash") else self._sentences(min(size, 300))
+                if name in ("read", "bash"):
+                    output = self._unicode_output(size) if rng.random() < 0.3 else self._code(size)
+                else:
+                    output = self._sentences(min(size, 300))
                 self.message(
                     {
                         "role": "toolResult",
