@@ -49,8 +49,14 @@
     const code = evt.detail.event && evt.detail.event.code;
     if (code >= 4400 && code < 4500) {
       setConnection("not allowed to watch this session (" + code + ")", "closed");
-    } else {
-      setConnection("reconnecting…", "closed");
+      return;
+    }
+    setConnection("reconnecting…", "closed");
+    // The extension retries abnormal closes (1006, 1011-1013) by itself; a server that
+    // restarts says "going away" (1001) or closes normally, so retry those here.
+    if (code === 1000 || code === 1001) {
+      const wrapper = evt.detail.socketWrapper;
+      setTimeout(function () { wrapper.reconnect(); }, 500 + Math.random() * 1000);
     }
   });
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -111,3 +112,34 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
         timeout=20000,
     )
     watcher.screenshot(path=str(site.workdir.parent / "live.png"), full_page=True)
+
+
+def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser, site):
+    page = open_live(browser, site, "vera")
+    assert page.locator(".live-node").count() == 8
+    page.evaluate("window.__notReloaded = 7")
+    site.stop()
+    page.wait_for_function(
+        "document.getElementById('live-connection').textContent !== 'live'", timeout=15000
+    )
+    # While the server is down, three entries are appended to the session.
+    site.run_django(
+        "from explorer import services\n"
+        "from explorer.models import Session\n"
+        f"s = Session.objects.get(pk={site.session_pks[0]})\n"
+        "for i in range(3):\n"
+        "    services.set_label(s, None, 'a1b2c3d4', f'while-down-{i}')\n"
+    )
+    site.start()
+    # The page reconnects by itself, says where it stands, and receives exactly the three.
+    page.wait_for_function("document.querySelectorAll('.live-node').length === 11", timeout=30000)
+    page.wait_for_function(
+        "document.getElementById('live-connection').textContent === 'live'", timeout=15000
+    )
+    transcript = page.inner_text("#transcript")
+    assert re.findall(r"while-down-\d", transcript) == [
+        "while-down-0", "while-down-1", "while-down-2"
+    ]
+    ids = page.eval_on_selector_all(".live-node", "ns => ns.map(n => n.dataset.entryId)")
+    assert len(ids) == len(set(ids)) == 11
+    assert page.evaluate("window.__notReloaded") == 7

@@ -106,6 +106,10 @@ class LiveServer:
         out = json.loads(self._run("-c", PREPARE, spec).strip().splitlines()[-1])
         self.cookies = out["cookies"]
         self.session_pks = out["sessions"]
+        self._start()
+        return self
+
+    def _start(self) -> None:
         if self.follow_dir:
             cmd = [sys.executable, "manage.py", "follow", self.follow_dir, "--serve",
                    "--bind", "127.0.0.1", "--port", str(self.port),
@@ -113,7 +117,7 @@ class LiveServer:
         else:
             cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
                    "sessions_site.asgi:application"]
-        self._logfh = open(self.log, "wb")  # noqa: SIM115 - closed in __exit__
+        self._logfh = open(self.log, "ab")  # noqa: SIM115 - closed in __exit__
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._logfh,
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -123,11 +127,23 @@ class LiveServer:
             try:
                 with urllib.request.urlopen(self.base_url + "/healthz", timeout=2) as r:
                     if r.status == 200:
-                        return self
+                        return
             except OSError:
                 time.sleep(0.1)
         self.__exit__()
         raise RuntimeError("server did not start:\n" + self.log.read_text(errors="replace"))
+
+    def stop(self) -> None:
+        """Stop the server (as a deploy would) but keep its database."""
+        self.__exit__()
+        self.proc = None
+
+    def start(self) -> None:
+        self._start()
+
+    def run_django(self, code: str) -> str:
+        """Run Python code with Django set up against this server's database."""
+        return self._run("-c", "import django\ndjango.setup()\n" + code)
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
