@@ -245,14 +245,37 @@ def notify_import(result: store.ImportResult, source: str = "import") -> None:
         if result.added:
             entries = result.new_entries
             if entries is None:
-                entries = list(
-                    Entry.objects.filter(session=session).order_by("-position")
-                    .light()[: min(result.added, 200)]
-                )[::-1]
+                entries = _newest_entries(session, result.added)
             signals.entries_appended.send(sender=Session, session=session, entries=entries,
                                           source=source)
 
     transaction.on_commit(send)
+
+
+def _newest_entries(session: Session, added: int, *, limit: int = 200,
+                    max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
+    """The newest rows of a big import, bounded in count and in payload size, so listeners
+    never pull a whole 200 MB import into memory."""
+    picked: list[int] = []
+    total = 0
+    rows = Entry.objects.filter(session=session).order_by("-position").values_list("pk", "size")
+    for pk, size in rows[: min(added, limit)]:
+        if picked and total + size > max_bytes:
+            break
+        picked.append(pk)
+        total += size
+    return list(Entry.objects.filter(pk__in=picked).order_by("position"))
+
+
+def import_file(path: str, *, source_path: str | None = None, user=None,
+                **kwargs) -> store.ImportResult:
+    """Import a file from disk under the single-writer lock of its session."""
+    with open(path, "rb") as fh:
+        first = fh.read(1024 * 1024)
+    header, _i, _l, _p = store._find_header(first)
+    key = header["id"] if header else "-"
+    with session_lock(key):
+        return store.import_file(path, source_path=source_path, user=user, **kwargs)
 
 
 def import_bytes(data: bytes, *, source_path: str = "", user=None, **kwargs) -> store.ImportResult:

@@ -22,8 +22,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Max, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Max
 
 from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
 from explorer.session import jsonfmt
@@ -48,7 +47,7 @@ __all__ = [
 
 # Files up to this size also get the engine's full diagnostics report (it holds the parsed
 # file in memory); larger files rely on the streaming checks here alone.
-FULL_VALIDATION_LIMIT = 64 * 1024 * 1024
+FULL_VALIDATION_LIMIT = 32 * 1024 * 1024
 MAX_PROBLEMS = 500
 _BATCH_BYTES = 8 * 1024 * 1024
 _BATCH_ROWS = 2000
@@ -106,13 +105,101 @@ class ImportError_(Exception):  # noqa: N801 - avoid shadowing the builtin Impor
 # Line scanning
 
 
+class _FileSource:
+    """A session file read in pieces, for files too big to hold in memory next to their
+    parsed lines (the importer's memory stays a few lines wide)."""
+
+    CHUNK = 1024 * 1024
+
+    def __init__(self, path: str) -> None:
+        import os
+
+        self.path = path
+        self.size = os.path.getsize(path)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, start: int, end: int) -> bytes:
+        with open(self.path, "rb") as fh:
+            fh.seek(start)
+            return fh.read(max(0, end - start))
+
+    def chunks(self, start: int, end: int) -> Iterator[bytes]:
+        with open(self.path, "rb") as fh:
+            fh.seek(start)
+            left = end - start
+            while left > 0:
+                block = fh.read(min(self.CHUNK, left))
+                if not block:
+                    return
+                left -= len(block)
+                yield block
+
+    def lines(self, start: int, end: int) -> Iterator[tuple[int, bytes, bool]]:
+        with open(self.path, "rb") as fh:
+            fh.seek(start)
+            pos = start
+            index = 0
+            while pos < end:
+                line = fh.readline(end - pos)
+                if not line:
+                    return
+                pos += len(line)
+                if line.endswith(b"\n"):
+                    yield index, line[:-1], True
+                else:
+                    yield index, line, False
+                    return
+                index += 1
+
+
+Source = "bytes | _FileSource"
+
+
+def _slice(src, start: int, end: int) -> bytes:
+    return src.read(start, end) if isinstance(src, _FileSource) else src[start:end]
+
+
+def _count_nl(src, start: int, end: int) -> int:
+    if isinstance(src, _FileSource):
+        return sum(block.count(b"\n") for block in src.chunks(start, end))
+    return src.count(b"\n", start, end)
+
+
+def _sha256(src, end: int) -> str:
+    digest = hashlib.sha256()
+    if isinstance(src, _FileSource):
+        for block in src.chunks(0, end):
+            digest.update(block)
+    else:
+        digest.update(memoryview(src)[:end])
+    return digest.hexdigest()
+
+
+def _rfind_nl(src) -> int:
+    if not isinstance(src, _FileSource):
+        return src.rfind(b"\n")
+    end = src.size
+    while end > 0:
+        start = max(0, end - src.CHUNK)
+        found = src.read(start, end).rfind(b"\n")
+        if found != -1:
+            return start + found
+        end = start
+    return -1
+
+
 def _iter_lines(
-    data: bytes, start: int = 0, end: int | None = None
+    data, start: int = 0, end: int | None = None
 ) -> Iterator[tuple[int, bytes, bool]]:
     """(0-based index from ``start``, line bytes without "\\n", terminated) for each line of
     ``data[start:end]``, without copying or splitting the whole buffer (a 200 MB file must not
     become a list of pieces)."""
     n = len(data) if end is None else end
+    if isinstance(data, _FileSource):
+        yield from data.lines(start, n)
+        return
     pos = start
     index = 0
     while pos < n:
@@ -154,25 +241,29 @@ def _excerpt(line: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[:limit] + "…"
 
 
+def _text(value: Any, limit: int) -> str:
+    if type(value) is not str:
+        return ""
+    return value if len(value) <= limit else value[:limit]
+
+
 def _entry_fields(value: dict) -> dict[str, Any]:
     """The indexed columns of one entry (what pages filter and sort on)."""
-    entry_type = value.get("type")
+    get = value.get
+    entry_type = get("type")
     role = ""
     if entry_type == "message":
-        message = value.get("message")
-        if isinstance(message, dict) and isinstance(message.get("role"), str):
-            role = message["role"][:64]
-    custom_type = value.get("customType")
-    target_id = value.get("targetId")
-    timestamp = value.get("timestamp")
-    parent = value.get("parentId")
+        message = get("message")
+        if type(message) is dict:
+            role = _text(message.get("role"), 64)
+    parent = get("parentId")
     return {
-        "type": (entry_type if isinstance(entry_type, str) else "")[:64],
-        "parent_id": parent if isinstance(parent, str) and parent else None,
-        "timestamp": (timestamp if isinstance(timestamp, str) else "")[:64],
+        "type": _text(entry_type, 64),
+        "parent_id": parent if type(parent) is str and parent else None,
+        "timestamp": _text(get("timestamp"), 64),
         "role": role,
-        "custom_type": (custom_type if isinstance(custom_type, str) else "")[:200],
-        "target_id": (target_id if isinstance(target_id, str) else "")[:200],
+        "custom_type": _text(get("customType"), 200),
+        "target_id": _text(get("targetId"), 200),
     }
 
 
@@ -210,7 +301,11 @@ class _Scan:
     first_line: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)  # depths settled after the pass
 
+    has_error: bool = False
+
     def add(self, problem: Problem) -> None:
+        if problem.severity == "error":
+            self.has_error = True
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)
         elif len(self.problems) == MAX_PROBLEMS:
@@ -219,47 +314,103 @@ class _Scan:
 
     @property
     def failed(self) -> bool:
-        return any(p.severity == "error" for p in self.problems)
+        return self.has_error
+
+
+_ENTRY_COLUMNS = (
+    "session_id", "entry_id", "parent_id", "type", "timestamp", "position", "line_no", "depth",
+    "raw", "raw_bytes", "role", "custom_type", "target_id", "size", "child_count", "author_id",
+)
 
 
 class _Writer:
-    """Buffers rows and inserts them in batches inside the import transaction."""
+    """Buffers rows and inserts them in batches inside the import transaction.
+
+    Plain ``executemany`` on the driver's cursor: model instances and the debug cursor (which
+    formats every statement with its parameters, several MB per line here) would cost more
+    than the insert itself.
+    """
 
     def __init__(self, session: Session, author) -> None:
         self.session = session
-        self.author = author
-        self.entries: list[Entry] = []
+        self.author_id = getattr(author, "pk", None)
+        self.rows: list[list] = []
+        # Child counts are counted while streaming: a parent still in the unflushed batch is
+        # bumped in place, others (branch points far back, earlier imports) at the end.
+        self.pending: dict[str, list] = {}
+        self.late: dict[str, int] = {}
         self.extras: list[ExtraLine] = []
         self.buffered = 0
-        self.created: list[Entry] = []
-        self.keep_created = True
+        self.first_position: int | None = None
+        self.total = 0
+        mark = "?" if connection.vendor == "sqlite" else "%s"
+        table = connection.ops.quote_name(Entry._meta.db_table)
+        columns = ", ".join(connection.ops.quote_name(c) for c in _ENTRY_COLUMNS)
+        self.sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([mark] * len(_ENTRY_COLUMNS))})"
 
-    def entry(self, row: Entry) -> None:
-        self.entries.append(row)
-        self.buffered += len(row.raw)
-        if self.keep_created:
-            self.created.append(row)
-            if len(self.created) > 5000:
-                # Very large imports: listeners get a count, not every row.
-                self.keep_created = False
-                self.created = []
-        if self.buffered >= _BATCH_BYTES or len(self.entries) >= _BATCH_ROWS:
+    def entry(self, *, entry_id: str, position: int, depth: int, raw: str,
+              raw_bytes: bytes | None, size: int, fields: dict[str, Any]) -> None:
+        if self.first_position is None:
+            self.first_position = position
+        parent = fields["parent_id"]
+        if parent is not None:
+            parent_row = self.pending.get(parent)
+            if parent_row is not None:
+                parent_row[14] += 1
+            else:
+                self.late[parent] = self.late.get(parent, 0) + 1
+        row = [
+            self.session.pk, entry_id, parent, fields["type"], fields["timestamp"],
+            position, position + 1, depth, raw, raw_bytes, fields["role"], fields["custom_type"],
+            fields["target_id"], size, 0, self.author_id,
+        ]
+        self.rows.append(row)
+        self.pending[entry_id] = row
+        self.buffered += len(raw)
+        self.total += size
+        if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
             self.flush()
 
     def extra(self, row: ExtraLine) -> None:
         self.extras.append(row)
 
     def flush(self) -> None:
-        if self.entries:
-            Entry.objects.bulk_create(self.entries)
-            if not self.keep_created:
-                for row in self.entries:
-                    row.raw = ""  # let the big strings go
-            self.entries = []
+        if self.rows:
+            connection.ensure_connection()
+            cursor = connection.connection.cursor()
+            try:
+                cursor.executemany(self.sql, self.rows)
+            finally:
+                cursor.close()
+            self.rows = []
+            self.pending = {}
             self.buffered = 0
         if self.extras:
             ExtraLine.objects.bulk_create(self.extras)
             self.extras = []
+
+    def finish_child_counts(self) -> None:
+        """Add the children whose parent row was already written."""
+        if not self.late:
+            return
+        mark = "?" if connection.vendor == "sqlite" else "%s"
+        table = connection.ops.quote_name(Entry._meta.db_table)
+        sql = (f"UPDATE {table} SET child_count = child_count + {mark} "
+               f"WHERE session_id = {mark} AND entry_id = {mark}")
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+        try:
+            cursor.executemany(sql, [(n, self.session.pk, pid) for pid, n in self.late.items()])
+        finally:
+            cursor.close()
+        self.late = {}
+
+    def created(self, added: int) -> list[Entry] | None:
+        """The new rows for signal listeners (None when there are too many to hand over)."""
+        if self.first_position is None or added > 1000 or self.total > 8 * 1024 * 1024:
+            return None
+        return list(Entry.objects.filter(session=self.session,
+                                         position__gte=self.first_position).order_by("position"))
 
 
 def _check_size(data_len: int, result: ImportResult) -> bool:
@@ -302,6 +453,10 @@ def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     return None, -1, "", problems
 
 
+def _ends_nl(data: bytes, end: int) -> bool:
+    return end > 0 and _slice(data, end - 1, end) == b"\n"
+
+
 def _version_of(header: dict) -> int:
     version = header.get("version")
     if version is None:
@@ -328,6 +483,13 @@ def import_bytes(
     """
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
+    return _import_source(data, source_path=source_path, user=user,
+                          defer_incomplete_tail=defer_incomplete_tail, rng=rng,
+                          signal_source=signal_source)
+
+
+def _import_source(data, *, source_path: str, user, defer_incomplete_tail: bool, rng,
+                   signal_source: str) -> ImportResult:
     result = ImportResult(source_path=source_path)
     if not _check_size(len(data), result):
         return result
@@ -336,9 +498,9 @@ def import_bytes(
         result.problems.extend(problems)
         return result
     consumed = len(data)
-    if defer_incomplete_tail and not data.endswith(b"\n"):
-        tail_start = data.rfind(b"\n") + 1
-        tail = data[tail_start:]
+    if defer_incomplete_tail and not _ends_nl(data, len(data)):
+        tail_start = _rfind_nl(data) + 1
+        tail = _slice(data, tail_start, len(data))
         ok, _ = _parse(_decode(tail)[0])
         if not ok:
             consumed = tail_start
@@ -350,7 +512,8 @@ def import_bytes(
                 else Session.objects.filter(session_id=header["id"]).first()
             )
             if _version_of(header) < 3:
-                _import_legacy(data[:consumed], header, existing, result, user, source_path, rng)
+                _import_legacy(_slice(data, 0, consumed), header, existing, result, user,
+                               source_path, rng)
             elif existing is None:
                 _import_new(data, consumed, header, header_index, header_line, result, user,
                             source_path)
@@ -379,10 +542,16 @@ def import_file(path: str, *, user=None, source_path: str | None = None, **kwarg
         return result
     if not _check_size(size, result):
         return result
+    shown = source_path or os.path.abspath(path)
+    if size > FULL_VALIDATION_LIMIT:
+        # Big files are read line by line: memory stays a few lines wide.
+        return _import_source(_FileSource(path), source_path=shown, user=user,
+                              defer_incomplete_tail=kwargs.get("defer_incomplete_tail", False),
+                              rng=kwargs.get("rng"),
+                              signal_source=kwargs.get("signal_source", "import"))
     with open(path, "rb") as fh:
         data = fh.read()
-    return import_bytes(data, source_path=source_path or os.path.abspath(path), user=user,
-                        **kwargs)
+    return import_bytes(data, source_path=shown, user=user, **kwargs)
 
 
 def _after_import(result: ImportResult, source: str) -> None:
@@ -393,10 +562,12 @@ def _after_import(result: ImportResult, source: str) -> None:
     services.notify_import(result, source)
 
 
-def _full_report(data: bytes, scan_problems: list[Problem]) -> list[Problem]:
+def _full_report(data, consumed: int, scan_problems: list[Problem]) -> list[Problem]:
     """Merge the engine's diagnostics (small files) with the streaming pass's findings."""
-    if len(data) > FULL_VALIDATION_LIMIT:
+    if consumed > FULL_VALIDATION_LIMIT:
         return scan_problems
+    if isinstance(data, _FileSource) or consumed != len(data):
+        data = _slice(data, 0, consumed)
     try:
         from explorer.session import diagnostics
     except ImportError:
@@ -526,11 +697,8 @@ def _store_lines(
             stats["name"] = _session_name(value)
         if scan.failed:
             continue
-        writer.entry(Entry(
-            session=session, entry_id=entry_id[:200], position=position, line_no=position + 1,
-            depth=depth, raw=item.raw, raw_bytes=item.raw_bytes, size=item.nbytes,
-            author=writer.author, **fields,
-        ))
+        writer.entry(entry_id=entry_id[:200], position=position, depth=depth, raw=item.raw,
+                     raw_bytes=item.raw_bytes, size=item.nbytes, fields=fields)
     return stats
 
 
@@ -575,32 +743,24 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
                 scan.fixed[member] = depth
 
 
-def _finish_session(session: Session, scan: _Scan) -> None:
+def _finish_session(session: Session, scan: _Scan, writer: _Writer) -> None:
+    writer.finish_child_counts()
     for entry_id, depth in scan.fixed.items():
         Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
-    # Child counts of every parent touched by this import, in one statement.
-    parents = {p for p in scan.ids.values() if p}
-    if parents:
-        counts = (
-            Entry.objects.filter(session=session, parent_id=OuterRef("entry_id"))
-            .order_by()
-            .values("parent_id")
-            .annotate(n=Count("pk"))
-            .values("n")
-        )
-        parent_list = list(parents)
-        for i in range(0, len(parent_list), 500):
-            Entry.objects.filter(session=session, entry_id__in=parent_list[i:i + 500]).update(
-                child_count=Coalesce(Subquery(counts), 0)
-            )
-    refresh_counters(session)
+    refresh_counters(session, scan)
 
 
-def refresh_counters(session: Session) -> None:
-    """Recount what the list page shows (indexed counts, no payload)."""
+def refresh_counters(session: Session, scan: _Scan | None = None) -> None:
+    """Recount what the list page shows. After an import the scan knows every id and parent,
+    which spares a pass over the table."""
     entries = Entry.objects.filter(session=session)
-    session.entry_count = entries.count()
-    session.leaf_count = entries.filter(child_count=0).count()
+    if scan is not None:
+        ids = scan.ids
+        session.entry_count = len(ids)
+        session.leaf_count = len(ids) - len({p for p in ids.values() if p is not None and p in ids})
+    else:
+        session.entry_count = entries.count()
+        session.leaf_count = entries.filter(child_count=0).count()
     session.compaction_count = entries.filter(type="compaction").count()
     session.context_edit_count = entries.filter(type="context_edit").count()
     last = entries.order_by("-position").values_list("position", flat=True).first()
@@ -610,6 +770,11 @@ def refresh_counters(session: Session) -> None:
     session.warning_count = ImportProblem.objects.filter(session=session).count()
     session.save()
     _sync_default_leaf(session)
+
+
+def _update_warning_count(session: Session) -> None:
+    session.warning_count = ImportProblem.objects.filter(session=session).count()
+    session.save(update_fields=["warning_count"])
 
 
 def _sync_default_leaf(session: Session) -> Leaf:
@@ -655,25 +820,25 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
     stats = _store_lines(lines, session, scan, writer, position_of=lambda index: index)
     writer.flush()
     _resolve_pending(session, scan)
-    if data[:consumed] and not data[:consumed].endswith(b"\n"):
-        scan.add(Problem(data.count(b"\n", 0, consumed) + 1, "warning", "missing-final-newline",
+    if consumed and not _ends_nl(data, consumed):
+        scan.add(Problem(_count_nl(data, 0, consumed) + 1, "warning", "missing-final-newline",
                          "The file does not end with a newline (Pi appends one on open)."))
-    problems = _full_report(data[:consumed] if consumed != len(data) else data, scan.problems)
+    problems = _full_report(data, consumed, scan.problems)
     result.problems.extend(problems)
     if not result.ok:
         return
-    _finish_session(session, scan)
+    _finish_session(session, scan, writer)
     session.name = stats["name"] or ""
-    session.missing_final_newline = bool(consumed) and not data[:consumed].endswith(b"\n")
+    session.missing_final_newline = bool(consumed) and not _ends_nl(data, consumed)
     session.source_size = consumed
-    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    session.source_sha256 = _sha256(data, consumed)
     session.save()
     _save_problems(session, result.problems)
-    refresh_counters(session)
+    _update_warning_count(session)
     result.session = session
     result.created = True
     result.added = stats["entries"]
-    result.new_entries = writer.created if writer.keep_created else None
+    result.new_entries = writer.created(result.added)
 
 
 def _existing_scan(session: Session) -> _Scan:
@@ -694,7 +859,7 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     prefix_ok = (
         consumed >= size
         and session.source_sha256
-        and hashlib.sha256(memoryview(data)[:size]).hexdigest() == session.source_sha256
+        and _sha256(data, size) == session.source_sha256
     )
     if not prefix_ok:
         _merge_by_id(data, consumed, session, result, user)
@@ -703,11 +868,7 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
         result.unchanged = True
         return
     scan = _existing_scan(session)
-    first_index = data.count(b"\n", 0, size)
-    if size and not data[:size].endswith(b"\n"):
-        # The stored last line had no newline: it continues in the new bytes only if the file
-        # was rewritten; Pi would have added a newline first, so treat it as complete.
-        pass
+    first_index = _count_nl(data, 0, size)
     base = session.next_position - first_index
     writer = _Writer(session, None)
     lines = _scan_lines(data, size, consumed, first_index, None, scan)
@@ -717,19 +878,19 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     result.problems.extend(scan.problems)
     if not result.ok:
         return
-    _finish_session(session, scan)
+    _finish_session(session, scan, writer)
     if stats["name"] is not None:
         session.name = stats["name"]
-    session.missing_final_newline = not data[:consumed].endswith(b"\n")
+    session.missing_final_newline = not _ends_nl(data, consumed)
     session.source_size = consumed
-    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    session.source_sha256 = _sha256(data, consumed)
     if source_path:
         session.source_path = source_path
     session.save()
     _save_problems(session, scan.problems)
-    refresh_counters(session)
+    _update_warning_count(session)
     result.added = stats["entries"]
-    result.new_entries = writer.created if writer.keep_created else None
+    result.new_entries = writer.created(result.added)
 
 
 def _merge_by_id(data, consumed, session: Session, result, user):
@@ -764,17 +925,17 @@ def _merge_by_id(data, consumed, session: Session, result, user):
     result.problems.extend(scan.problems)
     if not result.ok:
         return
-    _finish_session(session, scan)
+    _finish_session(session, scan, writer)
     if stats["name"] is not None:
         session.name = stats["name"]
     session.missing_final_newline = False
     session.source_size = consumed
-    session.source_sha256 = hashlib.sha256(memoryview(data)[:consumed]).hexdigest()
+    session.source_sha256 = _sha256(data, consumed)
     session.save()
     _save_problems(session, scan.problems)
-    refresh_counters(session)
+    _update_warning_count(session)
     result.added = stats["entries"]
-    result.new_entries = writer.created if writer.keep_created else None
+    result.new_entries = writer.created(result.added)
 
 
 def _import_legacy(data, header, existing, result, user, source_path, rng):
@@ -800,7 +961,7 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
         ))
         return
     loaded = loading.parse_bytes(data)
-    scan_problems = _full_report(data, [])
+    scan_problems = _full_report(data, len(data), [])
     if not any(p.code == "legacy-version" for p in scan_problems):
         scan_problems.append(Problem(
             0, "warning", "legacy-version",
@@ -828,17 +989,17 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     result.problems.extend(p for p in scan.problems if p.severity == "error")
     if not result.ok:
         return
-    _finish_session(session, scan)
+    _finish_session(session, scan, writer)
     session.name = stats["name"] or ""
     session.source_size = len(data)
     session.source_sha256 = hashlib.sha256(data).hexdigest()
     session.save()
     _save_problems(session, result.problems)
-    refresh_counters(session)
+    _update_warning_count(session)
     result.session = session
     result.created = True
     result.added = stats["entries"]
-    result.new_entries = writer.created if writer.keep_created else None
+    result.new_entries = writer.created(result.added)
 
 
 def _legacy_more(data, original, session: Session, result, rng):
@@ -876,16 +1037,15 @@ def _legacy_more(data, original, session: Session, result, rng):
     result.problems.extend(scan.problems)
     if not result.ok:
         return
-    _finish_session(session, scan)
+    _finish_session(session, scan, writer)
     if stats["name"] is not None:
         session.name = stats["name"]
     session.source_original = data
     session.source_size = len(data)
     session.source_sha256 = hashlib.sha256(data).hexdigest()
     session.save()
-    refresh_counters(session)
     result.added = stats["entries"]
-    result.new_entries = writer.created if writer.keep_created else None
+    result.new_entries = writer.created(result.added)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -111,10 +111,13 @@ def import_view(request: HttpRequest) -> HttpResponse:
                 0, "error", "too_large",
                 f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
                 "(setting SESSIONS_MAX_UPLOAD_BYTES).")])
+        elif hasattr(uploaded, "temporary_file_path"):
+            # Big uploads already sit in a temporary file: import it line by line.
+            result = services.import_file(uploaded.temporary_file_path(),
+                                          source_path=uploaded.name, user=request.user)
         else:
-            data = uploaded.read()
-            result = services.import_bytes(data, source_path=uploaded.name, user=request.user)
-            del data
+            result = services.import_bytes(uploaded.read(), source_path=uploaded.name,
+                                           user=request.user)
         outcomes.append((uploaded.name, result))
     failed = any(not r.ok for _n, r in outcomes)
     return _import_response(request, context, outcomes, status=422 if failed else 200)

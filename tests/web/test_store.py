@@ -212,3 +212,36 @@ def test_branch_download_holds_one_route(make_session):
     assert ids_ == ["a1b2c3d4", "e5f6a7b8"]
     # the label on a1b2c3d4 is re-created
     assert lines[-1]["type"] == "label" and lines[-1]["label"] == "start"
+
+
+@pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
+def test_stored_index_columns_match_the_tree(path):
+    from collections import Counter
+
+    session = store.import_bytes(path.read_bytes(), source_path=str(path)).session
+    rows = list(Entry.objects.filter(session=session).values_list(
+        "entry_id", "parent_id", "depth", "child_count"))
+    children = Counter(parent for _id, parent, _d, _c in rows if parent)
+    depth = {}
+    for entry_id, parent, _d, _c in rows:  # parents precede children in these files
+        depth[entry_id] = depth[parent] + 1 if parent in depth else 0
+    for entry_id, _parent, d, count in rows:
+        assert count == children.get(entry_id, 0)
+        assert d == depth[entry_id]
+    assert session.leaf_count == sum(1 for r in rows if r[3] == 0)
+    assert session.entry_count == len(rows)
+
+
+def test_child_counts_follow_incremental_imports_and_appends(make_session, editor_user):
+    session = make_session()
+    more = (
+        b'{"type":"message","id":"88888888","parentId":"a1b2c3d4","timestamp":"2025-03-04T05:11:00.000Z",'
+        b'"message":{"role":"user","content":"third route","timestamp":1741065060000}}\n'
+    )
+    store.import_bytes(SMALL_SESSION + more)
+    assert Entry.objects.get(session=session, entry_id="a1b2c3d4").child_count == 3
+    services.move_cursor(session, editor_user, "88888888")
+    services.rename_session(session, editor_user, "renamed")
+    session.refresh_from_db()
+    assert Entry.objects.get(session=session, entry_id="88888888").child_count == 1
+    assert session.leaf_count == 3 and session.name == "renamed"

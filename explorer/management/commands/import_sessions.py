@@ -39,13 +39,11 @@ class Command(BaseCommand):
         for raw in options["paths"]:
             for file in session_files(Path(raw).expanduser()):
                 try:
-                    data = file.read_bytes()
+                    result = services.import_file(str(file), source_path=str(file.resolve()))
                 except OSError as exc:
                     self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
                     failed += 1
                     continue
-                result = services.import_bytes(data, source_path=str(file.resolve()))
-                del data
                 if not result.ok:
                     failed += 1
                     self.stderr.write(self.style.ERROR(f"{file}: rejected, nothing imported"))
