@@ -116,31 +116,31 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     comp_entry = load_entries(session, [light[comp].entry_id]).get(light[comp].entry_id, {})
     fk = comp_entry.get("firstKeptEntryId")
     start = next((i for i in range(comp) if light[i].entry_id == fk), comp)
-    # Settings are restored over the whole path: keep the newest model-setting entry (a
-    # model change or an assistant reply) and the newest thinking-level change before it.
-    settings_ids: list[str] = []
-    seen_kinds: set[str] = set()
-    before = [
-        e for e in light[:start] if e.type in ("model_change", "thinking_level_change", "message")
-    ]
-    for k in range(len(before), 0, -64):
-        chunk = before[max(0, k - 64) : k]
-        roles = dict(
-            Entry.objects.filter(
-                session=session, entry_id__in=[e.entry_id for e in chunk if e.type == "message"]
-            ).values_list("entry_id", "role")
-        )
-        for e in reversed(chunk):
-            kind = (
-                "model"
-                if e.type == "model_change" or roles.get(e.entry_id) == "assistant"
-                else e.type
+    # Settings are restored over the whole path: keep the newest thinking-level change and
+    # the newest model-setting entry (a model change, or an assistant reply, which overrides
+    # it) before the live range. Only the assistant search needs roles, so only it queries.
+    head = light[:start]
+    thinking = next((e for e in reversed(head) if e.type == "thinking_level_change"), None)
+    model_change_i = next(
+        (i for i in range(len(head) - 1, -1, -1) if head[i].type == "model_change"), -1
+    )
+    settings_ids: list[str] = [thinking.entry_id] if thinking else []
+    assistant_id = None
+    messages = [i for i in range(len(head) - 1, model_change_i, -1) if head[i].type == "message"]
+    for k in range(0, len(messages), 16):
+        chunk = [head[i].entry_id for i in messages[k : k + 16]]
+        found = set(
+            Entry.objects.filter(session=session, entry_id__in=chunk, role="assistant").values_list(
+                "entry_id", flat=True
             )
-            if kind in ("model", "thinking_level_change") and kind not in seen_kinds:
-                seen_kinds.add(kind)
-                settings_ids.append(e.entry_id)
-        if len(seen_kinds) == 2:
+        )
+        assistant_id = next((c for c in chunk if c in found), None)
+        if assistant_id:
             break
+    if assistant_id:
+        settings_ids.append(assistant_id)
+    elif model_change_i >= 0:
+        settings_ids.append(head[model_change_i].entry_id)
     chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])
     return full_path(session, chosen), start
 
@@ -183,8 +183,20 @@ def content_key(session: Session) -> str:
     return f"{session.pk}:{session.entry_count}:{last}"
 
 
-def current_labels(session: Session) -> dict[str, str]:
-    """Target id → label text, the newest label entry per target winning (file order)."""
+def current_labels(session: Session, key: str | None = None) -> dict[str, str]:
+    """Target id → label text, the newest label entry per target winning (file order).
+
+    Cached under the session's content key (labels change only by appending)."""
+    ck = "explorer:labels:" + (key or content_key(session))
+    hit = cache.get(ck)
+    if hit is not None:
+        return hit
+    labels = _read_labels(session)
+    cache.set(ck, labels, TREE_CACHE_SECONDS)
+    return labels
+
+
+def _read_labels(session: Session) -> dict[str, str]:
     labels: dict[str, str] = {}
     for raw in (
         Entry.objects.filter(session=session, type="label")
@@ -264,7 +276,7 @@ def folded_tree(
         return _thaw(hit)
     light = light_path(session, cursor)
     path_ids = [e.entry_id for e in light]
-    labels = current_labels(session)
+    labels = current_labels(session, key)
     flags = hidden_targets(session, set(path_ids), light)
     nodes = [
         GraphNode(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -85,8 +86,6 @@ def _pretty(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
     except (TypeError, ValueError):
         return ""
     if len(text) > 200:
-        import json
-
         with contextlib.suppress(ValueError):
             text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
@@ -124,7 +123,11 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
 
 
 def entry_panel_context(
-    request: HttpRequest, session, entry_id: str, cursor: str | None
+    request: HttpRequest,
+    session,
+    entry_id: str,
+    cursor: str | None,
+    path_ids: list[str] | None = None,
 ) -> dict[str, Any]:
     row = Entry.objects.filter(session=session, entry_id=entry_id).first()
     if row is None:
@@ -182,19 +185,19 @@ def entry_panel_context(
     labels = treedata.current_labels(session)
     raw_text = row.raw
     raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
-    try:
-        import json
-
-        raw_pretty = (
-            json.dumps(jsonfmt.loads(raw_text[:2_000_000]), indent=2, ensure_ascii=False)
-            if not raw_cut
-            else raw_text[:RAW_PREVIEW_CHARS]
-        )
-    except ValueError:
-        raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
-    on_path = cursor is not None and any(
-        e.entry_id == entry_id for e in treedata.light_path(session, cursor)
-    )
+    raw_pretty = ""
+    if request.GET.get("raw") == "1":  # the raw JSON loads when its toggle is opened
+        try:
+            raw_pretty = (
+                json.dumps(jsonfmt.loads(raw_text), indent=2, ensure_ascii=False)
+                if not raw_cut
+                else raw_text[:RAW_PREVIEW_CHARS]
+            )
+        except ValueError:
+            raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
+    if path_ids is None:
+        path_ids = [e.entry_id for e in treedata.light_path(session, cursor)] if cursor else []
+    on_path = entry_id in path_ids
     return {
         "entry": data,
         "entry_row": row,
@@ -239,4 +242,5 @@ def entry_view(request: HttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)
     ctx.update(entry_panel_context(request, session, entry_id, cursor))
-    return render_panel(request, TEMPLATE, "entry-panel", ctx)
+    partial = "raw-json" if request.GET.get("raw") == "1" else "entry-panel"
+    return render_panel(request, TEMPLATE, partial, ctx)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from django.utils.safestring import mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
@@ -61,46 +64,53 @@ def _href_builder(session, cursor: str | None, params: dict[str, Any], explicit_
 def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
     """One builder for the page and its graph/tree partials."""
     params = _params(request)
-    model = treedata.folded_tree(
-        session,
-        cursor=cursor,
-        root=params["root"],
-        expanded=params["expanded"],
-        selected=params["selected"],
-    )
     explicit_leaf = bool(request.GET.get("leaf"))
-    dot = to_dot(
-        model.graph,
-        href=_href_builder(session, cursor, params, explicit_leaf),
-        selected=params["selected"],
-    )
-    svg_error = None
-    try:
-        svg = mark_safe(dot_to_svg(dot))  # noqa: S308 - labels escaped, output checked
-    except GraphRenderError as exc:
-        svg, svg_error = "", str(exc)
-    rows = []
-    for item, indent in model.graph.rows():
-        node = item.node
-        rows.append(
-            {
-                "item": item,
-                "indent": indent,
-                "title": (node.title if node else model.titles.get(item.entry_id, "")),
-                "role": (node.role or node.type) if node else item.kind,
-                "labelled": bool(node and node.label),
-                "tool": bool(node and (node.role == "toolResult" or "[" in (node.title or ""))),
-                "leaf": item.kind == "entry" and not item.children,
-                "branch": len(item.children) > 1,
-            }
+    # The drawn graph and the text tree depend only on the session version and these
+    # parameters, so both are cached together: repeated requests cost two cache reads.
+    key = "explorer:treepage:" + hashlib.sha256(
+        "|".join(
+            [treedata.content_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
+             params["selected"] or "", "1" if explicit_leaf else ""]
+        ).encode()
+    ).hexdigest()  # fmt: skip
+    built = cache.get(key)
+    if built is None:
+        model = treedata.folded_tree(
+            session,
+            cursor=cursor,
+            root=params["root"],
+            expanded=params["expanded"],
+            selected=params["selected"],
         )
+        dot = to_dot(
+            model.graph,
+            href=_href_builder(session, cursor, params, explicit_leaf),
+            selected=params["selected"],
+        )
+        svg_error = None
+        try:
+            svg = dot_to_svg(dot)
+        except GraphRenderError as exc:
+            svg, svg_error = "", str(exc)
+        built = {
+            "svg": svg,
+            "error": svg_error,
+            "rows": str(render_tree_rows(session, model, params["selected"], cursor)),
+            "graph": {"nodes": len(model.graph.items), "total_entries": model.graph.total_entries,
+                      "truncated": model.graph.truncated},
+            "path_ids": model.path_ids,
+        }  # fmt: skip
+        cache.set(key, built, treedata.TREE_CACHE_SECONDS)
+    svg = mark_safe(built["svg"])  # noqa: S308 - labels escaped, output checked
+    svg_error = built["error"]
+    rows_html = mark_safe(built["rows"])  # noqa: S308 - built with format_html
     q_base = [("leaf", cursor)] if explicit_leaf and cursor else []
     return {
         "graph_svg": svg,
         "graph_error": svg_error,
-        "graph": model.graph,
-        "tree_rows": rows,
-        "path_ids": model.path_ids,
+        "graph": built["graph"],
+        "tree_rows": rows_html,
+        "path_ids": built["path_ids"],
         "filters": FILTERS,
         "params": params,
         "svg_url": reverse("explorer:graph_svg", args=[session.pk])
@@ -113,6 +123,85 @@ def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str
     }
 
 
+def render_tree_rows(session, model, selected: str | None, cursor: str | None) -> SafeString:
+    """The indented text tree as HTML. Built here rather than with a template include per
+    row: a folded tree has up to a few hundred rows and this keeps the page's cost flat."""
+    detail = reverse("explorer:session_detail", args=[session.pk])
+    entry_url = reverse("explorer:entry", args=[session.pk])
+    chain_url = reverse("explorer:tree_chain", args=[session.pk])
+    out: list[str] = []
+    for item, indent in model.graph.rows():
+        node = item.node
+        role = (node.role or node.type) if node else item.kind
+        title = node.title if node else model.titles.get(item.entry_id, "")
+        leaf = item.kind == "entry" and not item.children
+        branch = len(item.children) > 1
+        classes = ["tr", f"tr-{item.kind}", f"role-{role}"]
+        if item.active:
+            classes.append("active")
+        if leaf:
+            classes.append("leaf")
+        if branch:
+            classes.append("branch")
+        if selected and item.entry_id == selected and item.kind == "entry":
+            classes.append("selected")
+        labelled = bool(node and node.label)
+        tool = bool(node and (node.role == "toolResult" or "[" in (node.title or "")))
+        q = urlencode({"id": item.entry_id})
+        if item.kind == "chain":
+            href = f"{chain_url}?{urlencode({'first': item.entry_id, 'indent': indent})}"
+            text = f"⋯ {item.count} entr{'y' if item.count == 1 else 'ies'}"
+            if item.side_branches:
+                text += f" · {item.side_branches} side branches"
+            body = format_html(
+                '<a class="tr-chain" href="{}" hx-get="{}" hx-target="closest li" hx-swap="outerHTML">{} '
+                '<span class="muted">(unfold)</span></a>',
+                href, href, text,
+            )  # fmt: skip
+        elif item.kind == "subtree":
+            what = "subtree" if item.merged == 1 else f"{item.merged} subtrees"
+            body = format_html(
+                '<a class="tr-subtree" href="{}?{}">+ {}: {} entries, {} leaves</a>',
+                detail, urlencode({"root": item.entry_id}), what, item.count, item.leaves,
+            )  # fmt: skip
+        else:
+            tags = []
+            if node and node.label:
+                tags.append(format_html('<span class="tag">⚑ {}</span>', node.label))
+            if node and "hidden" in node.flags:
+                tags.append(mark_safe('<span class="tag tag-hidden">hidden</span>'))
+            elif node and "replaced" in node.flags:
+                tags.append(mark_safe('<span class="tag tag-replaced">replaced</span>'))
+            if leaf:
+                tags.append(mark_safe('<span class="tag tag-leaf">leaf</span>'))
+            if item.entry_id == cursor:
+                tags.append(mark_safe('<span class="tag tag-cursor">cursor</span>'))
+            body = format_html(
+                '<a class="tr-entry" href="{}?{}" hx-get="{}?{}" hx-target="#entry-panel-wrap" hx-swap="innerHTML">'
+                '<span class="tr-role">{}</span><span class="tr-title">{}</span>{}</a>',
+                detail, urlencode({"entry": item.entry_id}), entry_url, q, role, title or "—",
+                mark_safe("".join(str(t) for t in tags)),
+            )  # fmt: skip
+        out.append(
+            format_html(
+                '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
+                'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}</li>',
+                " ".join(classes),
+                item.entry_id,
+                item.kind,
+                role,
+                indent,
+                "1" if labelled else "0",
+                "1" if tool else "0",
+                indent + 1,
+                indent,
+                mark_safe(' aria-expanded="true"') if branch else "",
+                body,
+            )  # fmt: skip
+        )
+    return mark_safe("".join(out))  # noqa: S308 - every piece built with format_html
+
+
 @viewer_required
 @require_GET
 def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -123,7 +212,9 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     selected = ctx["params"]["selected"]
     panel_id = selected if selected and treedata.entry_exists(session, selected) else cursor
     ctx.update(
-        entry_panel_context(request, session, panel_id, cursor) if panel_id else {"entry": None}
+        entry_panel_context(request, session, panel_id, cursor, ctx["path_ids"])
+        if panel_id
+        else {"entry": None}
     )
     partial = request.GET.get("partial")
     if partial not in ("graph-panel", "tree-panel", "tree-and-graph"):
