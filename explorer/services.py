@@ -79,17 +79,22 @@ class AppendResult:
         return self.entries[-1] if self.entries else None
 
 
-def _manager_for(session: Session, leaf_id: str | None, author,
-                 path_only: bool = True) -> tuple[Any, store.DatabaseStorage]:
+def _manager_for(session: Session, leaf_id: str | None, author, path_only: bool = True,
+                 targets: tuple = ()) -> tuple[Any, store.DatabaseStorage]:
+    """A manager with its leaf at ``leaf_id`` that knows the header, the path to it and the
+    ``targets`` (entries an operation names) — or the whole session when not ``path_only``."""
+    from explorer.session.errors import SessionError
     from explorer.session.manager import SessionManager
 
     storage = store.DatabaseStorage(session, author=author, view_leaf=leaf_id,
-                                    path_only=path_only)
+                                    path_only=path_only, extra_ids=targets)
     manager = SessionManager.from_storage(storage, cwd=session.cwd or None)
     if leaf_id is None:
         manager.reset_leaf()
-    elif not path_only:
-        manager.branch(leaf_id)  # a whole-session read leaves the manager at the last entry
+    elif manager.get_entry(leaf_id) is None:
+        raise SessionError(f"Entry {leaf_id} not found")
+    else:
+        manager.branch(leaf_id)  # extra entries or a whole-session read move the file's leaf
     return manager, storage
 
 
@@ -108,19 +113,21 @@ def append_via_manager(
     source: str = "edit",
     move_cursor: bool = True,
     path_only: bool = True,
+    targets: tuple = (),
 ) -> AppendResult:
     """Run ``fn(manager)`` with the manager's leaf at ``leaf_id`` (``UNSET``: the user's
     cursor; ``None``: no leaf, the next append is a new root) and store what it appends.
 
-    The user's cursor follows the manager's new leaf. Engine errors (``SessionError``)
-    propagate with nothing written.
+    ``targets``: ids of other entries ``fn`` refers to (the manager loads only the path and
+    these). The user's cursor follows the manager's new leaf. Engine errors
+    (``SessionError``) propagate with nothing written.
     """
     last_error: Exception | None = None
     for _attempt in range(5):
         try:
             with _writer(session) as locked:
                 target = _resolve_leaf(locked, user, leaf_id)
-                manager, storage = _manager_for(locked, target, user, path_only)
+                manager, storage = _manager_for(locked, target, user, path_only, targets)
                 value = fn(manager)
                 leaf = None
                 if move_cursor and user is not None and getattr(user, "is_authenticated", False):
@@ -154,7 +161,8 @@ def add_context_edit(session: Session, user, target_id: str, replacement: Any, *
                      leaf_id: Any = UNSET) -> AppendResult:
     """Append a ``context_edit`` (``replacement`` None omits the target, or ``{"content": …}``)."""
     return append_via_manager(
-        session, user, leaf_id, lambda m: m.append_context_edit(target_id, replacement)
+        session, user, leaf_id, lambda m: m.append_context_edit(target_id, replacement),
+        targets=(target_id,),
     )
 
 
@@ -162,7 +170,8 @@ def set_label(session: Session, user, target_id: str, label: str | None, *,
               leaf_id: Any = UNSET) -> AppendResult:
     """Append a ``label`` entry; ``None`` or ``""`` clears the label."""
     return append_via_manager(
-        session, user, leaf_id, lambda m: m.append_label_change(target_id, label)
+        session, user, leaf_id, lambda m: m.append_label_change(target_id, label),
+        targets=(target_id,),
     )
 
 
@@ -179,7 +188,7 @@ def branch_with_summary(session: Session, user, branch_from_id: str | None, summ
     return append_via_manager(
         session, user, leaf_id,
         lambda m: m.branch_with_summary(branch_from_id, summary, details, from_hook, usage),
-        path_only=False,  # the target is on another route: the manager must know it
+        targets=(branch_from_id,) if branch_from_id else (),  # may be on another route
     )
 
 
@@ -202,6 +211,8 @@ def compact_now(session: Session, user, *, leaf_id: Any = UNSET, summarizer=None
     path = store.path_to(session, target)
     prep = compaction.prepare_compaction(path, settings or tokens.DEFAULT_COMPACTION_SETTINGS)
     if prep is None:
+        if path and path[-1].get("type") == "compaction":
+            raise SessionError("Already compacted")
         raise SessionError("Nothing to compact (session too small)")
     if summarizer is None:
         from explorer.session.summarizers import summarizer_from_env

@@ -300,6 +300,8 @@ class _Scan:
     pending_depth: set[str] = field(default_factory=set)
     first_line: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)  # depths settled after the pass
+    existing: set[str] = field(default_factory=set)  # ids stored before this import
+    session_pk: int | None = None
 
     has_error: bool = False
 
@@ -669,6 +671,16 @@ def _store_lines(
         entry_id = value["id"]
         fields = _entry_fields(value)
         line_no = item.index + 1
+        if entry_id in scan.existing:
+            # Already stored (e.g. appended live while Pi wrote the file): the same line is
+            # fine, a different one would rewrite history.
+            stored = Entry.objects.filter(session_id=scan.session_pk, entry_id=entry_id
+                                          ).values_list("raw", flat=True).first()
+            if stored != item.raw:
+                scan.add(Problem(line_no, "error", "conflict",
+                                 f"Entry {entry_id} differs from the stored copy; "
+                                 "stored history is never changed.", entry_id))
+            continue
         if entry_id in scan.ids:
             scan.add(Problem(
                 line_no, "error", "duplicate-id",
@@ -842,13 +854,14 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
 
 
 def _existing_scan(session: Session) -> _Scan:
-    scan = _Scan()
+    scan = _Scan(session_pk=session.pk)
     for entry_id, parent, depth, line_no in Entry.objects.filter(session=session).values_list(
         "entry_id", "parent_id", "depth", "line_no"
     ):
         scan.ids[entry_id] = parent
         scan.depth[entry_id] = depth
         scan.first_line[entry_id] = line_no
+    scan.existing = set(scan.ids)
     return scan
 
 
@@ -1188,13 +1201,19 @@ def header_line(session: Session) -> bytes:
     return session.header_raw.encode("utf-8", errors="surrogatepass") + b"\n"
 
 
-def path_bytes(session: Session, entry_id: str | None) -> bytes:
-    """A session file holding the header and one path: what a manager needs to append at
-    ``entry_id`` without reading the whole session."""
-    rows = path_rows(session, entry_id)
+def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] = ()) -> bytes:
+    """A session file holding the header, one path and a few more entries (e.g. the target
+    of an edit), in file order: what a manager needs to append at ``entry_id`` without
+    reading the whole session."""
+    pks = set(path_pks(session, entry_id))
+    extra = [e for e in extra_ids if isinstance(e, str)]
+    if extra:
+        pks.update(Entry.objects.filter(session=session, entry_id__in=extra)
+                   .values_list("pk", flat=True))
     parts = [header_line(session)]
-    for row in rows:
-        parts.append(row.raw.encode("utf-8", errors="surrogatepass") + b"\n")
+    rows = Entry.objects.filter(pk__in=pks).order_by("position").values_list("raw", flat=True)
+    for raw in rows:
+        parts.append(raw.encode("utf-8", errors="surrogatepass") + b"\n")
     return b"".join(parts)
 
 
@@ -1207,13 +1226,15 @@ class DatabaseStorage:
     through the same engine code as a file. Appends insert rows; rewrites are refused
     (stored sessions are append-only).
 
-    ``view_leaf``: when given, ``read_bytes`` returns only the header and the path to that
-    entry (the manager's leaf becomes that entry) instead of the whole session.
+    ``path_only``: ``read_bytes`` returns only the header, the path to ``view_leaf`` and the
+    entries named in ``extra_ids`` instead of the whole session (the caller then moves the
+    manager's leaf to ``view_leaf``).
     """
 
     def __init__(self, session: Session, *, author=None, view_leaf: str | None | Any = None,
-                 path_only: bool = False) -> None:
+                 path_only: bool = False, extra_ids: Iterable[str] = ()) -> None:
         self.session = session
+        self.extra_ids = list(extra_ids)
         self.author = author
         self.view_leaf = view_leaf
         self.path_only = path_only
@@ -1225,7 +1246,7 @@ class DatabaseStorage:
 
     def read_bytes(self) -> bytes:
         if self.path_only:
-            return path_bytes(self.session, self.view_leaf)
+            return path_bytes(self.session, self.view_leaf, self.extra_ids)
         return export_bytes(self.session)
 
     def create_exclusive(self, data: bytes) -> None:

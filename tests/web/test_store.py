@@ -245,3 +245,19 @@ def test_child_counts_follow_incremental_imports_and_appends(make_session, edito
     session.refresh_from_db()
     assert Entry.objects.get(session=session, entry_id="88888888").child_count == 1
     assert session.leaf_count == 3 and session.name == "renamed"
+
+
+def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_twice(make_session):
+    session = make_session()
+    line1 = (b'{"type":"custom","customType":"k","id":"99999991","parentId":"1b2c3d4e",'
+             b'"timestamp":"2025-03-04T05:12:00.000Z"}\n')
+    line2 = (b'{"type":"custom","customType":"k","id":"99999992","parentId":"99999991",'
+             b'"timestamp":"2025-03-04T05:13:00.000Z"}\n')
+    store.append_lines(session, line1)  # e.g. the follower stored it as Pi wrote it
+    result = store.import_bytes(SMALL_SESSION + line1 + line2)
+    assert result.ok, result.problems
+    assert result.added == 1
+    assert store.export_bytes(session) == SMALL_SESSION + line1 + line2
+    changed = line2.replace(b'"k"', b'"other"')
+    conflict = store.import_bytes(SMALL_SESSION + line1 + changed + b"\n")
+    assert not conflict.ok and conflict.errors[0].code == "conflict"
