@@ -3,15 +3,20 @@
 Targets (from the issue), each measured against a baseline taken in the same run:
 
 1. `SessionManager.open(path)` + `build_session_context()` of the default leaf takes at most
-   2x the time of plain `orjson.loads` over every line of the same file (the file read and
-   the split included on both sides).
+   2x the time of plain `orjson.loads` over every line of the same file. Baseline: read the
+   file, split it, `orjson.loads` every line and keep the results, with the cyclic GC paused
+   as the engine's loader pauses it. Two looser baselines are printed for context.
 2. Switching the leaf (`branch(id)`) and rebuilding the context costs the same for a
    50,000-entry file as for a 5,000-entry file (within 1.5x): the work is the path, not the
-   file. Both files come from the same generator; the leaves compared have the same depth.
+   file. The small file is the big file's first 5,000 entries, and the same 25 leaves (the
+   deepest leaves of the small file) are switched to in both, so the paths are identical.
 3. Peak memory while opening is at most 3x the file size. Measured with `tracemalloc` in a
-   fresh child process (Python heap allocations only: the interpreter's own ~10 MB and
-   allocator slack are not counted, which RSS would add; RSS growth is printed too for
-   reference).
+   fresh child process (Python heap allocations only: the interpreter's own memory and
+   allocator slack are not counted). RSS (Linux VmHWM/VmRSS, in a second, untraced child) is
+   printed too.
+
+Timings are the best of several runs (`--repeat`), the usual estimate of the undisturbed cost
+on a shared machine. The file comes from `benchmarks/gen_session.py` (deterministic).
 
 Run:  python benchmarks/bench_engine.py [--entries 50000] [--small 5000] [--write-results]
 """
@@ -54,17 +59,47 @@ def _best(fn: Any, repeat: int) -> float:
     return min(times)
 
 
-def baseline_orjson(path: Path) -> list[Any]:
-    """Plain parse of every line into a list: the floor any loader has to pay (it must
-    read the file, split it and keep one parsed object per line)."""
+def _read_and_parse(path: Path) -> list[Any]:
     with open(path, "rb") as fh:
         data = fh.read()
     loads = orjson.loads
     return [loads(line) for line in data.split(b"\n") if line]
 
 
+def _best_pair(first: Any, second: Any, repeat: int) -> tuple[float, float]:
+    """Best times of two functions run alternately, so both meet the same machine load."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeat):
+        for fn, times in ((first, a), (second, b)):
+            gc.collect()
+            start = time.perf_counter()
+            result = fn()
+            times.append(time.perf_counter() - start)
+            del result
+    return min(a), min(b)
+
+
+def baseline_orjson(path: Path) -> list[Any]:
+    """The floor any loader pays: read the file, split it, orjson.loads every line and keep
+    the results. The cyclic GC is paused, as the engine's loader pauses it (parsed JSON has
+    no cycles), so neither side is charged for collector passes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_and_parse(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def baseline_orjson_gc(path: Path) -> list[Any]:
+    """The same with the collector running, as a naive script would: reported for context."""
+    return _read_and_parse(path)
+
+
 def baseline_orjson_discard(path: Path) -> int:
-    """The same parse, results dropped at once (no allocation growth): reported for context."""
+    """orjson.loads of every line, each result dropped at once: reported for context."""
     with open(path, "rb") as fh:
         data = fh.read()
     count = 0
@@ -120,9 +155,10 @@ def _one_round(manager: Any, targets: list[str]) -> tuple[float, int]:
 
 
 def switch_costs(big: Any, small: Any, targets: list[str], rounds: int) -> tuple[float, float, int, int]:
-    """Median seconds per (branch + build_session_context) in each manager.
+    """Best (minimum) seconds per (branch + build_session_context) in each manager.
 
-    Rounds alternate between the two so that load from other processes affects both alike.
+    Rounds alternate between the two so that load from other processes affects both alike;
+    the minimum is the usual estimate of the undisturbed cost.
     """
     _one_round(big, targets)  # warm up
     _one_round(small, targets)
@@ -134,7 +170,7 @@ def switch_costs(big: Any, small: Any, targets: list[str], rounds: int) -> tuple
         big_times.append(t)
         t, small_messages = _one_round(small, targets)
         small_times.append(t)
-    return statistics.median(big_times), statistics.median(small_times), big_messages, small_messages
+    return min(big_times), min(small_times), big_messages, small_messages
 
 
 _MEMORY_CHILD = r"""
@@ -201,10 +237,10 @@ def run(entries: int, small: int, branch_points: int, data_dir: Path, repeat: in
     results: dict[str, Any] = {"file_bytes": size, "entries": entries, "small_entries": small}
 
     # 1. open + context versus orjson over every line.
-    base = _best(lambda: baseline_orjson(big), repeat)
-    engine = _best(lambda: open_and_context(big), repeat)
+    base, engine = _best_pair(lambda: baseline_orjson(big), lambda: open_and_context(big), repeat)
     results["baseline_s"] = base
     results["baseline_discard_s"] = _best(lambda: baseline_orjson_discard(big), repeat)
+    results["baseline_gc_s"] = _best(lambda: baseline_orjson_gc(big), repeat)
     results["open_context_s"] = engine
     results["open_ratio"] = engine / base
     manager, context = open_and_context(big)
@@ -251,15 +287,19 @@ def report(r: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
         f"| open + build_session_context (default leaf, depth {r['default_leaf_depth']:,}, "
         f"{r['default_context_messages']:,} messages) | {r['open_context_s'] * 1000:.0f} ms | "
-        f"`[orjson.loads(l) for l in lines]` {r['baseline_s'] * 1000:.0f} ms | {r['open_ratio']:.2f}x | "
+        f"read + split + `[orjson.loads(l) for l in lines]` (GC paused) {r['baseline_s'] * 1000:.0f} ms | "
+        f"{r['open_ratio']:.2f}x | "
         f"<= {TARGET_OPEN}x | {ok[r['open_ratio'] <= TARGET_OPEN]} |",
         f"| branch + build_session_context, {r['entries']:,}-entry file (25 leaves, mean path "
         f"depth {r['switch_depth']:.0f}, {r['switch_messages'] / 25:.0f} messages) | "
         f"{r['switch_big_ms']:.2f} ms | same leaves in the file's first {r['small_entries']:,} "
         f"entries {r['switch_small_ms']:.2f} ms | {r['switch_ratio']:.2f}x | <= {TARGET_SWITCH}x | "
         f"{ok[r['switch_ratio'] <= TARGET_SWITCH]} |",
-        f"| (same, against orjson.loads with results dropped: {r['baseline_discard_s'] * 1000:.0f} ms) | | | "
+        f"| (same, against orjson.loads of every line with results dropped: "
+        f"{r['baseline_discard_s'] * 1000:.0f} ms) | | | "
         f"{r['open_context_s'] / r['baseline_discard_s']:.2f}x | (info) | |",
+        f"| (same, against the kept list with the GC running: {r['baseline_gc_s'] * 1000:.0f} ms) | | | "
+        f"{r['open_context_s'] / r['baseline_gc_s']:.2f}x | (info) | |",
         f"| peak traced memory during open (tracemalloc) | {r['memory_peak_bytes'] / mb:.0f} MB | "
         f"file size {r['file_bytes'] / mb:.0f} MB | {r['memory_ratio']:.2f}x | <= {TARGET_MEMORY}x | "
         f"{ok[r['memory_ratio'] <= TARGET_MEMORY]} |",
@@ -274,21 +314,41 @@ def report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str, path: Path) -> None:
-    """Replace only the "## Engine" section; other helpers own the other sections."""
-    section = "## Engine\n\nMeasured by `python benchmarks/bench_engine.py --write-results`.\n\n" + text + "\n"
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    lines = existing.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.strip() == "## Engine"), None)
-    if start is None:
-        if not existing.endswith("\n"):
-            existing += "\n"
-        path.write_text(existing + "\n" + section, encoding="utf-8")
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    tail = "".join(lines[end:])
-    new = "".join(lines[:start]) + section + ("\n" + tail if tail else "")
+_START = "<!-- bench_engine:start -->"
+_END = "<!-- bench_engine:end -->"
+
+
+def write_results(text: str, notes: str, path: Path) -> None:
+    """Replace only this script's section (between its markers); others own the rest."""
+    section = (
+        f"{_START}\n## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{notes}\n{_END}\n"
+    )
+    existing = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n\n"
+    if _START in existing and _END in existing:
+        head, _, rest = existing.partition(_START)
+        _, _, tail = rest.partition(_END)
+        new = head + section.rstrip("\n") + tail
+    else:
+        new = existing.rstrip("\n") + "\n\n" + section
+    # Re-read just before writing: other benchmark scripts update their own sections too.
     path.write_text(new, encoding="utf-8")
+
+
+NOTES = """\
+How to read it. Timings are the best of several runs in one process, next to a baseline
+taken in the same run; the machine is shared with other work, so absolute numbers move
+between runs and the ratios less so: open + context measured 1.6x-1.9x in repeated runs, and
+up to 2.5x while other benchmarks loaded the same 2 CPUs, so it sits close to its limit (the
+loader's per-line work besides orjson: decoding each line to str, the integer-key scan, and
+the index build). The leaf switch does not depend on the file size (one path walk from the id
+index). The memory target is not met: after `open`, the engine
+holds every entry parsed (Python dicts and strings: about 2.1x the file size for this mix of
+content, more where text is non-ASCII, because Python stores such a string with 2 or 4 bytes
+per character) plus the original text of every line as a str (1x for an ASCII line; a line
+with any non-ASCII character is widened to 2 or 4 bytes per character and gets a cached UTF-8
+copy when orjson parses it, so it costs 3-5x). Keeping the raw lines as bytes (parsing from
+bytes) measured 3.2x on this file; holding only an index of id/parentId/type per entry and
+parsing entries on demand along a path (all a context needs) would be near 1.2x (estimate)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(results)
     print(text)
     if args.write_results:
-        write_results(text, ROOT / "benchmarks" / "RESULTS.md")
+        write_results(text, NOTES, ROOT / "benchmarks" / "RESULTS.md")
     failed = (
         results["open_ratio"] > TARGET_OPEN
         or results["switch_ratio"] > TARGET_SWITCH
