@@ -40,8 +40,8 @@ if not SECRET_KEY:
             os.chmod(_key_file, 0o600)
         except OSError:
             pass
-elif len(SECRET_KEY) < 32 and not DEBUG:
-    raise ImproperlyConfigured("SECRET_KEY must be at least 32 characters long")
+elif len(SECRET_KEY) < 50 and not DEBUG:
+    raise ImproperlyConfigured("SECRET_KEY must be at least 50 characters long")
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])

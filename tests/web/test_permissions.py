@@ -144,3 +144,49 @@ def test_login_form_needs_csrf(db, django_user_model):
     c = Client(enforce_csrf_checks=True)
     response = c.post(reverse("login"), {"username": "zed", "password": "pw-zed-123"})
     assert response.status_code == 403
+
+
+# --- deployment settings ---------------------------------------------------------------------
+
+def _run_check(env_extra: dict, *args: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL")}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "manage.py", "check", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_deploy_check_is_clean_when_debug_is_off():
+    import secrets
+
+    result = _run_check({"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50),
+                         "ALLOWED_HOSTS": "sessions.example.com"},
+                        "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"DEBUG": "maybe"}, "DEBUG must be one of"),
+    ({"DEBUG": "false"}, "SECRET_KEY must be set"),
+    ({"DEBUG": "false", "SECRET_KEY": "short"}, "at least 50 characters"),
+    ({"SESSIONS_MAX_UPLOAD_BYTES": "lots"}, "must be an integer"),
+    ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must start with"),
+])
+def test_bad_environment_values_fail_loudly(env, message):
+    result = _run_check(env)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_security_headers_and_cookies(admin_client):
+    response = admin_client.get(reverse("explorer:session_list"))
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Referrer-Policy"] == "same-origin"
