@@ -180,7 +180,10 @@ def content_key(session: Session) -> str:
         .values_list("position", flat=True)
         .first()
     )
-    return f"{session.pk}:{session.entry_count}:{last}"
+    # The creation time tells apart a deleted and re-imported session that reuses a pk.
+    created = session.created.timestamp() if session.created else 0
+    raw = f"{session.pk}:{session.session_id}:{created}:{session.entry_count}:{last}"
+    return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
 def current_labels(session: Session, key: str | None = None) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -40,7 +41,9 @@ def context_summary(session, cursor: str | None, window: int, reserve: int) -> d
     Rows cover the live range (from the newest compaction's kept entries on); the history
     folded before it is only counted here and listed page by page on request.
     """
-    key = f"explorer:ctx:{treedata.content_key(session)}:{cursor}:{window}:{reserve}"
+    key = "explorer:ctx:" + hashlib.sha256(
+        f"{treedata.content_key(session)}|{cursor}|{window}|{reserve}".encode()
+    ).hexdigest()
     hit = cache.get(key)
     if hit is not None:
         return hit
