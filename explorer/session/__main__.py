@@ -36,6 +36,10 @@ from .jsonfmt import dumps
 __all__ = ["build_parser", "main"]
 
 
+def _leaf_text(leaf_id: Any) -> str:
+    return "(none)" if leaf_id is None else str(leaf_id)
+
+
 def _emit_json(out: TextIO, value: Any) -> None:
     out.write(dumps(value))
     out.write("\n")
@@ -60,7 +64,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     details = [f"cwd {header.get('cwd')}", f"{len(manager.get_entries())} entries"]
     if inspected.migrated_from is not None:
         details.append(f"version {inspected.migrated_from}, migrated in memory")
-    details.append(f"leaf {leaf}")
+    details.append(f"leaf {_leaf_text(leaf)}")
     out.write(style.dim(" · ".join(details)) + "\n")
     for line in render_tree(manager.get_tree(), active, leaf, style):
         out.write(line + "\n")
@@ -99,7 +103,7 @@ def _render_context(inspected: Inspected) -> Callable[[dict[str, Any], TextIO, S
         model_text = f"{model.get('provider')}/{model.get('modelId')}" if model else "none"
         tokens = record["tokens"]
         out.write(
-            style.bold(f"leaf {record['leafId']}")
+            style.bold(f"leaf {_leaf_text(record['leafId'])}")
             + style.dim(
                 f" · {len(record['messages'])} messages · ~{_num(tokens)} tokens"
                 f" · thinking {record['thinkingLevel']} · model {model_text}"
@@ -164,7 +168,7 @@ def _per_leaf_loaded(
         if args.json:
             _emit_json(out, record)
         elif "error" in record:
-            out.write(style.red(f"leaf {leaf_id}: cannot build: {record['error']}") + "\n")
+            out.write(style.red(f"leaf {_leaf_text(leaf_id)}: cannot build: {record['error']}") + "\n")
         else:
             render(record, out, style)
     return 1 if failed else 0
@@ -172,7 +176,7 @@ def _per_leaf_loaded(
 
 def _render_compact(record: dict[str, Any], out: TextIO, style: Style) -> None:
     prep = record["preparation"]
-    out.write(style.bold(f"leaf {record['leafId']}") + ": ")
+    out.write(style.bold(f"leaf {_leaf_text(record['leafId'])}") + ": ")
     if prep is None:
         out.write("nothing to compact\n")
         return

@@ -269,6 +269,23 @@ def test_empty_file_gets_no_header(tmp_path: Path) -> None:
     assert path.read_bytes() == b""
 
 
+def test_header_only_session_has_a_null_leaf(tmp_path: Path) -> None:
+    path = write_session(tmp_path / "header.jsonl", [])
+    (context,) = json_lines(run("context", path, "--json"))
+    assert context == {
+        "leafId": None,
+        "messages": [],
+        "entryIds": [],
+        "thinkingLevel": "off",
+        "model": None,
+        "tokens": 0,
+    }
+    assert json_lines(run("entries", path, "--json")) == [[]]
+    assert json_lines(run("tree", path, "--json")) == [{"roots": []}]
+    assert json_lines(run("compact", path, "--dry-run", "--json")) == [{"leafId": None, "preparation": None}]
+    assert "leaf (none)" in run("show", path).stdout
+
+
 def test_unknown_leaf_is_an_error(branched: Path) -> None:
     proc = run("context", branched, "--leaf", "zzzzzzzz", "--json", check_code=1)
     assert "zzzzzzzz" in proc.stderr and "not found" in proc.stderr
