@@ -16,6 +16,7 @@ from explorer.views import (
     integrity,
     projection,
     search,
+    stats,
     timeline,
     tree,
 )
@@ -31,6 +32,7 @@ urlpatterns = [
     path("sessions/<int:pk>/timeline/", timeline.timeline_view, name="timeline"),
     path("sessions/<int:pk>/search/", search.session_search, name="session_search"),
     path("search/", search.global_search, name="search"),
+    path("sessions/<int:pk>/stats/", stats.session_stats, name="session_stats"),
     path("sessions/<int:pk>/integrity/", integrity.integrity_view, name="integrity"),
     path("sessions/<int:pk>/edit/", actions.edit_view, name="edit"),
     path("sessions/<int:pk>/undo/", actions.undo_view, name="undo"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
-from django.db.models import Q
 from django.http import (
     Http404,
     HttpRequest,
@@ -39,19 +38,23 @@ def healthz(request: HttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
+    from explorer.session_stats import SORTS, first_message_text, search_sessions
+
     q = request.GET.get("q", "").strip()
-    sessions = Session.objects.all()
-    if q:
-        sessions = sessions.filter(
-            Q(name__icontains=q) | Q(session_id__icontains=q) | Q(cwd__icontains=q)
-        )
+    sort = request.GET.get("sort", "activity")
+    sort = sort if sort in SORTS else "activity"
+    # Search covers the first user message too; groups keep the order of their best session.
+    sessions = search_sessions(Session.objects.all(), q, sort)
     groups: dict[str, list[Session]] = {}
-    for s in sessions.order_by("cwd", "-modified").defer("header_raw", "source_original"):
+    for s in sessions.defer("header_raw", "source_original"):
+        s.first_message = first_message_text(s)
         groups.setdefault(s.cwd, []).append(s)
     context = {
         "groups": [{"cwd": cwd, "sessions": items} for cwd, items in groups.items()],
         "total": sum(len(v) for v in groups.values()),
         "q": q,
+        "sort": sort,
+        "sorts": [(k, v[1]) for k, v in SORTS.items()],
     }
     return render(request, "explorer/session_list.html", context)
 

@@ -1,0 +1,21 @@
+"""Per-session totals for the session list, loaded into each row on demand."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session_stats import default_path_totals
+
+
+@viewer_required
+@require_GET
+def session_stats(request: HttpRequest, pk: int) -> HttpResponse:
+    session = get_session_for_user(request, pk)
+    return render(
+        request,
+        "explorer/partials/session_stats.html",
+        {"s": session, "totals": default_path_totals(session)},
+    )
