@@ -108,6 +108,8 @@ def create_branched_session(manager: SessionManager, leaf_id: Any) -> str | None
 
     m._file_entries = [header, *kept, *labels]
     m._raw_lines = [None] * len(m._file_entries)
+    m._raw_spans = None
+    m._raw_path = None
     m._session_id = new_id
     m.loaded_file = None
     if m._persist:

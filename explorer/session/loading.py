@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,9 @@ class LoadedFile:
     """Truthy non-object values after the header: dropped here, kept by Pi."""
     first_value: Any = None
     first_value_line: int = 0
+    spans: array | None = None
+    """Lean reads only: byte offsets `[start0, end0, start1, end1, ...]` of each kept line
+    in the file (end excludes the newline), instead of `raw_lines`."""
 
 
 def _excerpt(line: str, limit: int = 80) -> str:
@@ -108,19 +112,24 @@ class _Parser:
 
     Lines are decoded one by one straight from the buffer, so the file's bytes are never
     copied into a list of lines and a single non-ASCII line does not widen the others.
+    With `keep_raw=False` (lean) lines are parsed straight from the bytes and only their
+    offsets are kept: the file itself holds the original text.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_raw: bool = True) -> None:
         self.result = LoadedFile()
+        self.keep_raw = keep_raw
         self.entries: list[Any] = []
         self.raws: list[str] = []
+        self.spans = array("q")
         self.numbers: list[int] = []
         self.line_no = 0
         self.have_header = False
         self.stopped = False
 
-    def region(self, buf: bytes, start: int, end: int) -> None:
-        """Parse `buf[start:end]`, a run of lines each ending with a newline."""
+    def region(self, buf: bytes, start: int, end: int, base: int = 0) -> None:
+        """Parse `buf[start:end]`, a run of lines each ending with a newline; `buf[0]` is at
+        file offset `base`."""
         if self.stopped:
             self.line_no += buf.count(b"\n", start, end)
             return
@@ -137,34 +146,47 @@ class _Parser:
             while slow_i < len(slow) and slow[slow_i] < nl:
                 is_slow = True
                 slow_i += 1
-            self._line(view[pos:nl], is_slow)
+            self._line(view[pos:nl], is_slow, base + pos)
             pos = nl + 1
             if self.stopped:
                 self.line_no += buf.count(b"\n", pos, end)
                 return
 
-    def tail(self, piece: bytes) -> None:
+    def tail(self, piece: bytes, base: int = 0) -> None:
         """The text after the last newline (the file does not end with one)."""
         if not self.stopped:
-            self._line(memoryview(piece), _INDEX_KEY_BYTES.search(piece) is not None)
+            self._line(memoryview(piece), _INDEX_KEY_BYTES.search(piece) is not None, base)
         else:
             self.line_no += 1
 
-    def _line(self, raw: memoryview, slow: bool) -> None:
+    def _decode(self, raw: memoryview) -> str:
+        try:
+            return str(raw, "utf-8")
+        except UnicodeDecodeError:
+            self.result.invalid_utf8.append(self.line_no)
+            return str(raw, "utf-8", "replace")
+
+    def _line(self, raw: memoryview, slow: bool, offset: int) -> None:
         self.line_no += 1
         result = self.result
-        try:
-            line = str(raw, "utf-8")
-        except UnicodeDecodeError:
-            line = str(raw, "utf-8", "replace")
-            result.invalid_utf8.append(self.line_no)
-        if line[:1] != "{" and _is_blank(line):
-            return
-        try:
-            value = jsonfmt.loads(line) if slow else _fast_loads(line)
-        except (ValueError, RecursionError):
-            result.malformed.append((self.line_no, _excerpt(line)))
-            return
+        line: str | None = None
+        value: Any = None
+        parsed = False
+        if not self.keep_raw and not slow:
+            try:
+                value = orjson.loads(raw)
+                parsed = True
+            except orjson.JSONDecodeError:
+                pass
+        if not parsed:
+            line = self._decode(raw)
+            if line[:1] != "{" and _is_blank(line):
+                return
+            try:
+                value = jsonfmt.loads(line) if slow else _fast_loads(line)
+            except (ValueError, RecursionError):
+                result.malformed.append((self.line_no, _excerpt(line)))
+                return
         if type(value) is not dict:
             if _is_falsy(value):
                 result.falsy.append(self.line_no)
@@ -183,7 +205,11 @@ class _Parser:
             result.first_value_line = self.line_no
             self.have_header = True
         self.entries.append(value)
-        self.raws.append(line)
+        if self.keep_raw:
+            self.raws.append(line if line is not None else self._decode(raw))
+        else:
+            self.spans.append(offset)
+            self.spans.append(offset + len(raw))
         self.numbers.append(self.line_no)
 
     def _reject(self, value: Any) -> None:
@@ -201,6 +227,8 @@ class _Parser:
             result.raw_lines = self.raws
             result.line_numbers = self.numbers
             result.valid = True
+            if not self.keep_raw:
+                result.spans = self.spans
         return result
 
 
@@ -229,10 +257,14 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
 READ_CHUNK = 4 * 1024 * 1024
 
 
-def parse_file(path: str) -> LoadedFile:
-    """`parse_bytes` of a file, read in chunks so the whole file is never held as bytes."""
-    parser = _Parser()
+def parse_file(path: str, *, keep_raw: bool = True) -> LoadedFile:
+    """`parse_bytes` of a file, read in chunks so the whole file is never held as bytes.
+
+    `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`).
+    """
+    parser = _Parser(keep_raw)
     size = 0
+    consumed = 0
     pending: list[bytes] = []
     last_byte = b""
     with open(path, "rb") as fh, _GcPaused():
@@ -249,14 +281,16 @@ def parse_file(path: str) -> LoadedFile:
             if pending:
                 pending.append(chunk[: cut + 1])
                 buf = b"".join(pending)
-                parser.region(buf, 0, len(buf))
+                parser.region(buf, 0, len(buf), consumed)
+                consumed += len(buf)
                 pending = []
             else:
-                parser.region(chunk, 0, cut + 1)
+                parser.region(chunk, 0, cut + 1, consumed)
+                consumed += cut + 1
             if cut + 1 < len(chunk):
                 pending.append(chunk[cut + 1 :])
         if pending:
-            parser.tail(b"".join(pending))
+            parser.tail(b"".join(pending), consumed)
     return parser.finish(size, size > 0 and last_byte != b"\n")
 
 

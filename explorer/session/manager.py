@@ -190,6 +190,8 @@ class SessionManager:
         self._flushed = False
         self._file_entries: list[Any] = []
         self._raw_lines: list[str | None] = []
+        self._raw_spans: Any = None  # array of line offsets when the text stays in the file
+        self._raw_path: str | None = None
         self._by_id: dict[Any, dict[str, Any]] = {}
         self._labels: dict[Any, Any] = {}
         self._label_timestamps: dict[Any, Any] = {}
@@ -242,7 +244,7 @@ class SessionManager:
         preloaded: LoadedFile | None = None
         header: Any = None
         if os.path.exists(resolved):
-            preloaded = parse_file(resolved)
+            preloaded = parse_file(resolved, keep_raw=False)
             if preloaded.valid:
                 header = preloaded.entries[0]
         cwd = cwd_override
@@ -465,7 +467,10 @@ class SessionManager:
             # The next appended record must start on a fresh line.
             storage.append(b"\n")
         self.loaded_file = loaded
-        self._load_entries(loaded.entries, loaded.raw_lines, None)
+        if loaded.spans is not None:
+            self._load_entries(loaded.entries, None, None, loaded.spans, self._session_file)
+        else:
+            self._load_entries(loaded.entries, loaded.raw_lines, None)
         self._flushed = True
 
     def _load_entries(
@@ -473,16 +478,26 @@ class SessionManager:
         entries: list[Any],
         raw_lines: list[str | None] | None,
         options: dict[str, Any] | None,
+        spans: Any = None,
+        raw_path: str | None = None,
     ) -> None:
         header = next(
             (e for e in entries if type(e) is dict and e.get("type") == "session"), None
         )
+        self._raw_spans = None
+        self._raw_path = None
         if header is not None:
             self._file_entries = entries
             self._raw_lines = list(raw_lines) if raw_lines is not None else [None] * len(entries)
+            if spans is not None and raw_path:
+                # The original text stays in the file; keep only where each line is.
+                self._raw_spans = spans
+                self._raw_path = raw_path
             self._session_id = header.get("id")
             if migrate_session_entries(entries, self._migration_rng or self._rng):
                 self._raw_lines = [None] * len(entries)
+                self._raw_spans = None
+                self._raw_path = None
                 self._rewrite_file()
         else:
             self.new_session(options)
@@ -502,6 +517,8 @@ class SessionManager:
         header = session_header(self._session_id, timestamp, self._cwd, options.get("parentSession"))
         self._file_entries = [header]
         self._raw_lines = [None]
+        self._raw_spans = None
+        self._raw_path = None
         self._by_id = {}
         self._labels = {}
         self._label_timestamps = {}
@@ -554,18 +571,38 @@ class SessionManager:
     # ------------------------------------------------------------------------------------------
     # Persistence
 
-    def _line(self, index: int) -> str:
-        raw = self._raw_lines[index] if index < len(self._raw_lines) else None
-        if raw is None:
-            raw = jsonfmt.dumps(self._file_entries[index])
-            if index < len(self._raw_lines):
-                self._raw_lines[index] = raw
-        return raw
+    def _iter_line_bytes(self) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """(file entry, its line as bytes without the newline): the original bytes for loaded
+        entries (kept as text, or read back from the file), `JSON.stringify` for the rest."""
+        spans = self._raw_spans
+        covered = len(spans) // 2 if spans is not None else 0
+        raws = self._raw_lines
+        fh = None
+        try:
+            for index, entry in enumerate(self._file_entries):
+                raw = raws[index] if index < len(raws) else None
+                if raw is not None:
+                    yield entry, raw.encode("utf-8", "surrogatepass")
+                elif index < covered and self._raw_path is not None:
+                    if fh is None:
+                        fh = builtins.open(self._raw_path, "rb")  # noqa: SIM115
+                    start = spans[2 * index]
+                    fh.seek(start)
+                    yield entry, fh.read(spans[2 * index + 1] - start)
+                else:
+                    yield entry, jsonfmt.dumps(entry).encode("utf-8")
+        finally:
+            if fh is not None:
+                fh.close()
 
     def _serialize_all(self) -> bytes:
-        """Every file entry, one line each, serialized now (what Pi writes on flush/rewrite)."""
+        """Every file entry, one line each, serialized now (what Pi writes on flush/rewrite).
+
+        The lines are not kept: serialization is deterministic, so `to_bytes` can redo it."""
+        self._raw_lines = [None] * len(self._file_entries)
+        self._raw_spans = None
+        self._raw_path = None
         lines = [jsonfmt.dumps(e) for e in self._file_entries]
-        self._raw_lines = list(lines)
         return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
 
     def _rewrite_file(self) -> None:
@@ -607,12 +644,12 @@ class SessionManager:
         """The session as file content: original lines for loaded entries, `JSON.stringify`
         form for the rest. A version-3 file that was loaded without skipped lines comes back
         byte for byte."""
-        return "".join(line + "\n" for _, line in self.iter_lines()).encode("utf-8")
+        return b"".join(line + b"\n" for _, line in self._iter_line_bytes())
 
     def iter_lines(self) -> Iterator[tuple[dict[str, Any], str]]:
         """(file entry, line text without newline) for every file entry, header first."""
-        for index, entry in enumerate(self._file_entries):
-            yield entry, self._line(index)
+        for entry, raw in self._iter_line_bytes():
+            yield entry, raw.decode("utf-8", "replace")
 
     # ------------------------------------------------------------------------------------------
     # Append methods (SPEC section 3.6)
@@ -937,7 +974,7 @@ class SessionManager:
 
 def _read_storage(storage: SessionStorage) -> LoadedFile:
     if type(storage) is FileStorage and storage.path:
-        return parse_file(storage.path)
+        return parse_file(storage.path, keep_raw=False)
     return parse_bytes(storage.read_bytes())
 
 

@@ -316,3 +316,20 @@ def _mixed_content() -> bytes:
         + b'{"bad":"\xff"}\n'
         + jsonfmt.dumps(msg_entry("e2", "e1", U("y" * 300))).encode() + b"\n"
     )
+
+
+def test_to_bytes_reproduces_lines_read_back_from_the_file(tmp_path):
+    path = tmp_path / "raw.jsonl"
+    data = (
+        jsonfmt.dumps(header()).encode() + b"\n"
+        + b'{"type":"message","id":"e1","parentId":null,"timestamp":"t","message":{"role":"user","content":"\xff\xfe caf\xc3\xa9","timestamp":1.0}}\n'
+        + b'{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}\n'
+    )
+    path.write_bytes(data)
+    m = SessionManager.open(str(path), clock=Clock())
+    assert m.loaded_file.spans is not None and m.loaded_file.raw_lines == []
+    assert m.get_entry("e1")["message"]["content"] == "\ufffd\ufffd caf\u00e9"
+    assert m.to_bytes() == data
+    m.append_message(U("more"))
+    assert m.to_bytes() == read_bytes(path)
+    assert [line for _, line in m.iter_lines()][2] == '{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}'
