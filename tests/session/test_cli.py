@@ -512,3 +512,52 @@ def test_list_directory(tmp_path: Path, branched: Path) -> None:
     assert "hello" in out and "/home/ana/proj" in out
     proc = run("list", tmp_path / "nowhere", check_code=1)
     assert "not a directory" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement with Pi itself
+#
+# `data/cli_pi_reference/session.jsonl` was written by Pi 1.0.3's SessionManager (system
+# message, thinking and model changes, tool calls and results with non-ASCII text, labels set
+# and cleared, a replacement and an omission edit, custom message and state, usage, a
+# compaction with its checkpoint, a branch summary, a failed assistant, bashExecution, a
+# second root). The other files are what Pi 1.0.3 computes for it: the entry list, getTree(),
+# and for every leaf the projection's messages, their source entries, the settings and
+# estimateProjectedContextTokens(); and prepareCompaction() with keepRecentTokens 100 / 20000.
+
+REFERENCE = Path(__file__).parent / "data" / "cli_pi_reference"
+
+
+@pytest.mark.parametrize("command", ["entries", "tree"])
+def test_json_output_is_byte_identical_to_pi(command: str) -> None:
+    proc = run(command, REFERENCE / "session.jsonl", "--json")
+    assert proc.stdout == (REFERENCE / f"{command}.json").read_text(encoding="utf-8")
+
+
+def test_context_of_every_leaf_is_byte_identical_to_pi() -> None:
+    proc = run("context", REFERENCE / "session.jsonl", "--all-leaves", "--json")
+    expected = (REFERENCE / "context.jsonl").read_text(encoding="utf-8")
+    assert proc.stdout.splitlines() == expected.splitlines()
+    assert len(expected.splitlines()) == 4
+
+
+@pytest.mark.parametrize("keep", [100, 20000])
+def test_compaction_preview_agrees_with_pi(keep: int) -> None:
+    proc = run(
+        "compact", REFERENCE / "session.jsonl", "--all-leaves", "--keep-recent", str(keep), "--dry-run", "--json"
+    )
+    ours = json_lines(proc)
+    reference = [json.loads(line) for line in (REFERENCE / f"compact-keep{keep}.jsonl").read_text().splitlines()]
+    assert [r["leafId"] for r in ours] == [r["leafId"] for r in reference]
+    for mine, pi in zip(ours, reference, strict=True):
+        if pi["preparation"] is None:
+            assert mine["preparation"] is None
+            continue
+        prep, expected = mine["preparation"], pi["preparation"]
+        for key in ("firstKeptEntryId", "isSplitTurn", "tokensBefore", "details"):
+            assert prep[key] == expected[key], key
+        # Pi counts messages; every summarized entry here contributes exactly one.
+        assert len(prep["summarizeEntryIds"]) == expected["nSummarize"]
+        assert len(prep["turnPrefixEntryIds"]) == expected["nPrefix"]
+    if keep == 100:
+        assert any(r["preparation"] for r in reference)
