@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from . import jsonfmt
+from .entries import migrate_session_entries
 
 __all__ = [
     "HEADER_SCAN_LIMIT",
@@ -31,6 +32,7 @@ __all__ = [
     "discover_header",
     "is_valid_header",
     "load_entries_from_file",
+    "migrate_session_entries",
     "parse_bytes",
     "parse_file",
     "parse_session_entries",

@@ -8,15 +8,18 @@ and every later append writes exactly one new line; existing bytes are never tou
 the three whole-file rewrites the spec allows (migration, empty-file initialisation, branched
 session).
 
-Each loaded entry keeps its original line text next to it, so writing a version-3 session back
-(`to_bytes`) reproduces what was read without re-serializing it.
+What was read is never re-serialized: a loaded entry's original line is kept (as text, or as
+its byte span in the file, which the single writer never rewrites), so writing a version-3
+session back (`to_bytes`) reproduces its bytes.
 """
 
 from __future__ import annotations
 
 import builtins
+import hashlib
 import os
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +66,7 @@ __all__ = ["SessionManager", "TreeNode", "js_str"]
 StorageFactory = Callable[[str], SessionStorage]
 
 _MISSING: Any = object()
-_NEWLINE_RUN = None  # compiled lazily (see _sanitize_name)
+_NEWLINE_RUN = re.compile(r"[\r\n]+")
 
 
 def js_str(value: Any) -> str:
@@ -110,11 +113,6 @@ def _is_conversation(entry: Any) -> bool:
 
 
 def _sanitize_name(name: Any) -> str:
-    import re
-
-    global _NEWLINE_RUN
-    if _NEWLINE_RUN is None:
-        _NEWLINE_RUN = re.compile(r"[\r\n]+")
     return jsonfmt.js_trim(_NEWLINE_RUN.sub(" ", js_str(name)))
 
 
@@ -351,25 +349,29 @@ class SessionManager:
         bytes give the same ids on every run. Raises `SessionError` for a non-empty file that
         is not a session; an empty or missing source gives a fresh empty session.
         """
+        raw_path: str | None = None
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             shown = path or "<bytes>"
+            seed = hashlib.sha256(data).digest()
+            loaded = parse_bytes(data)
         else:
             shown = resolve_path(source)
+            digest = hashlib.sha256()
             if os.path.exists(shown):
                 with builtins.open(shown, "rb") as fh:
-                    data = fh.read()
+                    for chunk in iter(lambda: fh.read(1 << 22), b""):
+                        digest.update(chunk)
+                loaded = parse_file(shown, keep_raw=False)
+                raw_path = shown
             else:
-                data = b""
-        loaded = parse_bytes(data)
+                loaded = parse_bytes(b"")
+            seed = digest.digest()
         if not loaded.valid and loaded.size > 0:
             raise SessionError(f"Session file is not a valid pi session: {shown}")
         header = loaded.entries[0] if loaded.valid else None
         if cwd is None:
             cwd = header["cwd"] if isinstance(header, dict) and isinstance(header.get("cwd"), str) else os.getcwd()
-        import hashlib
-
-        seed = hashlib.sha256(data).digest()
         manager = cls(
             cwd,
             "",
@@ -382,7 +384,10 @@ class SessionManager:
             clock=None,
         )
         if loaded.valid:
-            manager._load_entries(loaded.entries, loaded.raw_lines, None)
+            if loaded.spans is not None and raw_path is not None:
+                manager._load_entries(loaded.entries, None, None, loaded.spans, raw_path)
+            else:
+                manager._load_entries(loaded.entries, loaded.raw_lines, None)
             manager.loaded_file = loaded
         return manager
 

@@ -333,3 +333,14 @@ def test_to_bytes_reproduces_lines_read_back_from_the_file(tmp_path):
     m.append_message(U("more"))
     assert m.to_bytes() == read_bytes(path)
     assert [line for _, line in m.iter_lines()][2] == '{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}'
+
+
+def test_load_readonly_v3_path_keeps_bytes_and_never_repairs(tmp_path):
+    path = tmp_path / "v3.jsonl"
+    data = write_lines(path, [header(), msg_entry("e1", None, U("a"))])[:-1]  # no final newline
+    path.write_bytes(data)
+    m = SessionManager.load_readonly(str(path))
+    assert read_bytes(path) == data
+    assert m.to_bytes() == data + b"\n"
+    assert m.get_leaf_id() == "e1" and m.get_cwd() == "/w/proj"
+    assert SessionManager.load_readonly(str(tmp_path / "missing.jsonl")).get_entries() == []
