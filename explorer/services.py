@@ -57,14 +57,18 @@ def session_lock(session_id: str) -> Iterator[None]:
         yield
 
 
+def _lock_row(session: Session) -> Session:
+    """Inside a transaction: the session row, locked on databases that can (PostgreSQL);
+    SQLite's ``BEGIN IMMEDIATE`` already holds the write lock."""
+    if connection.features.has_select_for_update:
+        return Session.objects.select_for_update().get(pk=session.pk)
+    return Session.objects.get(pk=session.pk)
+
+
 @contextmanager
 def _writer(session: Session) -> Iterator[Session]:
     with session_lock(session.session_id), transaction.atomic():
-        if connection.features.has_select_for_update:
-            locked = Session.objects.select_for_update().get(pk=session.pk)
-        else:
-            locked = Session.objects.get(pk=session.pk)
-        yield locked
+        yield _lock_row(session)
 
 
 @dataclass
@@ -123,23 +127,28 @@ def append_via_manager(
     (``SessionError``) propagate with nothing written.
     """
     last_error: Exception | None = None
-    for _attempt in range(5):
-        try:
-            with _writer(session) as locked:
-                target = _resolve_leaf(locked, user, leaf_id)
-                manager, storage = _manager_for(locked, target, user, path_only, targets)
-                value = fn(manager)
-                leaf = None
-                if move_cursor and user is not None and getattr(user, "is_authenticated", False):
-                    leaf = store.cursor_for(locked, user)
-                    leaf.entry_id = manager.get_leaf_id()
-                    leaf.save(update_fields=["entry_id", "updated"])
-                result = AppendResult(locked, list(storage.appended), leaf, value)
-                _on_commit_appended(result, user, source)
-            session.refresh_from_db()
-            return result
-        except store.IdCollision as exc:  # an 8-hex id already used off this path: retry
-            last_error = exc
+    # The process lock spans the transaction, the signals sent at its commit and the final
+    # refresh: every database access of a write happens while this thread is the writer.
+    with session_lock(session.session_id):
+        for _attempt in range(5):
+            try:
+                with transaction.atomic():
+                    locked = _lock_row(session)
+                    target = _resolve_leaf(locked, user, leaf_id)
+                    manager, storage = _manager_for(locked, target, user, path_only, targets)
+                    value = fn(manager)
+                    leaf = None
+                    if move_cursor and user is not None and getattr(user, "is_authenticated",
+                                                                    False):
+                        leaf = store.cursor_for(locked, user)
+                        leaf.entry_id = manager.get_leaf_id()
+                        leaf.save(update_fields=["entry_id", "updated"])
+                    result = AppendResult(locked, list(storage.appended), leaf, value)
+                    _on_commit_appended(result, user, source)
+                session.refresh_from_db()
+                return result
+            except store.IdCollision as exc:  # an 8-hex id already used off this path
+                last_error = exc
     raise RuntimeError(f"could not allocate a unique entry id: {last_error}")
 
 

@@ -156,7 +156,8 @@ def _run_check(env_extra: dict, *args: str):
 
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if k not in (
-        "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL")}
+        "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL",
+        "DJANGO_ALLOW_ASYNC_UNSAFE")}  # (browser tests set the last one for the whole run)
     env.update(env_extra)
     return subprocess.run([sys.executable, "manage.py", "check", *args], cwd=root, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -135,6 +135,11 @@ def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_mod
     set_role(user, "editor")
     session = services.import_bytes(small_session_bytes).session
     errors = []
+    # The test database is SQLite in memory with a shared cache, where a reader in another
+    # thread (live broadcasting reacts to every append) makes a writer fail at once instead
+    # of waiting; only the writers themselves are under test here.
+    saved = (signals.entries_appended.receivers, signals.cursor_moved.receivers)
+    signals.entries_appended.receivers, signals.cursor_moved.receivers = [], []
 
     def worker(n):
         from django.db import connection
@@ -148,10 +153,15 @@ def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_mod
             connection.close()
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        signals.entries_appended.receivers, signals.cursor_moved.receivers = saved
+        signals.entries_appended.sender_receivers_cache.clear()
+        signals.cursor_moved.sender_receivers_cache.clear()
     assert not errors
     positions = list(Entry.objects.filter(session=session).order_by("position")
                      .values_list("position", flat=True))
