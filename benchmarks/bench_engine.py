@@ -336,19 +336,14 @@ def write_results(text: str, notes: str, path: Path) -> None:
 
 NOTES = """\
 How to read it. Timings are the best of several runs in one process, next to a baseline
-taken in the same run; the machine is shared with other work, so absolute numbers move
-between runs and the ratios less so: open + context measured 1.6x-1.9x in repeated runs, and
-up to 2.5x while other benchmarks loaded the same 2 CPUs, so it sits close to its limit (the
-loader's per-line work besides orjson: decoding each line to str, the integer-key scan, and
-the index build). The leaf switch does not depend on the file size (one path walk from the id
-index). The memory target is not met: after `open`, the engine
-holds every entry parsed (Python dicts and strings: about 2.1x the file size for this mix of
-content, more where text is non-ASCII, because Python stores such a string with 2 or 4 bytes
-per character) plus the original text of every line as a str (1x for an ASCII line; a line
-with any non-ASCII character is widened to 2 or 4 bytes per character and gets a cached UTF-8
-copy when orjson parses it, so it costs 3-5x). Keeping the raw lines as bytes (parsing from
-bytes) measured 3.2x on this file; holding only an index of id/parentId/type per entry and
-parsing entries on demand along a path (all a context needs) would be near 1.2x (estimate)."""
+taken in the same run; the machine is shared with other work (2 CPUs), so absolute numbers
+move between runs and the ratios somewhat: open + context measured 1.3x-1.9x over repeated
+runs. The leaf switch does not depend on the file size: it is one walk up the path through
+the id index. Memory after open is the parsed entries (Python dicts and strings; a string
+with any non-ASCII character takes 2 or 4 bytes per character) plus an index; the manager
+keeps each line's byte span rather than its text, since the original bytes stay in the file.
+Earlier in this project the manager kept every line's text as well, which measured 3.7x on
+this file and failed the memory target."""
 
 
 def main(argv: list[str] | None = None) -> int:
