@@ -54,3 +54,24 @@ class ImportProblemAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+# Users with their role: the group list is where roles are assigned.
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.admin import UserAdmin  # noqa: E402
+
+from explorer.permissions import role_of  # noqa: E402
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class RoleUserAdmin(UserAdmin):
+    list_display = ("username", "role", "is_active", "is_superuser", "last_login")
+    list_filter = ("groups", "is_active", "is_superuser")
+
+    @admin.display(description="Role")
+    def role(self, obj) -> str:
+        return role_of(obj) or "—"

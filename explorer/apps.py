@@ -11,6 +11,13 @@ class ExplorerConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import m2m_changed
+
+        from explorer.permissions import sync_admin_staff
+
+        m2m_changed.connect(sync_admin_staff, sender=get_user_model().groups.through,
+                            dispatch_uid="explorer.sync_admin_staff")
         # Live broadcasting connects its signal receivers when present; the site works
         # without it (e.g. in a checkout that only has the core).
         try:

@@ -55,13 +55,25 @@ def ensure_groups() -> None:
 
 
 def set_role(user, role: str | None) -> None:
-    """Give ``user`` exactly one role group (or none)."""
+    """Give ``user`` exactly one role group (or none). Admins get staff status so they can
+    manage users in the Django admin."""
     ensure_groups()
     user.groups.remove(*Group.objects.filter(name__in=ROLES))
     if role:
         user.groups.add(Group.objects.get(name=role))
     if hasattr(user, "_explorer_role"):
         del user._explorer_role
+
+
+def sync_admin_staff(sender, instance, action: str, pk_set=None, reverse: bool = False,
+                     **kwargs) -> None:
+    """``m2m_changed`` receiver: joining the admin group grants staff status (the Django
+    admin needs it), whoever assigned the group."""
+    if action != "post_add" or reverse or not pk_set:
+        return
+    if Group.objects.filter(pk__in=pk_set, name=ADMIN).exists() and not instance.is_staff:
+        instance.is_staff = True
+        instance.save(update_fields=["is_staff"])
 
 
 def _require(role: str, *, writes_only: bool) -> Callable:

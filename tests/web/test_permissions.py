@@ -191,3 +191,19 @@ def test_security_headers_and_cookies(admin_client):
     assert response["X-Frame-Options"] == "DENY"
     assert response["X-Content-Type-Options"] == "nosniff"
     assert response["Referrer-Policy"] == "same-origin"
+
+
+def test_admins_manage_users_in_the_django_admin(admin_client, viewer_user):
+    from django.contrib.auth.models import Group
+
+    response = admin_client.get("/admin/auth/user/")
+    assert response.status_code == 200
+    assert b"vera" in response.content and b"viewer" in response.content
+    # Giving someone the admin role in the admin grants staff status too.
+    viewer_user.groups.add(Group.objects.get(name="admin"))
+    viewer_user.refresh_from_db()
+    assert viewer_user.is_staff
+
+
+def test_editors_cannot_open_the_django_admin(editor_client):
+    assert editor_client.get("/admin/auth/user/").status_code == 302
