@@ -57,6 +57,18 @@ def _version(header: dict[str, Any]) -> Any:
     return 1 if version is None else version
 
 
+def _legacy_version(data: bytes, header_line: int) -> Any:
+    """The file's own version when it is below 3 (the loaded header was migrated in place)."""
+    line = data.split(b"\n", header_line)[header_line - 1]
+    try:
+        header = jsonfmt.loads(line)
+    except ValueError:
+        return None
+    version = _version(header) if isinstance(header, dict) else 3
+    legacy = not isinstance(version, (int, float)) or isinstance(version, bool) or version < 3
+    return version if legacy else None
+
+
 def load_for_inspection(path: str) -> Inspected:
     """An in-memory manager over the file's current content; raises CliError on bad input."""
     from .manager import SessionManager  # imported late: the CLI's --help must not need it
@@ -68,15 +80,10 @@ def load_for_inspection(path: str) -> Inspected:
         manager = SessionManager.load_readonly(data, path=os.path.abspath(path))
     except SessionError as exc:
         raise CliError(str(exc)) from exc
-    del data  # the manager holds what it needs; large files should not be kept twice
     loaded = getattr(manager, "loaded_file", None)
     line_numbers = list(loaded.line_numbers) if loaded is not None else []
-    migrated_from = None
-    if loaded is not None and loaded.raw_lines:
-        # The header object was migrated in place; its original line tells the old version.
-        version = _version(jsonfmt.loads(loaded.raw_lines[0]))
-        legacy = not isinstance(version, (int, float)) or isinstance(version, bool) or version < 3
-        migrated_from = version if legacy else None
+    migrated_from = _legacy_version(data, line_numbers[0]) if line_numbers else None
+    del data  # the manager holds what it needs; large files should not be kept twice
     return Inspected(
         path=path,
         manager=manager,

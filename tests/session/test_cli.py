@@ -366,7 +366,7 @@ def test_real_files_are_read_in_place_without_modification(fixture: Path) -> Non
     assert len(records) > 1000
     assert records[0]["parentId"] is None
     assert all(r["parentId"] == prev["id"] for prev, r in zip(records, records[1:], strict=False))
-    run("show", fixture)
+    assert "version 1, migrated in memory" in run("show", fixture).stdout
     run("tree", fixture, "--json")
     (context,) = json_lines(run("context", fixture, "--json"))
     assert context["leafId"] == records[-1]["id"]
