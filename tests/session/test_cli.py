@@ -447,6 +447,9 @@ def test_ten_thousand_deep_linear_session(tmp_path: Path) -> None:
     assert len(context["messages"]) == depth
     assert context["entryIds"][0] == "00000000"
     run("compact", path, "--dry-run", "--json")
+    (records,) = json_lines(run("entries", path, "--json"))
+    assert len(records) == depth
+    run("validate", path)
 
 
 # ---------------------------------------------------------------------------------------------
