@@ -160,10 +160,13 @@ def fold_tree(
     starts = [root_id] if root_id and root_id in by_id else roots
     sizes = _subtree_sizes(starts, children)
 
+    root_set = set(roots)
+
     def naturally_interesting(nid: str) -> bool:
         n = by_id[nid]
         return (
-            len(children.get(nid, ())) != 1
+            nid in root_set
+            or len(children.get(nid, ())) != 1
             or bool(n.label)
             or n.type in DISTINCT_TYPES
             or nid in keep

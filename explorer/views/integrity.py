@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.cache import cache
@@ -11,6 +12,7 @@ from django.views.decorators.http import require_GET
 from explorer import treedata
 from explorer.models import Entry, ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session import jsonfmt
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/integrity.html"
@@ -33,7 +35,7 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
     line = {r[0]: r[4] for r in rows}
     kind = {r[0]: (r[2], r[3]) for r in rows}
     out: dict[str, list[dict[str, Any]]] = {
-        k: [] for k in ("dangling", "cycles", "compactions", "edits", "orphan_results")
+        k: [] for k in ("dangling", "cycles", "compactions", "edits")
     }
     for eid, pid, *_ in rows:
         if pid and pid not in parent and len(out["dangling"]) < LIMIT:
@@ -100,42 +102,80 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
                 )
             if problem and len(out["edits"]) < LIMIT:
                 out["edits"].append({"id": eid, "line": line[eid], "detail": problem})
-    # Tool results: the call must be in an assistant message above them (near: same turn).
-    results = [r[0] for r in rows if r[3] == "toolResult"]
+    cache.set(key, out, 3600)
+    return out
+
+
+_CALL_ID = re.compile(r'"toolCallId":"((?:[^"\\]|\\.)*)"')
+_CALL_BLOCK = re.compile(r'"type":"toolCall","id":"((?:[^"\\]|\\.)*)"')
+
+
+def _call_ids(raw: str) -> set[str]:
+    found = set(_CALL_BLOCK.findall(raw))
+    if found or '"toolCall"' not in raw:
+        return found
+    try:  # unusual key order: parse properly
+        m = jsonfmt.loads(raw).get("message") or {}
+    except (ValueError, AttributeError):
+        return set()
+    content = m.get("content") if isinstance(m, dict) else None
+    return {
+        jsonfmt.dumps(b.get("id"))[1:-1]
+        for b in content or []
+        if isinstance(content, list) and isinstance(b, dict) and b.get("type") == "toolCall"
+    }
+
+
+def check_tool_results(session) -> list[dict[str, Any]]:
+    """Tool results whose call id appears in no assistant message above them (within the
+    turn). Reads every tool result and assistant line, so it runs on request and is cached;
+    ids are matched on the JSON text (both sides spelled the same way)."""
+    key = "explorer:integrity-tools:" + treedata.content_key(session)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    rows = list(
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("entry_id", "parent_id", "role", "line_no")
+    )
+    parent = {r[0]: r[1] for r in rows}
+    role = {r[0]: r[2] for r in rows}
+    line = {r[0]: r[3] for r in rows}
+    out: list[dict[str, Any]] = []
+    results = [r[0] for r in rows if r[2] == "toolResult"]
     for k in range(0, len(results), 2000):
         chunk = results[k : k + 2000]
-        parents = {}
+        owner: dict[str, str | None] = {}
         for rid in chunk:
-            anc = []
-            for a in ancestors(rid, 64):
-                if kind[a][1] == "assistant":
-                    anc.append(a)
+            cur, steps, found = parent.get(rid), 0, None
+            while cur and cur in parent and steps < 64:
+                if role.get(cur) == "assistant":
+                    found = cur
                     break
-            parents[rid] = anc[0] if anc else None
-        rdata = treedata.load_entries(session, chunk + [p for p in parents.values() if p])
+                cur, steps = parent[cur], steps + 1
+            owner[rid] = found
+        raws = dict(
+            Entry.objects.filter(
+                session=session, entry_id__in=chunk + [a for a in owner.values() if a]
+            ).values_list("entry_id", "raw")
+        )
+        calls: dict[str, set[str]] = {}
         for rid in chunk:
-            m = rdata.get(rid, {}).get("message") or {}
-            cid = m.get("toolCallId") if isinstance(m, dict) else None
-            a = parents[rid]
-            am = (rdata.get(a, {}).get("message") or {}) if a else {}
-            calls = (
-                {
-                    b.get("id")
-                    for b in am.get("content") or []
-                    if isinstance(b, dict) and b.get("type") == "toolCall"
-                }
-                if isinstance(am.get("content"), list)
-                else set()
-            )
-            if cid not in calls and len(out["orphan_results"]) < LIMIT:
-                out["orphan_results"].append(
+            m = _CALL_ID.search(raws.get(rid, ""))
+            cid = m.group(1) if m else None
+            a = owner[rid]
+            if a is not None and a not in calls:
+                calls[a] = _call_ids(raws.get(a, ""))
+            if (a is None or cid not in calls[a]) and len(out) < LIMIT:
+                out.append(
                     {"id": rid, "line": line[rid], "detail": f"no assistant call {cid} above it"}
                 )
     cache.set(key, out, 3600)
     return out
 
 
-def integrity_panel(session) -> dict[str, Any]:
+def integrity_panel(session, *, with_tools: bool = False) -> dict[str, Any]:
     found = check_integrity(session)
     sections = [
         (
@@ -154,16 +194,13 @@ def integrity_panel(session) -> dict[str, Any]:
             "Edits whose target cannot be edited",
             "The edit has no effect (or hides a non-editable entry).",
         ),
-        (
-            "orphan_results",
-            "Tool results without calls",
-            "No assistant tool call with that id above the result.",
-        ),
     ]
     problems = list(ImportProblem.objects.filter(session=session)[:200])
+    tools = check_tool_results(session) if with_tools else None
     return {
         "sections": [{"key": k, "title": t, "help": h, "items": found[k]} for k, t, h in sections],
-        "total": sum(len(v) for v in found.values()),
+        "tools": tools,
+        "total": sum(len(v) for v in found.values()) + len(tools or []),
         "import_problems": problems,
     }
 
@@ -174,5 +211,7 @@ def integrity_view(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "integrity", cursor)
-    ctx.update(integrity_panel(session))
-    return render_panel(request, TEMPLATE, "integrity-panel", ctx)
+    with_tools = request.GET.get("section") == "tools"
+    ctx.update(integrity_panel(session, with_tools=with_tools))
+    partial = "tool-results" if with_tools else "integrity-panel"
+    return render_panel(request, TEMPLATE, partial, ctx)

@@ -123,6 +123,26 @@ def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str
     }
 
 
+def _default_folds(rows: list, selected: str | None) -> tuple[set[int], set[int]]:
+    """Side branches of the active route start folded, so the route reads as one column;
+    a branch holding the selected entry stays open. Returns (collapsed rows, hidden rows)."""
+    collapsed: set[int] = set()
+    hidden: set[int] = set()
+    n = 0
+    while n < len(rows):
+        item, indent = rows[n]
+        if item.active and len(item.children) > 1:
+            end = n + 1
+            while end < len(rows) and rows[end][1] > indent:
+                end += 1
+            inside = range(n + 1, end)
+            if inside and not any(rows[k][0].entry_id == selected for k in inside):
+                collapsed.add(n)
+                hidden.update(inside)
+        n += 1
+    return collapsed, hidden
+
+
 def render_tree_rows(session, model, selected: str | None, cursor: str | None) -> SafeString:
     """The indented text tree as HTML. Built here rather than with a template include per
     row: a folded tree has up to a few hundred rows and this keeps the page's cost flat."""
@@ -130,7 +150,9 @@ def render_tree_rows(session, model, selected: str | None, cursor: str | None) -
     entry_url = reverse("explorer:entry", args=[session.pk])
     chain_url = reverse("explorer:tree_chain", args=[session.pk])
     out: list[str] = []
-    for item, indent in model.graph.rows():
+    rows = model.graph.rows()
+    collapsed, hidden = _default_folds(rows, selected)
+    for n, (item, indent) in enumerate(rows):
         node = item.node
         role = (node.role or node.type) if node else item.kind
         title = node.title if node else model.titles.get(item.entry_id, "")
@@ -145,6 +167,8 @@ def render_tree_rows(session, model, selected: str | None, cursor: str | None) -
             classes.append("branch")
         if selected and item.entry_id == selected and item.kind == "entry":
             classes.append("selected")
+        if n in collapsed:
+            classes.append("collapsed")
         labelled = bool(node and node.label)
         tool = bool(node and (node.role == "toolResult" or "[" in (node.title or "")))
         q = urlencode({"id": item.entry_id})
@@ -185,7 +209,7 @@ def render_tree_rows(session, model, selected: str | None, cursor: str | None) -
         out.append(
             format_html(
                 '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
-                'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}</li>',
+                'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}{}>{}</li>',
                 " ".join(classes),
                 item.entry_id,
                 item.kind,
@@ -195,7 +219,10 @@ def render_tree_rows(session, model, selected: str | None, cursor: str | None) -
                 "1" if tool else "0",
                 indent + 1,
                 indent,
-                mark_safe(' aria-expanded="true"') if branch else "",
+                mark_safe(' aria-expanded="{}"'.format("false" if n in collapsed else "true"))
+                if branch
+                else "",
+                mark_safe(" hidden") if n in hidden else "",
                 body,
             )  # fmt: skip
         )
