@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON array")
     p.set_defaults(func=cmd_entries)
 
-    p = sub.add_parser("tree", help="the tree (SPEC 3.9 order); with --json {\"roots\": [...]}")
+    p = sub.add_parser("tree", help="the tree, children oldest first; with --json {\"roots\": [...]}")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_tree, leaf=None)
