@@ -110,6 +110,12 @@
       if (entry && window.htmx && isNodeLink) {
         e.preventDefault();
         openEntry(entry, href);
+      } else if (window.htmx && (url.searchParams.has("expand") || url.searchParams.has("root"))) {
+        // Unfold a chain or open a subtree: swap the tree and graph in place.
+        e.preventDefault();
+        window.htmx.ajax("GET", url.pathname + url.search, { target: "#tree-and-graph", swap: "outerHTML" }).then(function () {
+          history.pushState(null, "", url.pathname + url.search + "#graph");
+        });
       }
     });
     $all("[data-zoom]").forEach(function (b) {
@@ -215,7 +221,7 @@
       else if (e.key === "End") { e.preventDefault(); setFocus(list[list.length - 1]); }
       else if (e.key === "ArrowRight") {
         e.preventDefault();
-        if (li.getAttribute("data-kind") === "chain") { var a = $("a", li); if (a && window.htmx) { window.htmx.trigger(a, "click"); } else if (a) { a.click(); } }
+        if (li.getAttribute("data-kind") === "chain") { var a = $("a", li); if (a) { a.click(); } }
         else if (li.classList.contains("collapsed")) { fold(li, false); }
         else if (list[i + 1]) { setFocus(list[i + 1]); }
       } else if (e.key === "ArrowLeft") {
@@ -267,12 +273,19 @@
     if (help) { help.addEventListener("click", function (e) { if (e.target === help) { help.hidden = true; } }); }
   }
 
-  function init() { initGraph(); initTree(); initKeys(); }
+  var bound = new WeakSet();
+  function init() {
+    var vp = $("#graph"); var tree = $("#text-tree");
+    if (vp) { bound.add(vp); } if (tree) { bound.add(tree); }
+    initGraph(); initTree(); initKeys();
+  }
+  function rebind() {
+    var vp = $("#graph");
+    if (vp && !bound.has(vp)) { bound.add(vp); initGraph(); }
+    var tree = $("#text-tree");
+    if (tree && !bound.has(tree)) { bound.add(tree); initTree(); }
+    else if (tree) { applyFilter(tree.getAttribute("data-filter") || "all"); }
+  }
+  document.addEventListener("htmx:afterSettle", rebind);
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
-  document.addEventListener("htmx:afterSwap", function (e) {
-    if (e.detail && e.detail.target && (e.detail.target.id === "graph-panel" || e.detail.target.id === "tree-and-graph")) { initGraph(); initTree(); }
-    if (e.detail && e.detail.target && e.detail.target.closest && e.detail.target.closest("#text-tree")) {
-      applyFilter(($("#text-tree") || document.body).getAttribute("data-filter") || "all");
-    }
-  });
 })();

@@ -32,7 +32,9 @@ def browser_page(live_server, transactional_db, django_user_model):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
         context = browser.new_context(viewport={"width": 1500, "height": 950})
-        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}])
+        context.add_cookies(
+            [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
+        )
         page = context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -111,4 +113,40 @@ def test_it_searches_and_jumps_to_a_hit(demo, browser_page):
     hit.click()
     expect(page.locator("#entry-panel")).to_contain_text("hello world")
     page.screenshot(path=str(SHOTS / "search-hit.png"))
+    assert page.errors == []
+
+
+@pytest.fixture
+def generated(transactional_db, tmp_path):
+    from benchmarks.gen_session import generate_session
+    from explorer import store
+
+    path = tmp_path / "gen.jsonl"
+    generate_session(str(path), entries=400, branch_points=4, seed=5)
+    return store.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
+
+
+def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{generated.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    before = page.locator("#graph .graph-canvas g.node").count()
+    page.locator("#graph .graph-canvas g.ge-chain a").first.click()
+    expect(page.locator("#graph .graph-canvas g.node")).not_to_have_count(before)
+    assert "expand=" in page.url
+    page.screenshot(path=str(SHOTS / "graph-unfolded.png"))
+    # Keyboard: → on a chain row unfolds it in place (loaded on demand).
+    chain_row = page.locator("#text-tree > li.tr-chain:not([hidden])").first
+    chain_row.focus()
+    rows_before = page.locator("#text-tree > li").count()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#text-tree > li")).not_to_have_count(rows_before)
+    # Filters hide everything but user messages.
+    page.get_by_role("link", name="User only").click()
+    visible_roles = page.eval_on_selector_all(
+        "#text-tree > li.tr-entry",
+        "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.role)",
+    )
+    assert visible_roles and set(visible_roles) == {"user"}
+    page.screenshot(path=str(SHOTS / "tree-user-only.png"))
     assert page.errors == []
