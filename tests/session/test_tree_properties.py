@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -211,3 +212,64 @@ def test_deep_cycle_is_reported_and_walks_stop():
     report = validate_bytes(data)
     assert [p.code for p in report.errors] == ["parent-cycle"]
     assert f"{n} entries" in report.errors[0].message
+
+
+_odd_ids = st.one_of(
+    st.sampled_from(["a", "b", "c", "", "root"]),
+    st.none(),
+    st.integers(0, 3),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+    st.booleans(),
+)
+_odd_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.one_of(
+            st.sampled_from(["message", "label", "compaction", "context_edit", "custom_message", "session_info", "session", "weird"]),
+            json_values,
+        ),
+        "id": _odd_ids,
+        "parentId": _odd_ids,
+        "timestamp": st.sampled_from(["2025-01-01T00:00:00.000Z", "bad", 5, None]),
+        "message": json_values,
+        "targetId": _odd_ids,
+        "label": json_values,
+        "replacement": json_values,
+        "firstKeptEntryId": _odd_ids,
+        "firstKeptEntryIndex": json_values,
+        "name": json_values,
+        "systemMessage": json_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_odd_entry, json_values), max_size=8), st.sampled_from([1, 2, 3, None]))
+def test_pathological_files_never_crash_loading_queries_or_diagnostics(body, version):
+    from explorer.session.errors import SessionError
+
+    head = {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"}
+    if version:
+        head["version"] = version
+    data = ("\n".join(jsonfmt.dumps(x) for x in [head, *body]) + "\n").encode()
+    report = validate_bytes(data)
+    assert report.header is not None
+    m = SessionManager.load_readonly(data)
+    m.get_tree()
+    m.get_branch()
+    m.to_bytes()
+    m.get_session_name()
+    m.get_leaf_entry()
+    for entry in m.get_entries()[:3]:
+        key = entry.get("id")
+        m.get_children(key)
+        m.get_branch(key)
+        m.get_label(key)
+        with contextlib.suppress(SessionError):
+            m.create_branched_session(key)
+    try:
+        m.append_label_change("nope", "x")
+    except SessionError as error:
+        assert str(error) == "Entry nope not found"
+    assert m.append_message(U("x")) == m.get_leaf_id()
