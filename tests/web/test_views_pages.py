@@ -39,3 +39,87 @@ def test_it_renders_htmx_partial(viewer_client, session, name, params, partial_i
     html = r.content.decode()
     assert "<html" not in html
     assert f'id="{partial_id}"' in html
+
+
+FORMS = [
+    ("explorer:edit", {"target": "d4e5f6a7", "mode": "replace"}, "edit-form"),
+    ("explorer:label", {"target": "d4e5f6a7"}, "label-form"),
+    ("explorer:rename", {}, "rename-form"),
+    ("explorer:navigate", {"target": "e5f6a7b8"}, "navigate-form"),
+    ("explorer:compact", {}, "compact-form"),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "partial_id"), FORMS)
+def test_it_renders_action_forms_as_page_and_partial(
+    editor_client, session, name, params, partial_id
+):
+    url = reverse(name, args=[session.pk])
+    full = editor_client.get(url, params)
+    assert full.status_code == 200
+    assert "<html" in full.content.decode() and f'id="{partial_id}"' in full.content.decode()
+    part = editor_client.get(url, params, headers={"HX-Request": "true"})
+    assert part.status_code == 200
+    assert "<html" not in part.content.decode() and f'id="{partial_id}"' in part.content.decode()
+
+
+def test_it_serves_the_graph_as_svg(viewer_client, session):
+    r = viewer_client.get(reverse("explorer:graph_svg", args=[session.pk]))
+    assert r.status_code == 200
+    assert r["Content-Type"] == "image/svg+xml"
+    assert r.content.decode().lstrip().startswith("<svg")
+    assert "default-src 'none'" in r["Content-Security-Policy"]
+
+
+def test_it_unfolds_a_chain_on_request(viewer_client, session):
+    r = viewer_client.get(reverse("explorer:tree_chain", args=[session.pk]), {"first": "b2c3d4e5"})
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert 'data-id="b2c3d4e5"' in html and 'data-id="c3d4e5f6"' in html
+
+
+def test_permalinks_to_leaf_and_entry(viewer_client, session):
+    r = viewer_client.get(
+        reverse("explorer:session_detail", args=[session.pk]),
+        {"leaf": "e5f6a7b8", "entry": "a1b2c3d4"},
+    )
+    html = r.content.decode()
+    assert 'data-entry-id="a1b2c3d4"' in html  # the entry opens in the side panel
+    ctx = viewer_client.get(
+        reverse("explorer:context", args=[session.pk]), {"leaf": "e5f6a7b8"}
+    ).content.decode()
+    assert "Another route." in ctx and "The file says hello world." not in ctx
+
+
+def test_unknown_entries_and_sessions_are_404(viewer_client, session):
+    assert (
+        viewer_client.get(reverse("explorer:entry", args=[session.pk]), {"id": "nope"}).status_code
+        == 404
+    )
+    assert (
+        viewer_client.get(reverse("explorer:session_detail", args=[session.pk + 999])).status_code
+        == 404
+    )
+
+
+def test_entry_raw_json_loads_on_demand(viewer_client, session):
+    url = reverse("explorer:entry", args=[session.pk])
+    lazy = viewer_client.get(
+        url, {"id": "b2c3d4e5"}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "&quot;toolCall&quot;" not in lazy.split("raw-body")[1]
+    raw = viewer_client.get(
+        url, {"id": "b2c3d4e5", "raw": "1"}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "&quot;toolCall&quot;" in raw and "<html" not in raw
+
+
+def test_tool_calls_are_paired_with_results(viewer_client, session):
+    html = viewer_client.get(
+        reverse("explorer:entry", args=[session.pk]), {"id": "b2c3d4e5"}
+    ).content.decode()
+    assert "result in" in html and "c3d4e5f6" in html and "hello world" in html
+    back = viewer_client.get(
+        reverse("explorer:entry", args=[session.pk]), {"id": "c3d4e5f6"}
+    ).content.decode()
+    assert "Result of" in back and "b2c3d4e5" in back
