@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import jsonfmt
-from .entries import CURRENT_SESSION_VERSION, migrate_session_entries, session_version
+from .entries import (
+    CURRENT_SESSION_VERSION,
+    migrate_session_entries,
+    session_version,
+    version_number,
+)
 from .ids import deterministic_rng
 from .loading import LoadedFile, parse_bytes
 
@@ -193,22 +198,26 @@ def validate_bytes(data: bytes, *, path: str = "") -> ValidationReport:
     header = entries[0]
     report.header = header
     raw_version = session_version(entries)
-    version = raw_version if isinstance(raw_version, int) and not isinstance(raw_version, bool) else None
-    report.version = version
-    if version is None or version < CURRENT_SESSION_VERSION:
-        shown = raw_version if version is None else version
+    number = version_number(raw_version)
+    legacy = not number >= CURRENT_SESSION_VERSION  # NaN counts as legacy, as in Pi
+    is_int = isinstance(raw_version, int) and not isinstance(raw_version, bool)
+    report.version = raw_version if is_int else (int(number) if number == number and float(number).is_integer() else None)
+    if legacy:
         chk.add(
             numbers[0],
             "warning",
             "legacy-version",
-            f"legacy version {_short(shown)}: migrated to {CURRENT_SESSION_VERSION} in memory "
-            "(Pi rewrites the file on open)",
+            f"legacy version {_short(raw_version)}: migrated to {CURRENT_SESSION_VERSION} in "
+            "memory (Pi rewrites the file on open)",
         )
-    elif version > CURRENT_SESSION_VERSION:
-        chk.add(numbers[0], "warning", "newer-version", f"version {version} is newer than 3")
+    else:
+        if not is_int:
+            chk.add(numbers[0], "warning", "odd-version", f"version {_short(raw_version)} is not an integer")
+        if number > CURRENT_SESSION_VERSION:
+            chk.add(numbers[0], "warning", "newer-version", f"version {_short(raw_version)} is newer than 3")
 
     # Check the tree as Pi sees it: after in-memory migration with reproducible ids.
-    if version is None or version < CURRENT_SESSION_VERSION:
+    if legacy:
         entries = [jsonfmt.loads(line) for line in loaded.raw_lines]
         migrate_session_entries(entries, deterministic_rng(hashlib.sha256(data).digest()))
 

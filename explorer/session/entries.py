@@ -29,6 +29,7 @@ __all__ = [
     "session_version",
     "thinking_level_change_entry",
     "usage_entry",
+    "version_number",
 ]
 
 CURRENT_SESSION_VERSION = 3
@@ -205,7 +206,7 @@ def session_info_entry(entry_id: str, parent_id: Any, timestamp: str, name: Any)
 # Migration (SPEC section 1.6)
 
 
-def _to_number(value: Any) -> float:
+def version_number(value: Any) -> float:
     """JavaScript `ToNumber` for the values a hand-written `version` may hold."""
     if isinstance(value, bool):
         return 1.0 if value else 0.0
@@ -235,8 +236,8 @@ def _to_number(value: Any) -> float:
         if len(value) == 1:
             inner = value[0]
             if isinstance(inner, (list, dict)):
-                return _to_number(inner) if isinstance(inner, list) else math.nan
-            return 0.0 if inner is None else _to_number(inner if not isinstance(inner, bool) else str(inner).lower())
+                return version_number(inner) if isinstance(inner, list) else math.nan
+            return 0.0 if inner is None else version_number(inner if not isinstance(inner, bool) else str(inner).lower())
         return math.nan
     return math.nan
 
@@ -314,7 +315,7 @@ def migrate_session_entries(entries: list[Any], rng: RandomSource | None = None)
     `rng` supplies the ids assigned to version-1 entries (inject a deterministic source for
     reproducible read-only migration).
     """
-    version = _to_number(session_version(entries))
+    version = version_number(session_version(entries))
     if version >= CURRENT_SESSION_VERSION:
         return False
     if version < 2:

@@ -162,3 +162,15 @@ def test_deep_chain_validates_without_recursion():
     lines.append({"type": "context_edit", "id": "edit", "parentId": "e19999", "timestamp": "t", "targetId": "e0", "replacement": None})
     report = validate_bytes(_data(lines))
     assert report.ok and report.problems == []
+
+
+def test_version_values_follow_javascript_comparisons():
+    def codes_for(version):
+        head = {"type": "session", "version": version, "id": "s", "timestamp": "t", "cwd": "/w"}
+        return validate_bytes(_data([head, msg_entry("a", None, U("x"))])).codes()
+
+    assert codes_for("3") == ["odd-version"]  # "3" >= 3 in JavaScript: not migrated
+    assert codes_for(4) == ["newer-version"]
+    assert codes_for(2) == ["legacy-version"]
+    assert codes_for("x") == ["legacy-version"]  # NaN: Pi rewrites without changes
+    assert codes_for(None) == ["legacy-version"]
