@@ -452,13 +452,19 @@ def _is_command(text: str) -> bool:
 
 
 def extract_references(
-    texts: Iterable[str], *, commands: Iterable[str] = (), known_ids: Iterable[str] = ()
+    texts: Iterable[str],
+    *,
+    commands: Iterable[str] = (),
+    known_ids: Iterable[str] = (),
+    outputs: Iterable[str] = (),
 ) -> dict[str, list[str]]:
     """The checkable facts in some history: file paths, entry ids, URLs, commands, numbers.
 
     Entry ids are only recognised when they name a real entry (8 hex digits are too common
     otherwise). Numbers are kept when they carry information (three or more digits, or a
-    decimal), so list markers and small counts do not drown the check.
+    decimal), so list markers and small counts do not drown the check. `outputs` (tool
+    results) are scanned for paths, URLs and entry ids but not for numbers or commands: line
+    numbers and listings there are noise no summary should be expected to keep.
     """
     ids = set(known_ids)
     found: dict[str, dict[str, None]] = {k: {} for k in REFERENCE_KINDS}
@@ -472,18 +478,20 @@ def extract_references(
         first = cmd.strip().splitlines()[0] if cmd.strip() else ""
         if first:
             add("command", first[:200])
-    for text in texts:
+    quiet = [(t, True) for t in outputs]
+    for text, is_output in [*((t, False) for t in texts), *quiet]:
         if not text:
             continue
         rest = text
         for m in _URL.finditer(text):
             add("url", m.group(0).rstrip(".,;:!?"))
         rest = _URL.sub(" ", rest)
-        for m in _BACKTICK.finditer(rest):
-            if _is_command(m.group(1)):
+        if not is_output:
+            for m in _BACKTICK.finditer(rest):
+                if _is_command(m.group(1)):
+                    add("command", m.group(1))
+            for m in _PROMPT.finditer(rest):
                 add("command", m.group(1))
-        for m in _PROMPT.finditer(rest):
-            add("command", m.group(1))
         for m in _PATH.finditer(rest):
             v = m.group(0)
             if "/" in v or "." in v:
@@ -491,6 +499,8 @@ def extract_references(
         for m in _HEX_ID.finditer(rest):
             if m.group(0) in ids:
                 add("entry_id", m.group(0))
+        if is_output:
+            continue
         scrub = _PATH.sub(" ", _HEX_ID.sub(" ", rest))
         for m in _NUMBER.finditer(scrub):
             v = m.group(0).rstrip(",")
@@ -633,7 +643,12 @@ def compaction_info(
 
 
 def survival_for(info: CompactionInfo, known_ids: Iterable[str] = ()) -> SurvivalReport:
-    texts = [entry_text(e) for e in info.replaced]
+    texts = [
+        entry_text(e) for e in info.replaced if entry_role(e) not in ("toolResult", "bashExecution")
+    ]
+    outputs = [
+        entry_text(e) for e in info.replaced if entry_role(e) in ("toolResult", "bashExecution")
+    ]
     commands = []
     for e in info.replaced:
         for call in tool_calls_of(e):
@@ -644,7 +659,7 @@ def survival_for(info: CompactionInfo, known_ids: Iterable[str] = ()) -> Surviva
         if m is not None and m.get("role") == "bashExecution" and isinstance(m.get("command"), str):
             commands.append(m["command"])
     ids = set(known_ids) | {str(e.get("id")) for e in info.replaced}
-    refs = extract_references(texts, commands=commands, known_ids=ids)
+    refs = extract_references(texts, commands=commands, known_ids=ids, outputs=outputs)
     summary = info.entry.get("summary") if isinstance(info.entry.get("summary"), str) else ""
     return reference_survival(refs, summary)
 

@@ -142,3 +142,9 @@ def test_timeline_marks_compactions_and_edits():
     assert points[0].reported == 100
     chart = timeline_svg_data(points, marks, len(path))
     assert chart["projected"].count(",") == 3 and len(chart["marks"]) == 3
+
+
+def test_tool_output_numbers_are_not_references():
+    refs = extract_references(["kept 4096 rows"], outputs=["811: line 99999 of src/out.py"])
+    assert refs["number"] == ["4096"]
+    assert "src/out.py" in refs["path"]
