@@ -400,7 +400,7 @@ def _context(path: Sequence[dict[str, Any]]) -> SessionContext:
             if type(message) is dict and message.get("content") is not None:
                 add_message(message)
                 continue
-        elif kind in _SILENT_TYPES:
+        elif type(kind) is str and kind in _SILENT_TYPES:
             continue
         messages.extend(_entry_messages(entry, index, edits))
     return SessionContext(messages, thinking_level, model)
@@ -414,7 +414,8 @@ def _entry_messages(
     if kind == "compaction" and index > 0:
         # Only the newest compaction (always first) contributes checkpoint and summary.
         return []
-    messages = [] if kind in _SILENT_TYPES else session_entry_to_context_messages(entry)
+    silent = type(kind) is str and kind in _SILENT_TYPES
+    messages = [] if silent else session_entry_to_context_messages(entry)
     if edits:
         edit = _lookup(edits, entry.get("id"))
         if edit is not None:

@@ -556,3 +556,18 @@ def test_s52_branch_relative_edits_via_manager():
     assert text() == "one"
     manager.branch(a1)
     assert text() == "orig"
+
+
+def test_unhashable_entry_type_contributes_nothing_instead_of_raising():
+    # Hand-written files can carry any JSON as `type`; such entries are unknown and silent.
+    from explorer.session.context import build_session_context, build_session_projection
+
+    entries = [
+        {"type": [], "id": "a", "parentId": None, "timestamp": "x"},
+        {"type": {"k": 1}, "id": "b", "parentId": "a", "timestamp": "x"},
+        {"type": "message", "id": "c", "parentId": "b", "timestamp": "x",
+         "message": {"role": "user", "content": "hi", "timestamp": 1}},
+    ]
+    assert build_session_context(entries).messages == [entries[2]["message"]]
+    projection = build_session_projection(entries)
+    assert [len(item.messages) for item in projection.entries] == [0, 0, 1]
