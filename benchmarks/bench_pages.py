@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["SESSIONS_VAR_DIR"] = str(tmp)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
     os.environ.setdefault("DEBUG", "0")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-0123456789abcdefghij")
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + "k" * 60)
     os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
     os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
     os.environ["STATIC_ROOT"] = str(tmp / "static")
