@@ -288,6 +288,7 @@ def align_projection(
         if src.get("type") == "context_edit":
             edits[src.get("targetId")] = src
 
+    context_target_ids = {pe.source_entry.get("id") for pe in projection.entries}
     rows: list[AlignedRow] = []
     for i, entry in enumerate(path):
         raw_msgs = session_entry_to_context_messages(entry)
@@ -355,7 +356,19 @@ def align_projection(
                 )
             row.cause_id = edit.get("id")
         elif not msgs:
-            if kind in NOT_MODEL_TYPES:
+            if kind == "context_edit":
+                target = entry.get("targetId")
+                winner = edits.get(target)
+                row.status = "metadata"
+                if target not in context_target_ids:
+                    row.reason = (
+                        f"context edit of {target}: no effect, the target is not in context"
+                    )
+                elif winner is not entry:
+                    row.reason = f"context edit of {target}: superseded by the later edit {winner.get('id') if winner else '?'}"
+                else:
+                    row.reason = f"context edit: {'hides' if entry.get('replacement') is None else 'replaces'} {target}"
+            elif kind in NOT_MODEL_TYPES:
                 row.status, row.reason = "metadata", f"not model content: {NOT_MODEL_TYPES[kind]}"
             elif kind == "branch_summary":
                 row.status, row.reason = "metadata", "empty branch summary: contributes nothing"

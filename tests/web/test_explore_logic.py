@@ -65,6 +65,7 @@ def test_alignment_explains_every_difference():
     assert status["l1"][0] == "metadata" and "label" in status["l1"][1]
     assert status["a3"] == ("hidden", "hidden by context edit e1")
     assert status["u3"] == ("replaced", "content replaced by context edit e2")
+    assert status["e1"] == ("metadata", "context edit: hides a3")
     c9 = next(r for r in view.rows if r.id == "c9")
     assert c9.order == [1]  # the summary is the first thing the model sees
     assert view.compaction_id == "c9"
@@ -148,3 +149,18 @@ def test_tool_output_numbers_are_not_references():
     refs = extract_references(["kept 4096 rows"], outputs=["811: line 99999 of src/out.py"])
     assert refs["number"] == ["4096"]
     assert "src/out.py" in refs["path"]
+
+
+def test_an_edit_of_a_folded_entry_is_explained():
+    path = path_with_everything() + [
+        {
+            "type": "context_edit",
+            "id": "e3",
+            "parentId": "e2",
+            "timestamp": "2025-03-04T05:07:04.000Z",
+            "targetId": "u1",
+            "replacement": None,
+        }
+    ]
+    status = {r.id: r.reason for r in align_projection(path).rows}
+    assert status["e3"] == "context edit of u1: no effect, the target is not in context"
