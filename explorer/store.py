@@ -880,11 +880,19 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     if consumed == size:
         result.unchanged = True
         return
+    start = size
+    if size and not _ends_nl(data, size):
+        # The stored copy ended without a newline. Growth that starts by ending that line
+        # continues it; anything else changed the last line and is merged by id instead.
+        if _slice(data, size, size + 1) != b"\n":
+            _merge_by_id(data, consumed, session, result, user)
+            return
+        start = size + 1
     scan = _existing_scan(session)
-    first_index = _count_nl(data, 0, size)
+    first_index = _count_nl(data, 0, start)
     base = session.next_position - first_index
     writer = _Writer(session, None)
-    lines = _scan_lines(data, size, consumed, first_index, None, scan)
+    lines = _scan_lines(data, start, consumed, first_index, None, scan)
     stats = _store_lines(lines, session, scan, writer, position_of=lambda index: base + index)
     writer.flush()
     _resolve_pending(session, scan)

@@ -95,6 +95,7 @@
           } else {
             box.innerHTML = xhr.responseText; // server-rendered, escaped by Django templates
           }
+          item.className = "upload-done"; // the server's result card replaces the progress card
           item.replaceChildren(box);
           resolve();
         });

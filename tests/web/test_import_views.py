@@ -108,3 +108,14 @@ def test_list_groups_sessions_by_working_directory(viewer_client, make_session):
     assert text.count("Demo of a small session") == 2
     filtered = viewer_client.get(reverse("explorer:session_list"), {"q": "srv"}).content.decode()
     assert "/srv/other" in filtered and "/home/ana/proj" not in filtered
+
+
+def test_uploads_spooled_to_disk_are_imported_from_the_temporary_file(admin_client, settings):
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10  # force a TemporaryUploadedFile
+    response = admin_client.post(reverse("explorer:import"),
+                                 {"files": _upload("spooled.jsonl", SMALL_SESSION)})
+    assert response.status_code == 200
+    session = Session.objects.get()
+    assert session.source_path == "spooled.jsonl"
+    export = admin_client.get(reverse("explorer:export", args=[session.pk]))
+    assert b"".join(export.streaming_content) == SMALL_SESSION

@@ -261,3 +261,37 @@ def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_tw
     changed = line2.replace(b'"k"', b'"other"')
     conflict = store.import_bytes(SMALL_SESSION + line1 + changed + b"\n")
     assert not conflict.ok and conflict.errors[0].code == "conflict"
+
+
+def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, monkeypatch):
+    monkeypatch.setattr(store, "FULL_VALIDATION_LIMIT", 100)  # every file counts as big
+    odd = SMALL_SESSION + b"{broken\n" + (
+        b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}')
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(odd)
+    result = store.import_file(str(path))
+    assert result.ok, result.problems
+    assert {"malformed-line", "missing-final-newline"} <= {p.code for p in result.warnings}
+    session = result.session
+    assert store.export_bytes(session) == odd
+    # grown on disk: only the new line is added, still line by line
+    grown = odd + b"\n" + (
+        b'{"type":"custom","customType":"k","id":"c0ffee01","parentId":"c0ffee00","timestamp":"t"}\n')
+    path.write_bytes(grown)
+    again = store.import_file(str(path))
+    assert again.ok and again.added == 1
+    session.refresh_from_db()
+    assert store.export_bytes(session) == grown
+    assert store.import_file(str(path)).unchanged
+
+
+def test_an_unfinished_last_line_can_wait_for_the_writer(db):
+    partial = SMALL_SESSION + b'{"type":"custom","customType":"k","id":"c0'
+    result = store.import_bytes(partial, defer_incomplete_tail=True)
+    assert result.ok and result.added == 8
+    assert store.export_bytes(result.session) == SMALL_SESSION
+    done = SMALL_SESSION + (
+        b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}\n')
+    later = store.import_bytes(done, defer_incomplete_tail=True)
+    assert later.ok and later.added == 1
+    assert store.export_bytes(later.session) == done
