@@ -17,7 +17,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db import connection
 
-from explorer.explore import entry_title
+from explorer.explore import entry_role, entry_title
 from explorer.models import Entry, Leaf, Session
 from explorer.session import jsonfmt
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
@@ -229,7 +229,7 @@ def _skeleton(session: Session, key: str) -> list[tuple]:
         rows = list(
             Entry.objects.filter(session=session)
             .order_by("position")
-            .values_list("entry_id", "parent_id", "type", "role")
+            .values_list("entry_id", "parent_id", "type")  # columns before the payload only
         )
         cache.set(ck, rows, TREE_CACHE_SECONDS)
     return rows
@@ -283,7 +283,7 @@ def folded_tree(
     flags = hidden_targets(session, set(path_ids), light)
     nodes = [
         GraphNode(
-            r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
+            r[0], r[1], r[2], None, labels.get(r[0]),
             flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
         )
         for r in _skeleton(session, key)
@@ -303,8 +303,9 @@ def folded_tree(
     titles = {eid: entry_title(d, 60) for eid, d in data.items()}
     for item in graph.items:
         if item.kind == "entry" and item.node is not None:
+            # Roles are read here, for the drawn entries only (the skeleton skips them).
             item.node = GraphNode(
-                item.node.id, item.node.parent_id, item.node.type, item.node.role,
+                item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
                 item.node.label, titles.get(item.node.id, ""), item.node.flags,
             )  # fmt: skip
     model = TreeModel(graph, titles, path_ids, cursor)
