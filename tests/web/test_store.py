@@ -295,3 +295,22 @@ def test_an_unfinished_last_line_can_wait_for_the_writer(db):
     later = store.import_bytes(done, defer_incomplete_tail=True)
     assert later.ok and later.added == 1
     assert store.export_bytes(later.session) == done
+
+
+def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
+    from explorer.demo import data_pipeline_session, flaky_login_session
+    from explorer.session.context import projection_from_path
+
+    for build in (flaky_login_session, data_pipeline_session):
+        data = build()
+        session = store.import_bytes(data).session
+        engine = SessionManager.load_readonly(data)
+        leaves = Entry.objects.filter(session=session, child_count=0).values_list(
+            "entry_id", flat=True)
+        assert len(leaves) >= 2
+        for leaf in leaves:
+            engine.branch(leaf)
+            expected = engine.build_session_projection().to_json()
+            assert projection_from_path(store.path_to(session, leaf)).to_json() == expected
+            assert [e["id"] for e in store.path_to(session, leaf)] == [
+                e["id"] for e in engine.get_branch(leaf)]

@@ -59,15 +59,19 @@ class Command(BaseCommand):
 
     def _run(self, options) -> None:
         manage = str(Path(settings.BASE_DIR) / "manage.py")
-        daphne = [sys.executable, "-m", "daphne", "-b", options["host"], "-p", str(options["port"]),
-                  "sessions_site.asgi:application"]
-        self.stdout.write(f"Session Explorer on http://{options['host']}:{options['port']}/")
-        sys.stdout.flush()
+        host, port = options["host"], str(options["port"])
+        command = [sys.executable, "-m", "daphne", "-b", host, "-p", port,
+                   "sessions_site.asgi:application"]
         if options["follow"]:
-            # One process for the follower and daphne: with the default in-memory channel
-            # layer, entries ingested in another process would not reach the viewers live.
-            os.execv(sys.executable, [
-                sys.executable, manage, "follow", options["follow"], "--serve",
-                "--bind", options["host"], "--port", str(options["port"]),
-            ])
-        os.execv(sys.executable, daphne)
+            from django.core.management import get_commands
+
+            if "follow" in get_commands():
+                # One process for the follower and daphne, so live updates reach viewers even
+                # with the in-memory channel layer.
+                command = [sys.executable, manage, "follow", options["follow"], "--serve",
+                           "--bind", host, "--port", port]
+            else:
+                self.stderr.write("The follow command is not installed; --follow ignored.")
+        self.stdout.write(f"Session Explorer on http://{host}:{port}/")
+        sys.stdout.flush()
+        os.execv(sys.executable, command)
