@@ -41,9 +41,12 @@ def context_summary(session, cursor: str | None, window: int, reserve: int) -> d
     Rows cover the live range (from the newest compaction's kept entries on); the history
     folded before it is only counted here and listed page by page on request.
     """
-    key = "explorer:ctx:" + hashlib.sha256(
-        f"{treedata.content_key(session)}|{cursor}|{window}|{reserve}".encode()
-    ).hexdigest()
+    key = (
+        "explorer:ctx:"
+        + hashlib.sha256(
+            f"{treedata.content_key(session)}|{cursor}|{window}|{reserve}".encode()
+        ).hexdigest()
+    )
     hit = cache.get(key)
     if hit is not None:
         return hit

@@ -17,12 +17,16 @@ def session(make_session):
 
 
 def _raws(session):
-    return list(Entry.objects.filter(session=session).order_by("position").values_list("entry_id", "raw"))
+    return list(
+        Entry.objects.filter(session=session).order_by("position").values_list("entry_id", "raw")
+    )
 
 
 def test_it_previews_a_hide_without_writing(editor_client, session):
     before = _raws(session)
-    r = editor_client.get(reverse("explorer:edit", args=[session.pk]), {"target": "d4e5f6a7", "mode": "hide"})
+    r = editor_client.get(
+        reverse("explorer:edit", args=[session.pk]), {"target": "d4e5f6a7", "mode": "hide"}
+    )
     assert r.status_code == 200
     html = r.content.decode()
     assert "Preview" in html and "→" in html
@@ -32,7 +36,9 @@ def test_it_previews_a_hide_without_writing(editor_client, session):
 def test_it_hides_a_message_with_a_plain_post(editor_client, session):
     before = _raws(session)
     url = reverse("explorer:edit", args=[session.pk])
-    r = editor_client.post(url, {"target": "d4e5f6a7", "mode": "hide", "reason": "noise", "confirm": "1"})
+    r = editor_client.post(
+        url, {"target": "d4e5f6a7", "mode": "hide", "reason": "noise", "confirm": "1"}
+    )
     assert r.status_code == 302
     after = _raws(session)
     assert after[: len(before)] == before  # raw history unchanged
@@ -46,7 +52,9 @@ def test_it_hides_a_message_with_a_plain_post(editor_client, session):
 def test_it_replaces_content_via_htmx(editor_client, session):
     url = reverse("explorer:edit", args=[session.pk])
     r = editor_client.post(
-        url, {"target": "a1b2c3d4", "mode": "replace", "content": "Read it", "confirm": "1"}, headers={"HX-Request": "true"}
+        url,
+        {"target": "a1b2c3d4", "mode": "replace", "content": "Read it", "confirm": "1"},
+        headers={"HX-Request": "true"},
     )
     assert r.status_code == 200
     assert r.headers["HX-Redirect"].startswith(reverse("explorer:context", args=[session.pk]))
@@ -55,7 +63,10 @@ def test_it_replaces_content_via_htmx(editor_client, session):
 
 
 def test_it_undoes_an_edit_by_appending(editor_client, session):
-    editor_client.post(reverse("explorer:edit", args=[session.pk]), {"target": "d4e5f6a7", "mode": "hide", "confirm": "1"})
+    editor_client.post(
+        reverse("explorer:edit", args=[session.pk]),
+        {"target": "d4e5f6a7", "mode": "hide", "confirm": "1"},
+    )
     count = Entry.objects.filter(session=session).count()
     r = editor_client.post(reverse("explorer:undo", args=[session.pk]), {"target": "d4e5f6a7"})
     assert r.status_code == 302
@@ -65,7 +76,10 @@ def test_it_undoes_an_edit_by_appending(editor_client, session):
 
 
 def test_it_refuses_non_editable_targets(editor_client, session):
-    r = editor_client.post(reverse("explorer:edit", args=[session.pk]), {"target": "f6a7b8c9", "mode": "hide", "confirm": "1"})
+    r = editor_client.post(
+        reverse("explorer:edit", args=[session.pk]),
+        {"target": "f6a7b8c9", "mode": "hide", "confirm": "1"},
+    )
     assert r.status_code == 400
     assert "does not contribute editable model content" in r.content.decode()
 
@@ -73,16 +87,31 @@ def test_it_refuses_non_editable_targets(editor_client, session):
 def test_it_sets_and_clears_labels(editor_client, session):
     url = reverse("explorer:label", args=[session.pk])
     assert editor_client.post(url, {"target": "d4e5f6a7", "label": "good"}).status_code == 302
-    assert "⚑ good" in editor_client.get(reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}).content.decode()
+    assert (
+        "⚑ good"
+        in editor_client.get(
+            reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}
+        ).content.decode()
+    )
     assert editor_client.post(url, {"target": "d4e5f6a7", "clear": "1"}).status_code == 302
-    assert "⚑ good" not in editor_client.get(reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}).content.decode()
+    assert (
+        "⚑ good"
+        not in editor_client.get(
+            reverse("explorer:entry", args=[session.pk]), {"id": "d4e5f6a7"}
+        ).content.decode()
+    )
 
 
 def test_it_renames(editor_client, session):
-    r = editor_client.post(reverse("explorer:rename", args=[session.pk]), {"name": "Renamed\nsession"})
+    r = editor_client.post(
+        reverse("explorer:rename", args=[session.pk]), {"name": "Renamed\nsession"}
+    )
     assert r.status_code == 302
     session.refresh_from_db()
-    assert "Renamed session" in editor_client.get(reverse("explorer:session_detail", args=[session.pk])).content.decode()
+    assert (
+        "Renamed session"
+        in editor_client.get(reverse("explorer:session_detail", args=[session.pk])).content.decode()
+    )
 
 
 def test_it_navigates_without_appending(editor_client, session):
@@ -96,7 +125,8 @@ def test_it_navigates_without_appending(editor_client, session):
 
 def test_it_navigates_with_a_branch_summary(editor_client, session):
     r = editor_client.post(
-        reverse("explorer:navigate", args=[session.pk]), {"target": "e5f6a7b8", "summary": "custom", "summary_text": "We tried X."}
+        reverse("explorer:navigate", args=[session.pk]),
+        {"target": "e5f6a7b8", "summary": "custom", "summary_text": "We tried X."},
     )
     assert r.status_code == 302
     bs = Entry.objects.filter(session=session, type="branch_summary").get()
