@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
@@ -42,6 +44,40 @@ def highlight(text: str, query: str, width: int = 90) -> SafeString:
     return mark_safe(("…" if lo else "") + html + ("…" if hi < len(flat) else ""))
 
 
+def plain_snippet(text: str, query: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    m = re.search(re.escape(query), flat, re.I)
+    lo = max(0, m.start() - width) if m else 0
+    hi = min(len(flat), (m.end() if m else 0) + width) if m else min(len(flat), 2 * width)
+    return ("…" if lo else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
+
+
+def as_json(request: HttpRequest, q: str, results: list[dict[str, Any]]) -> JsonResponse:
+    """The narrow retrieval form: id, snippet and where it came from; the full entry is one
+    request away (`url`), so callers read whole texts only when they need them."""
+    return JsonResponse(
+        {
+            "query": q,
+            "results": [
+                {
+                    "session": r["session"].session_id,
+                    "session_name": r["session"].display_name,
+                    "entry_id": r["entry_id"],
+                    "type": r["type"],
+                    "role": r["role"],
+                    "snippet": r["plain"],
+                    "url": request.build_absolute_uri(
+                        reverse("explorer:entry", args=[r["session"].pk])
+                        + "?"
+                        + urlencode({"id": r["entry_id"], "raw": "1"})
+                    ),
+                }
+                for r in results
+            ],
+        }
+    )
+
+
 def run_search(
     query: str, *, session: Session | None = None, entry_type: str = ""
 ) -> list[dict[str, Any]]:
@@ -69,6 +105,7 @@ def run_search(
                 "type": row.type,
                 "role": row.role,
                 "snippet": highlight(text, query),
+                "plain": plain_snippet(text, query),
             }
         )
         if len(results) >= MAX_RESULTS:
@@ -99,6 +136,8 @@ def session_search(request: HttpRequest, pk: int) -> HttpResponse:
             "too_short": 0 < len(q) < 2,
         }
     )
+    if request.GET.get("format") == "json":
+        return as_json(request, q, ctx["results"])
     return render_panel(request, "explorer/search.html", "search-results", ctx)
 
 
@@ -114,4 +153,6 @@ def global_search(request: HttpRequest) -> HttpResponse:
         "scope": "all",
         "too_short": 0 < len(q) < 2,
     }
+    if request.GET.get("format") == "json":
+        return as_json(request, q, ctx["results"])
     return render_panel(request, "explorer/search_all.html", "search-results", ctx)

@@ -123,3 +123,16 @@ def test_tool_calls_are_paired_with_results(viewer_client, session):
         reverse("explorer:entry", args=[session.pk]), {"id": "c3d4e5f6"}
     ).content.decode()
     assert "Result of" in back and "b2c3d4e5" in back
+
+
+def test_search_answers_as_a_narrow_retrieval_tool(viewer_client, session):
+    r = viewer_client.get(reverse("explorer:search"), {"q": "hello world", "format": "json"})
+    data = r.json()
+    assert r.status_code == 200 and data["query"] == "hello world"
+    hit = next(h for h in data["results"] if h["entry_id"] == "c3d4e5f6")
+    assert hit["session"] == session.session_id and "hello world" in hit["snippet"]
+    assert hit["url"].endswith(f"/sessions/{session.pk}/entry/?id=c3d4e5f6&raw=1")
+    scoped = viewer_client.get(
+        reverse("explorer:session_search", args=[session.pk]), {"q": "hello", "format": "json"}
+    ).json()
+    assert {h["entry_id"] for h in scoped["results"]} >= {"c3d4e5f6", "d4e5f6a7"}
