@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
@@ -152,9 +152,6 @@ class _FileSource:
                     yield index, line, False
                     return
                 index += 1
-
-
-Source = "bytes | _FileSource"
 
 
 def _slice(src, start: int, end: int) -> bytes:
@@ -506,28 +503,35 @@ def _import_source(data, *, source_path: str, user, defer_incomplete_tail: bool,
         ok, _ = _parse(_decode(tail)[0])
         if not ok:
             consumed = tail_start
-    try:
-        with transaction.atomic():
-            existing = (
-                Session.objects.select_for_update().filter(session_id=header["id"]).first()
-                if connection.features.has_select_for_update
-                else Session.objects.filter(session_id=header["id"]).first()
-            )
-            if _version_of(header) < 3:
-                _import_legacy(_slice(data, 0, consumed), header, existing, result, user,
-                               source_path, rng)
-            elif existing is None:
-                _import_new(data, consumed, header, header_index, header_line, result, user,
-                            source_path)
-            else:
-                _import_more(data, consumed, existing, result, user, source_path)
-            if not result.ok:
-                raise ImportError_(result.problems)
-    except ImportError_:
-        result.session = None
-        result.created = False
-        result.added = 0
-        return result
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                existing = (
+                    Session.objects.select_for_update().filter(session_id=header["id"]).first()
+                    if connection.features.has_select_for_update
+                    else Session.objects.filter(session_id=header["id"]).first()
+                )
+                if _version_of(header) < 3:
+                    _import_legacy(_slice(data, 0, consumed), header, existing, result, user,
+                                   source_path, rng)
+                elif existing is None:
+                    _import_new(data, consumed, header, header_index, header_line, result,
+                                user, source_path)
+                else:
+                    _import_more(data, consumed, existing, result, user, source_path)
+                if not result.ok:
+                    raise ImportError_(result.problems)
+            break
+        except ImportError_:
+            result.session = None
+            result.created = False
+            result.added = 0
+            return result
+        except IntegrityError:
+            # Another process created the same session meanwhile: import again as growth.
+            if attempt:
+                raise
+            result = ImportResult(source_path=source_path)
     _after_import(result, signal_source)
     return result
 
@@ -659,7 +663,7 @@ def _store_lines(
     position_of,
 ) -> dict[str, Any]:
     """Turn classified lines into rows; returns counters for the session."""
-    stats = {"entries": 0, "compactions": 0, "context_edits": 0, "name": None, "last_id": None}
+    stats = {"entries": 0, "compactions": 0, "context_edits": 0, "name": None}
     for item in lines:
         position = position_of(item.index)
         if item.kind != "entry":
@@ -700,7 +704,6 @@ def _store_lines(
             scan.pending_depth.add(entry_id)
         scan.depth[entry_id] = depth
         stats["entries"] += 1
-        stats["last_id"] = entry_id
         if fields["type"] == "compaction":
             stats["compactions"] += 1
         elif fields["type"] == "context_edit":
