@@ -139,7 +139,7 @@ def render_rows(request: HttpRequest, session, rows: list[dict], editable: bool)
             action = format_html(
                 '<a class="button small subtle" href="{}?{}">Hide / replace</a>',
                 edit,
-                urlencode({"target": rid}),
+                urlencode({"target": rid, **({"leaf": leaf} if leaf else {})}),
             )
         if r["projected"]:
             msgs = "".join(
