@@ -158,6 +158,13 @@ def _attachment(chunks, filename: str) -> StreamingHttpResponse:
 @require_GET
 def export_view(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
+    if request.GET.get("original") == "1":
+        # A legacy (v1/v2) file as it was uploaded, before migration.
+        original = Session.objects.filter(pk=session.pk).values_list(
+            "source_original", flat=True).first()
+        if original is None:
+            raise Http404("Only legacy-version sessions keep a separate original file")
+        return _attachment([bytes(original)], "original-" + store.export_filename(session))
     return _attachment(store.iter_export(session), store.export_filename(session))
 
 

@@ -119,3 +119,18 @@ def test_uploads_spooled_to_disk_are_imported_from_the_temporary_file(admin_clie
     assert session.source_path == "spooled.jsonl"
     export = admin_client.get(reverse("explorer:export", args=[session.pk]))
     assert b"".join(export.streaming_content) == SMALL_SESSION
+
+
+def test_a_legacy_session_also_downloads_as_originally_imported(viewer_client, make_session):
+    from tests.conftest import PI_FIXTURES
+
+    data = (PI_FIXTURES / "large-session.jsonl").read_bytes()
+    session = make_session(data)
+    url = reverse("explorer:export", args=[session.pk])
+    migrated = b"".join(viewer_client.get(url).streaming_content)
+    assert b'"version":3' in migrated.split(b"\n", 1)[0]
+    original = viewer_client.get(url, {"original": "1"})
+    assert b"".join(original.streaming_content) == data
+    v3 = make_session()
+    assert viewer_client.get(reverse("explorer:export", args=[v3.pk]),
+                             {"original": "1"}).status_code == 404
