@@ -100,8 +100,9 @@ def import_view(request: HttpRequest) -> HttpResponse:
     if _too_large(request):
         result = store.ImportResult(problems=[store.Problem(
             0, "error", "too_large",
-            f"The upload is larger than the limit of {limit:,} bytes "
-            "(setting SESSIONS_MAX_UPLOAD_BYTES).")])
+            f"The upload is larger than the limit of {limit:,} bytes (setting "
+            "SESSIONS_MAX_UPLOAD_BYTES); nothing was imported. Several files are uploaded one "
+            "by one from the page; without JavaScript, send fewer files at once.")])
         return _import_response(request, context, [("upload", result)], status=413)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
