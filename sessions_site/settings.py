@@ -104,10 +104,13 @@ if DATABASE_URL:
     except Exception as exc:  # dj-database-url raises several types for bad URLs
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 else:
+    SQLITE_PATH = Path(envstr("SQLITE_PATH", str(VAR_DIR / "db.sqlite3")))
+    with contextlib.suppress(OSError):
+        SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)  # SQLite does not create it
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": envstr("SQLITE_PATH", str(VAR_DIR / "db.sqlite3")),
+            "NAME": str(SQLITE_PATH),
             "OPTIONS": {
                 # WAL lets readers (pages, websockets) proceed while the single writer appends.
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
