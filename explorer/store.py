@@ -920,22 +920,37 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
 def _merge_by_id(data, consumed, session: Session, result, user):
     """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
     whose ids we do not have; an id we have with different content is a conflict."""
+    if session.source_version < 3:
+        result.problems.append(Problem(
+            0, "error", "legacy-changed",
+            f"This session was imported from a version {session.source_version} file and "
+            "stored migrated; the file has changed since (Pi rewrites such files with new "
+            "entry ids when it opens them), so it cannot be merged. Delete the stored session "
+            "and import the file again.",
+        ))
+        return
     stored = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
     scan = _existing_scan(session)
     header_index = None
     fresh: list[_Line] = []
+    common = 0
     for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan()):
         if item.kind != "entry":
             continue
         entry_id = item.value["id"]
         if entry_id in stored:
+            common += 1
             if stored[entry_id] != item.raw:
                 scan.add(Problem(item.index + 1, "error", "conflict",
                                  f"Entry {entry_id} differs from the stored copy; "
                                  "stored history is never changed.", entry_id))
             continue
         fresh.append(item)
-    if not fresh:
+    if stored and fresh and not common:
+        scan.add(Problem(0, "error", "conflict",
+                         "The file shares no entry with the stored session of the same id; "
+                         "it is another history, not a newer copy. Nothing was imported."))
+    if not fresh or scan.failed:
         if not scan.failed:
             result.unchanged = True
         result.problems.extend(scan.problems)

@@ -314,3 +314,25 @@ def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
             assert projection_from_path(store.path_to(session, leaf)).to_json() == expected
             assert [e["id"] for e in store.path_to(session, leaf)] == [
                 e["id"] for e in engine.get_branch(leaf)]
+
+
+def test_a_legacy_file_rewritten_by_pi_is_not_merged_twice(tmp_path):
+    from tests.conftest import PI_FIXTURES
+
+    path = PI_FIXTURES / "large-session.jsonl"
+    first = store.import_bytes(path.read_bytes(), source_path=str(path))
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(path.read_bytes())
+    SessionManager.open(str(copy))  # Pi's open migrates and rewrites with new ids
+    again = store.import_bytes(copy.read_bytes())
+    assert not again.ok and again.errors[0].code == "legacy-changed"
+    assert Entry.objects.filter(session=first.session).count() == first.added
+
+
+def test_another_history_under_the_same_id_is_refused(make_session):
+    session = make_session()
+    head = SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
+    other = head + b'{"type":"custom","customType":"k","id":"ffffffff","parentId":null,"timestamp":"t"}\n'
+    result = store.import_bytes(other)
+    assert not result.ok and result.errors[0].code == "conflict"
+    assert Entry.objects.filter(session=session).count() == 8
