@@ -135,6 +135,29 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# --- Cache ----------------------------------------------------------------------------
+# Rendered graphs, folded trees and page summaries are cached under keys derived from the
+# session's content, so every worker may share them: Redis when configured, else files
+# under the var directory (shared by every daphne process on the machine). The test suite
+# switches to a per-process memory cache (tests/conftest.py).
+SESSIONS_CACHE = envstr("SESSIONS_CACHE", "redis" if REDIS_URL else "file")
+if SESSIONS_CACHE == "redis":
+    if not REDIS_URL:
+        raise ImproperlyConfigured("SESSIONS_CACHE=redis needs REDIS_URL")
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+elif SESSIONS_CACHE == "file":
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+            "OPTIONS": {"MAX_ENTRIES": 2000},
+        }
+    }
+elif SESSIONS_CACHE == "locmem":
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    raise ImproperlyConfigured(f"SESSIONS_CACHE must be redis, file or locmem, got {SESSIONS_CACHE!r}")
+
 # --- Auth -----------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

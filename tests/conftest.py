@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# Each test process (and every daphne started by a test) gets its own memory cache, so no
+# rendered page survives from one run into the next through the var directory.
+os.environ.setdefault("SESSIONS_CACHE", "locmem")
+
 FIXTURES_DIR = Path(os.environ.get("SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"))
 PI_FIXTURES = FIXTURES_DIR / "pi"
 
@@ -24,6 +28,16 @@ SMALL_SESSION = (
     b'{"type":"context_edit","id":"0a1b2c3d","parentId":"f6a7b8c9","timestamp":"2025-03-04T05:09:00.000Z","targetId":"c3d4e5f6","replacement":null}\n'
     b'{"type":"session_info","id":"1b2c3d4e","parentId":"0a1b2c3d","timestamp":"2025-03-04T05:10:00.000Z","name":"Demo of a small session"}\n'
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _memory_cache():
+    from django.test import override_settings
+
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    ):
+        yield
 
 
 @pytest.fixture

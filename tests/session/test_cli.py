@@ -20,9 +20,10 @@ import pytest
 from explorer.session import __main__ as cli
 from explorer.session import cli_commands
 from explorer.session.jsonfmt import dumps
+from tests.conftest import PI_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = Path("/work/shared/fixtures/pi")
+FIXTURES = PI_FIXTURES
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
 
 
@@ -564,3 +565,9 @@ def test_compaction_preview_agrees_with_pi(keep: int) -> None:
         assert len(prep["turnPrefixEntryIds"]) == expected["nPrefix"]
     if keep == 100:
         assert any(r["preparation"] for r in reference)
+
+
+def test_pi_fixtures_are_present():
+    # The fixture-driven tests above are parametrised over these files; an empty glob would
+    # silently run none of them.
+    assert len(FIXTURE_FILES) >= 2

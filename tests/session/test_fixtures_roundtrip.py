@@ -17,10 +17,11 @@ import pytest
 from explorer.session import jsonfmt
 from explorer.session.diagnostics import validate_bytes
 from explorer.session.manager import SessionManager
+from tests.conftest import PI_FIXTURES
 
 from .manager_helpers import U, read_bytes
 
-FIXTURE_DIR = "/work/shared/fixtures/pi"
+FIXTURE_DIR = str(PI_FIXTURES)
 FIXTURES = sorted(glob.glob(os.path.join(FIXTURE_DIR, "*.jsonl")))
 
 # name -> (sha256 of Pi's rewrite, leaf id, entry count, context message count)

@@ -179,6 +179,8 @@ def test_deploy_check_is_clean_when_debug_is_off():
     ({"DEBUG": "false", "SECRET_KEY": "short"}, "at least 50 characters"),
     ({"SESSIONS_MAX_UPLOAD_BYTES": "lots"}, "must be an integer"),
     ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must start with"),
+    ({"SESSIONS_CACHE": "memcached"}, "SESSIONS_CACHE must be redis, file or locmem"),
+    ({"SESSIONS_CACHE": "redis"}, "SESSIONS_CACHE=redis needs REDIS_URL"),
 ])
 def test_bad_environment_values_fail_loudly(env, message):
     result = _run_check(env)
