@@ -41,13 +41,13 @@ def _js_strict_equal(a: Any, b: Any) -> bool:
 
 
 def create_branched_session(manager: SessionManager, leaf_id: Any) -> str | None:
-    from .manager import _is_conversation, js_str
+    from .manager import _is_conversation
 
     m = manager
     previous_file = m._session_file
     path = m.get_branch(leaf_id)
     if not path:
-        raise SessionError(f"Entry {js_str(leaf_id)} not found")
+        raise SessionError(f"Entry {jsonfmt.js_string(leaf_id)} not found")
 
     kept: list[dict[str, Any]] = []
     replacement: dict[Any, Any] = {}

@@ -12,7 +12,7 @@ from typing import Any
 from .cli_load import CliError, Inspected
 from .cli_render import node_children, node_entry, node_label
 from .errors import SessionError
-from .jsonfmt import dumps
+from .jsonfmt import dumps, hashable
 
 __all__ = [
     "all_leaf_ids",
@@ -73,14 +73,6 @@ def tree_json(roots: Sequence[Any]) -> dict[str, Any]:
     return {"roots": result}
 
 
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
     """Ids of the entries without children, in file order (each id once).
 
@@ -91,12 +83,12 @@ def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
     known: set[Any] = set()
     for entry in entries:
         entry_id = entry.get("id")
-        if entry_id is not None and _hashable(entry_id):
+        if entry_id is not None and hashable(entry_id):
             known.add(entry_id)
     parents: set[Any] = set()
     for entry in entries:
         parent = entry.get("parentId")
-        if parent is not None and _hashable(parent) and parent in known and parent != entry.get("id"):
+        if parent is not None and hashable(parent) and parent in known and parent != entry.get("id"):
             parents.add(parent)
     leaves: list[Any] = []
     seen: set[Any] = set()
@@ -105,7 +97,7 @@ def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
         entry_id = entry.get("id")
         if entry_id is None:
             continue
-        if not _hashable(entry_id):
+        if not hashable(entry_id):
             if entry_id not in unhashable_seen:
                 unhashable_seen.append(entry_id)
                 leaves.append(entry_id)
@@ -130,7 +122,7 @@ def resolve_leaves(inspected: Inspected, leaf: str | None, all_leaves: bool) -> 
 
 
 def _move_to(manager: Any, leaf_id: Any) -> None:
-    if not _hashable(leaf_id):
+    if not hashable(leaf_id):
         raise SessionError(f"Entry id {dumps(leaf_id)} is not a string: it cannot be selected as a leaf")
     if leaf_id is None:
         manager.reset_leaf()

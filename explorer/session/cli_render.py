@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from .jsonfmt import hashable
+
 __all__ = [
     "Style",
     "describe_entry",
@@ -216,7 +218,7 @@ def render_tree(
         node, prefix, child_prefix = stack.pop()
         entry = node_entry(node)
         entry_id = entry.get("id") if isinstance(entry, dict) else None
-        on_path = entry_id in active if _hashable(entry_id) else False
+        on_path = entry_id in active if hashable(entry_id) else False
         marker = "*" if on_path else " "
         text = f"{entry_id} {describe(entry)}"
         label = node_label(node)
@@ -243,9 +245,3 @@ def render_tree(
                 stack.append((children[i], child_prefix + connector, child_prefix + continuation))
 
 
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True

@@ -13,11 +13,11 @@ messages are new dicts.
 from __future__ import annotations
 
 import contextlib
-import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .gcpause import gc_paused
 from .jsonfmt import truthy
 from .messages import (
     EDITABLE_ROLES,
@@ -342,26 +342,8 @@ def _apply_edit(messages: list[dict[str, Any]], edit: dict[str, Any]) -> list[di
 
 def projection_from_path(path: Sequence[dict[str, Any]]) -> SessionProjection:
     """The projection of one root→leaf path (SPEC 4.4)."""
-    with _gc_paused():
+    with gc_paused():
         return _project(path)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small containers.
-
-    A projection allocates two containers per entry; with a large session already in memory,
-    every collection triggered on the way rescans that whole heap, which costs more than the
-    projection itself. Nothing built here forms reference cycles.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _project(path: Sequence[dict[str, Any]]) -> SessionProjection:
@@ -448,7 +430,7 @@ def build_session_projection(
 
 def context_from_path(path: Sequence[dict[str, Any]]) -> SessionContext:
     """Messages and settings of one root→leaf path (SPEC 4.5)."""
-    with _gc_paused():
+    with gc_paused():
         return _context(path)
 
 

@@ -123,14 +123,6 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
-
 class _Checker:
     def __init__(self, loaded: LoadedFile, report: ValidationReport) -> None:
         self.loaded = loaded
@@ -246,7 +238,7 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
         if "id" not in entry or not isinstance(entry.get("id"), str):
             chk.add(line, "warning", "bad-id", f"entry id is missing or not a string: {_short(entry.get('id'))}")
         key = entry.get("id")
-        if _hashable(key):
+        if jsonfmt.hashable(key):
             if key in first_line:
                 chk.add(
                     line,
@@ -278,7 +270,7 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
         entry = entries[index]
         if entry.get("id") == target:
             return True
-        if not _hashable(target) or target not in by_id:
+        if not jsonfmt.hashable(target) or target not in by_id:
             return False
         parent_key = parent_of.get(index)
         if parent_key is None:
@@ -319,7 +311,7 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
                     _check_sections(chk, line, key, system)
         elif kind == "label":
             target = entry.get("targetId")
-            if not _hashable(target) or target not in by_id:
+            if not jsonfmt.hashable(target) or target not in by_id:
                 chk.add(line, "warning", "label-unknown-target", f"label target {_short(target)} is not an entry", key)
 
 
@@ -334,7 +326,7 @@ def _parents(
         parent = entry.get("parentId")
         if not jsonfmt.truthy(parent):
             continue
-        if _hashable(parent) and parent in by_id:
+        if jsonfmt.hashable(parent) and parent in by_id:
             parent_of[index] = parent
         else:
             chk.add(
@@ -512,7 +504,7 @@ def _check_edit(
         replacement = entry["replacement"]
         if replacement is not None and (type(replacement) is not dict or "content" not in replacement):
             chk.add(line, "warning", "edit-malformed-replacement", f"context_edit replacement has no content (target {_short(target)}): estimation raises in Pi", key)
-    if not _hashable(target) or target not in by_id:
+    if not jsonfmt.hashable(target) or target not in by_id:
         chk.add(line, "warning", "edit-unknown-target", f"context_edit target {_short(target)} is not an entry (ignored)", key)
         return
     if not on_path(target, index):

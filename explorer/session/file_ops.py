@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jsonfmt import dumps, js_sort_key
+from .jsonfmt import js_join, js_sort_key, js_string
 
 __all__ = [
     "FileOps",
@@ -96,18 +96,8 @@ def add_details_file_ops(details: Any, ops: FileOps) -> None:
             _add(ops.edited, f)
 
 
-def _js_string(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return dumps(value)
-
-
 def _js_sorted(values: Iterable[Any]) -> list[Any]:
-    return sorted(values, key=lambda v: js_sort_key(_js_string(v)))
+    return sorted(values, key=lambda v: js_sort_key(js_string(v)))
 
 
 def compute_file_lists(ops: FileOps) -> tuple[list[Any], list[Any]]:
@@ -122,10 +112,10 @@ def format_file_operations(read_files: list[Any], modified_files: list[Any]) -> 
     """The tag block appended to a summary; empty when there is nothing to list."""
     sections: list[str] = []
     if read_files:
-        sections.append("<read-files>\n" + "\n".join(_js_string(f) for f in read_files) + "\n</read-files>")
+        sections.append("<read-files>\n" + js_join(read_files, "\n") + "\n</read-files>")
     if modified_files:
         sections.append(
-            "<modified-files>\n" + "\n".join(_js_string(f) for f in modified_files) + "\n</modified-files>"
+            "<modified-files>\n" + js_join(modified_files, "\n") + "\n</modified-files>"
         )
     if not sections:
         return ""

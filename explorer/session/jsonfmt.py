@@ -23,7 +23,10 @@ __all__ = [
     "dumps",
     "is_array_index",
     "iso_from_ms",
+    "hashable",
+    "js_join",
     "js_order",
+    "js_string",
     "js_sort_key",
     "js_trim",
     "loads",
@@ -323,6 +326,52 @@ def truthy(value: Any) -> bool:
         return not (value == 0 or (isinstance(value, float) and math.isnan(value)))
     if isinstance(value, str):
         return value != ""
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# JavaScript value conversions
+
+
+def js_string(value: Any = UNDEFINED) -> str:
+    """JavaScript `String(value)`, for text that interpolates arbitrary stored values.
+
+    Call with no argument (or `UNDEFINED`) for `undefined`, with `None` for `null`.
+    """
+    if value is UNDEFINED:
+        return "undefined"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "NaN"
+            if math.isinf(value):
+                return "Infinity" if value > 0 else "-Infinity"
+        # JSON.stringify and String() agree for every finite number.
+        return _format_number(value)
+    if isinstance(value, (list, tuple)):
+        return js_join(value, ",")
+    return "[object Object]"
+
+
+def js_join(values: Any, separator: str = ",") -> str:
+    """`Array.prototype.join`: null and undefined members become empty strings."""
+    return separator.join("" if v is None or v is UNDEFINED else js_string(v) for v in values)
+
+
+def hashable(value: Any) -> bool:
+    """Whether a parsed JSON value can key a dict (ids in hand-written files may be objects)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
     return True
 
 

@@ -13,7 +13,6 @@ every line except the rare ones that may carry integer-like keys (JavaScript ord
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 from array import array
@@ -24,6 +23,7 @@ import orjson
 
 from . import jsonfmt
 from .entries import migrate_session_entries
+from .gcpause import gc_paused
 
 __all__ = [
     "HEADER_SCAN_LIMIT",
@@ -93,20 +93,6 @@ class LoadedFile:
 
 def _excerpt(line: str, limit: int = 80) -> str:
     return line if len(line) <= limit else line[:limit] + "…"
-
-
-class _GcPaused:
-    """Parsed JSON holds no reference cycles, but every container created counts toward the
-    cyclic collector's thresholds: on a large file it would run many full passes over a
-    growing heap and roughly double the load time. Pause it while parsing."""
-
-    def __enter__(self) -> None:
-        self.enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            gc.enable()
 
 
 class _Parser:
@@ -247,7 +233,7 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
     """Parse a whole file's content per SPEC section 1.7 steps 2-4, without side effects."""
     data = bytes(data)
     parser = _Parser()
-    with _GcPaused():
+    with gc_paused():
         last = data.rfind(b"\n")
         if last >= 0:
             parser.region(data, 0, last + 1)
@@ -269,7 +255,7 @@ def parse_file(path: str, *, keep_raw: bool = True) -> LoadedFile:
     consumed = 0
     pending: list[bytes] = []
     last_byte = b""
-    with open(path, "rb") as fh, _GcPaused():
+    with open(path, "rb") as fh, gc_paused():
         while True:
             chunk = fh.read(READ_CHUNK)
             if not chunk:

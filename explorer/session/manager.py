@@ -61,41 +61,12 @@ from .paths import (
 )
 from .storage import FileStorage, SessionStorage
 
-__all__ = ["SessionManager", "TreeNode", "js_str"]
+__all__ = ["SessionManager", "TreeNode"]
 
 StorageFactory = Callable[[str], SessionStorage]
 
 _MISSING: Any = object()
 _NEWLINE_RUN = re.compile(r"[\r\n]+")
-
-
-def js_str(value: Any) -> str:
-    """JavaScript template-string conversion, for error messages that embed an id."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return jsonfmt.dumps(value) if value == value and abs(value) != float("inf") else (
-            "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-        )
-    if isinstance(value, list):
-        return ",".join("" if v is None else js_str(v) for v in value)
-    return "[object Object]"
-
-
-def _hashable(value: Any) -> bool:
-    if type(value) is str:
-        return True
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _lookup(index: dict[Any, Any], key: Any) -> Any:
@@ -113,7 +84,7 @@ def _is_conversation(entry: Any) -> bool:
 
 
 def _sanitize_name(name: Any) -> str:
-    return jsonfmt.js_trim(_NEWLINE_RUN.sub(" ", js_str(name)))
+    return jsonfmt.js_trim(_NEWLINE_RUN.sub(" ", jsonfmt.js_string(name)))
 
 
 def _ms_value(ms: float) -> int | float:
@@ -554,13 +525,13 @@ class SessionManager:
             if kind == "session":
                 continue
             key = entry.get("id")
-            if type(key) is not str and not _hashable(key):
+            if type(key) is not str and not jsonfmt.hashable(key):
                 continue
             by_id[key] = entry
             leaf = key
             if kind == "label":
                 target = entry.get("targetId")
-                if not _hashable(target):
+                if not jsonfmt.hashable(target):
                     continue
                 if jsonfmt.truthy(entry.get("label")):
                     labels[target] = entry["label"]
@@ -738,8 +709,8 @@ class SessionManager:
         return entry["id"]
 
     def append_label_change(self, target_id: Any, label: Any = None) -> str:
-        if not _hashable(target_id) or target_id not in self._by_id:
-            raise SessionError(f"Entry {js_str(target_id)} not found")
+        if not jsonfmt.hashable(target_id) or target_id not in self._by_id:
+            raise SessionError(f"Entry {jsonfmt.js_string(target_id)} not found")
         entry = label_entry(self._new_id(), self._leaf_id, self._now(), target_id, label)
         self._append_entry(entry)
         if jsonfmt.truthy(label):
@@ -761,9 +732,9 @@ class SessionManager:
             )
         target = _lookup(self._by_id, target_id)
         if target is None:
-            raise SessionError(f"Entry {js_str(target_id)} not found")
+            raise SessionError(f"Entry {jsonfmt.js_string(target_id)} not found")
         if not any(e.get("id") == target_id for e in self.get_branch()):
-            raise SessionError(f"Entry {js_str(target_id)} is not on the active branch")
+            raise SessionError(f"Entry {jsonfmt.js_string(target_id)} is not on the active branch")
         kind = target.get("type")
         message = target.get("message")
         role = message.get("role") if type(message) is dict else None
@@ -772,7 +743,7 @@ class SessionManager:
         )
         if not editable:
             raise SessionError(
-                f"Entry {js_str(target_id)} does not contribute editable model content"
+                f"Entry {jsonfmt.js_string(target_id)} does not contribute editable model content"
             )
         target_role = role if kind == "message" else "custom"
         stored = replacement
@@ -817,7 +788,7 @@ class SessionManager:
         current = _lookup(by_id, start)
         while current is not None:
             key = current.get("id")
-            if _hashable(key):
+            if jsonfmt.hashable(key):
                 if key in seen:
                     break  # a parentId cycle: Pi would loop forever
                 seen.add(key)
@@ -851,14 +822,14 @@ class SessionManager:
         for entry in entries:
             key = entry.get("id")
             node = TreeNode(entry, [], _lookup(labels, key), _lookup(label_ts, key))
-            if _hashable(key):
+            if jsonfmt.hashable(key):
                 nodes[key] = node
             else:
                 unhashable[id(entry)] = node
         roots: list[TreeNode] = []
         for entry in entries:
             key = entry.get("id")
-            node = nodes[key] if _hashable(key) else unhashable[id(entry)]
+            node = nodes[key] if jsonfmt.hashable(key) else unhashable[id(entry)]
             parent_id = entry.get("parentId")
             if parent_id is None or (parent_id == key and type(parent_id) is type(key)):
                 roots.append(node)
@@ -943,8 +914,8 @@ class SessionManager:
     # Navigation (SPEC section 3.8)
 
     def branch(self, entry_id: Any) -> None:
-        if not _hashable(entry_id) or entry_id not in self._by_id:
-            raise SessionError(f"Entry {js_str(entry_id)} not found")
+        if not jsonfmt.hashable(entry_id) or entry_id not in self._by_id:
+            raise SessionError(f"Entry {jsonfmt.js_string(entry_id)} not found")
         self._leaf_id = entry_id
 
     def reset_leaf(self) -> None:
@@ -959,9 +930,9 @@ class SessionManager:
         usage: Any = None,
     ) -> str:
         if branch_from_id is not None and (
-            not _hashable(branch_from_id) or branch_from_id not in self._by_id
+            not jsonfmt.hashable(branch_from_id) or branch_from_id not in self._by_id
         ):
-            raise SessionError(f"Entry {js_str(branch_from_id)} not found")
+            raise SessionError(f"Entry {jsonfmt.js_string(branch_from_id)} not found")
         from_id = self._leaf_id if self._leaf_id is not None else "root"
         self._leaf_id = branch_from_id
         entry = branch_summary_entry(

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from .jsonfmt import date_parse, dumps, js_order, truthy
+from .jsonfmt import UNDEFINED, date_parse, dumps, js_order, js_string, truthy
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
@@ -44,38 +44,10 @@ BRANCH_SUMMARY_SUFFIX = "</summary>"
 EDITABLE_ROLES = frozenset(("user", "assistant", "toolResult", "custom"))
 """Roles whose `content` a context edit may replace."""
 
-_MISSING: Any = object()
+_MISSING: Any = UNDEFINED
 
 # ---------------------------------------------------------------------------------------------
 # JavaScript value helpers
-
-
-def js_string(value: Any = _MISSING) -> str:
-    """`String(value)` of JavaScript, for text that interpolates arbitrary stored values.
-
-    Call with no argument for `undefined` (an absent key), with `None` for `null`.
-    """
-    if value is _MISSING:
-        return "undefined"
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        if isinstance(value, float):
-            if math.isnan(value):
-                return "NaN"
-            if math.isinf(value):
-                return "Infinity" if value > 0 else "-Infinity"
-        # JSON.stringify and String() agree for every finite number.
-        return dumps(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if item is None else js_string(item) for item in value)
-    return "[object Object]"
 
 
 def entry_time(timestamp: Any = _MISSING) -> int | float:

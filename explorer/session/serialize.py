@@ -8,10 +8,9 @@ project, SPEC section 6.7 [D]); the diagnostics layer reports it.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from .jsonfmt import dumps, js_order, utf16_len, utf16_slice
+from .jsonfmt import dumps, js_order, js_string, utf16_len, utf16_slice
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -22,25 +21,6 @@ __all__ = [
 ]
 
 TOOL_RESULT_MAX_CHARS = 2000
-
-
-def js_string(value: Any) -> str:
-    """JavaScript `String(value)` for JSON values (template literals, `Array.join`)."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        if isinstance(value, float) and math.isnan(value):
-            return "NaN"
-        if isinstance(value, float) and math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return dumps(value)
-    if isinstance(value, list):
-        return ",".join(_join_member(v) for v in value)
-    return "[object Object]"
 
 
 def _join_member(value: Any) -> str:
