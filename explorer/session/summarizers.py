@@ -18,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .jsonfmt import utf16_len, utf16_slice
+from .messages import (
+    BRANCH_SUMMARY_PREFIX,
+    BRANCH_SUMMARY_SUFFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX,
+)
 from .prompts import BRANCH_INSTRUCTIONS
 from .providers import OpenAIChatProvider, zero_usage
 from .serialize import tolerant_content_text
@@ -444,7 +450,26 @@ class _Facts:
     numbers: dict[str, None] = field(default_factory=dict)
     errors: list[str] = field(default_factory=_UniqueList)
     unverified: list[str] = field(default_factory=_UniqueList)
+    carried: list[str] = field(default_factory=_UniqueList)
     last_request: str = ""
+
+
+def _carried_summary(text: str) -> str | None:
+    """The body of a branch or compaction summary that reached the model as a user message.
+
+    Such a message is context handed down from earlier work, not a request: it must not become
+    the goal or the open item of the new summary. Its body is flattened to one line so that
+    its own headings cannot be mistaken for sections of ours.
+    """
+    for prefix, suffix in (
+        (BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX),
+        (COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX),
+    ):
+        if text.startswith(prefix):
+            body = text[len(prefix) :]
+            body = body[: -len(suffix)] if body.endswith(suffix) else body
+            return " ".join(body.split())
+    return None
 
 
 def _full(target: dict[str, None]) -> bool:
@@ -489,6 +514,14 @@ def _extract(parts: list[_Part]) -> _Facts:
     for part in parts:
         text = part.text
         if part.label == "User":
+            carried = _carried_summary(text)
+            if carried is not None:
+                if carried:
+                    _add_unique(facts.carried, _clip(carried, 600))
+                _collect_refs(carried, facts)
+                _collect_numbers(carried, facts)
+                last_label = part.label
+                continue
             ran = _RAN_RE.match(text)
             if ran:
                 # A shell command the user ran directly: a command and maybe an error, no goal.
@@ -769,7 +802,8 @@ class EmbeddedSummarizer:
             next_steps.append("Continue: " + re.sub(r"^\[ \] ", "", facts.in_progress[-1]))
         for s in facts.unverified[:2]:
             next_steps.append(f"Verify: {_clip(s, 200)}")
-        context = self._reference_items(facts)
+        context = [f"Carried over from an earlier summary: {c}" for c in facts.carried]
+        context.extend(self._reference_items(facts))
         if focus:
             context.insert(0, f"Requested focus: {focus}")
         done = _merge([d if d.startswith("[x]") else f"[x] {d}" for d in p("done", [])], facts.done)

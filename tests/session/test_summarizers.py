@@ -358,3 +358,27 @@ def test_embedded_compaction_of_a_real_session_keeps_tool_call_references():
     assert [p for p in wanted_paths if p not in history] == []
     missing = [c for c in wanted_commands if c not in flat]
     assert len(missing) <= len(wanted_commands) // 10
+
+
+def test_branch_summary_in_history_is_carried_context_not_a_goal():
+    from explorer.session.manager import SessionManager
+
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    m = SessionManager.in_memory("/w")
+    m.append_message({"role": "user", "content": "Fix the login test in tests/test_login.py", "timestamp": 1})
+    a = m.append_message({"role": "assistant", "content": [{"type": "text", "text": "Looking."}], "api": "x",
+                          "provider": "p", "model": "m", "usage": zero, "stopReason": "stop", "timestamp": 2})
+    m.branch_with_summary(a, "## Goal\nMake it stable.\n## Progress\nFroze the clock in tests/clock.py")
+    for i in range(6):
+        m.append_message({"role": "user", "content": f"step {i} " + "x" * 400, "timestamp": 3})
+        m.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok " * 200}], "api": "x",
+                          "provider": "p", "model": "m", "usage": zero, "stopReason": "stop", "timestamp": 4})
+    prep = prepare_compaction(m.get_branch(), CompactionSettings(keep_recent_tokens=300))
+    summary = compact(prep, EmbeddedSummarizer()).summary
+    goal = summary.split("## Constraints")[0]
+    assert "summary of a branch" not in summary
+    assert "Make it stable" not in goal
+    critical = summary.split("## Critical Context")[1]
+    assert "Carried over from an earlier summary: ## Goal Make it stable." in critical
+    assert "tests/clock.py" in critical
