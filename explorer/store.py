@@ -894,17 +894,11 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     scan = _existing_scan(session)
     first_index = _count_nl(data, 0, start)
     base = session.next_position - first_index
-    writer = _Writer(session, None)
     lines = _scan_lines(data, start, consumed, first_index, None, scan)
-    stats = _store_lines(lines, session, scan, writer, position_of=lambda index: base + index)
-    writer.flush()
-    _resolve_pending(session, scan)
-    result.problems.extend(scan.problems)
-    if not result.ok:
+    stored = _store_scanned(session, scan, lines, base, result)
+    if stored is None:
         return
-    _finish_session(session, scan, writer)
-    if stats["name"] is not None:
-        session.name = stats["name"]
+    stats, writer = stored
     session.missing_final_newline = not _ends_nl(data, consumed)
     session.source_size = consumed
     session.source_sha256 = _sha256(data, consumed)
@@ -1041,6 +1035,27 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     result.new_entries = writer.created(result.added)
 
 
+
+def _store_scanned(
+    session: Session, scan: Any, lines: Any, base: int, result: Any
+) -> tuple[dict[str, Any], _Writer] | None:
+    """Store scanned lines after position `base` of an existing session.
+
+    Returns None, with the problems recorded on `result` and the session left unfinished,
+    when the scan found a blocking problem (the caller's transaction then rolls back).
+    """
+    writer = _Writer(session, None)
+    stats = _store_lines(lines, session, scan, writer, position_of=lambda index: base + index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(scan.problems)
+    if not result.ok:
+        return None
+    _finish_session(session, scan, writer)
+    if stats["name"] is not None:
+        session.name = stats["name"]
+    return stats, writer
+
 def _legacy_more(data, original, session: Session, result, rng):
     """A legacy file that grew: migrate only the new lines, continuing the parent chain."""
     from explorer.session import entries as entry_mod
@@ -1067,18 +1082,12 @@ def _legacy_more(data, original, session: Session, result, rng):
     text = "\n".join(jsonfmt.dumps(e) for e in new) + "\n"
     scan = _existing_scan(session)
     base = session.next_position
-    writer = _Writer(session, None)
     encoded = text.encode("utf-8", errors="surrogatepass")
     items = _scan_lines(encoded, 0, len(encoded), 0, None, scan)
-    stats = _store_lines(items, session, scan, writer, position_of=lambda index: base + index)
-    writer.flush()
-    _resolve_pending(session, scan)
-    result.problems.extend(scan.problems)
-    if not result.ok:
+    stored = _store_scanned(session, scan, items, base, result)
+    if stored is None:
         return
-    _finish_session(session, scan, writer)
-    if stats["name"] is not None:
-        session.name = stats["name"]
+    stats, writer = stored
     session.source_original = data
     session.source_size = len(data)
     session.source_sha256 = hashlib.sha256(data).hexdigest()
