@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
@@ -223,13 +223,15 @@ def _read_labels(session: Session) -> dict[str, str]:
 
 
 def _skeleton(session: Session, key: str) -> list[tuple]:
-    ck = f"explorer:skel:{key}"
+    # The role sits after the payload, so this one read steps over every entry's raw line;
+    # it is paid once per session version (cached) and lets the graph keep user turns.
+    ck = f"explorer:skel2:{key}"
     rows = cache.get(ck)
     if rows is None:
         rows = list(
             Entry.objects.filter(session=session)
             .order_by("position")
-            .values_list("entry_id", "parent_id", "type")  # columns before the payload only
+            .values_list("entry_id", "parent_id", "type", "role")
         )
         cache.set(ck, rows, TREE_CACHE_SECONDS)
     return rows
@@ -258,6 +260,7 @@ class TreeModel:
     titles: dict[str, str]
     path_ids: list[str]
     cursor: str | None
+    flags: dict[str, str] = field(default_factory=dict)  # entry id -> "hidden" / "replaced"
 
 
 def folded_tree(
@@ -273,7 +276,7 @@ def folded_tree(
     params = "|".join(
         [key, cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
     )
-    ck = "explorer:fold:" + hashlib.sha256(params.encode()).hexdigest()
+    ck = "explorer:fold2:" + hashlib.sha256(params.encode()).hexdigest()
     hit = cache.get(ck)
     if hit is not None:
         return _thaw(hit)
@@ -281,9 +284,10 @@ def folded_tree(
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session, key)
     flags = hidden_targets(session, set(path_ids), light)
+    cache.set(f"explorer:pathflags:{key}:{cursor or ''}", flags, TREE_CACHE_SECONDS)
     nodes = [
         GraphNode(
-            r[0], r[1], r[2], None, labels.get(r[0]),
+            r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
             flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
         )
         for r in _skeleton(session, key)
@@ -308,7 +312,7 @@ def folded_tree(
                 item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
                 item.node.label, titles.get(item.node.id, ""), item.node.flags,
             )  # fmt: skip
-    model = TreeModel(graph, titles, path_ids, cursor)
+    model = TreeModel(graph, titles, path_ids, cursor, flags)
     cache.set(ck, _freeze(model), TREE_CACHE_SECONDS)
     return model
 
@@ -329,11 +333,12 @@ def _freeze(model: TreeModel) -> tuple:
         model.titles,
         model.path_ids,
         model.cursor,
+        model.flags,
     )
 
 
 def _thaw(frozen: tuple) -> TreeModel:
-    items, total, truncated, titles, path_ids, cursor = frozen
+    items, total, truncated, titles, path_ids, cursor, flags = frozen
     by_key = {it.key: it for it in items}
     roots = []
     for it in items:
@@ -341,11 +346,24 @@ def _thaw(frozen: tuple) -> TreeModel:
     for it in items:
         parent = by_key.get(it.parent_key) if it.parent_key else None
         (parent.children if parent is not None else roots).append(it)
-    return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor)
+    return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor, flags)
 
 
-def chain_entries(session: Session, first_id: str, limit: int = 200) -> list[LightEntry]:
-    """The entries of a folded chain, following single children from `first_id`."""
+def path_flags(session: Session, cursor: str | None) -> dict[str, str]:
+    """Hidden/replaced marks of the cursor's route; usually already cached by the tree page."""
+    key = f"explorer:pathflags:{content_key(session)}:{cursor or ''}"
+    hit = cache.get(key)
+    if hit is None:
+        hit = hidden_targets(session, set(), light_path(session, cursor))
+        cache.set(key, hit, TREE_CACHE_SECONDS)
+    return hit
+
+
+def chain_entries(
+    session: Session, first_id: str, limit: int = 200, stop: str | None = None
+) -> list[LightEntry]:
+    """The entries of a folded chain, following single children from `first_id` (up to and
+    including `stop`, when given)."""
     table = Entry._meta.db_table
     sql = f"""
         WITH RECURSIVE down(entry_id, parent_id, type, role, position, size, child_count,
@@ -355,10 +373,82 @@ def chain_entries(session: Session, first_id: str, limit: int = 200) -> list[Lig
             SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
                    e.target_id, down.n + 1
             FROM {table} e JOIN down ON e.session_id = %s AND e.parent_id = down.entry_id
-            WHERE down.child_count = 1 AND down.n < %s
+            WHERE down.child_count = 1 AND down.n < %s AND down.entry_id <> %s
         )
         SELECT {_LIGHT_COLS} FROM down ORDER BY n
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, first_id, session.pk, limit - 1])
+        cur.execute(sql, [session.pk, first_id, session.pk, limit - 1, stop or ""])
         return [LightEntry(*r) for r in cur.fetchall()]
+
+
+def path_before(session: Session, entry_id: str, stop: str, limit: int) -> list[LightEntry]:
+    """Up to `limit` ancestors of `entry_id`, in root→entry order, going no higher than `stop`.
+
+    One page of a long route read upwards: cost follows `limit`, not the route's length."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE up(entry_id, parent_id, type, role, position, size, child_count,
+                          target_id, n) AS (
+            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION ALL
+            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
+                   e.target_id, up.n + 1
+            FROM {table} e JOIN up ON e.session_id = %s AND e.entry_id = up.parent_id
+            WHERE up.n < %s AND (up.n = 0 OR up.entry_id <> %s) AND up.parent_id <> up.entry_id
+        )
+        SELECT {_LIGHT_COLS} FROM up WHERE n > 0 ORDER BY n DESC
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [session.pk, entry_id, session.pk, limit, stop])
+        rows = [LightEntry(*r) for r in cur.fetchall()]
+    seen: set[str] = set()
+    out: list[LightEntry] = []
+    for e in reversed(rows):  # a cycle would repeat ids: keep the walk up to it
+        if e.entry_id in seen:
+            break
+        seen.add(e.entry_id)
+        out.append(e)
+    out.reverse()
+    return out
+
+
+def path_after(
+    session: Session, entry_id: str, stop: str, limit: int, cursor: str | None
+) -> list[LightEntry]:
+    """Up to `limit` entries of the cursor's route after `entry_id`, down to `stop` inclusive.
+
+    Single children are followed in one query; at a branch point inside a folded stretch the
+    child on the cursor's route is chosen (reading the route only in that rare case)."""
+    out: list[LightEntry] = []
+    route: set[str] | None = None
+    current = entry_id
+    seen = {entry_id}
+    while len(out) < limit:
+        walk = chain_entries(session, current, limit=limit - len(out) + 1, stop=stop)
+        fresh = [e for e in walk[1:] if e.entry_id not in seen]
+        seen.update(e.entry_id for e in fresh)
+        out.extend(fresh)
+        tail = walk[-1] if walk else None
+        if tail is None or tail.entry_id == stop or len(out) >= limit or tail.child_count <= 1:
+            break
+        if route is None:
+            route = {e.entry_id for e in light_path(session, cursor)}
+        nxt = next(
+            (
+                LightEntry(*r)
+                for r in Entry.objects.filter(session=session, parent_id=tail.entry_id)
+                .order_by("position")
+                .values_list(*_LIGHT_COLS.split(", "))
+                if r[0] in route and r[0] not in seen
+            ),
+            None,
+        )
+        if nxt is None:
+            break
+        seen.add(nxt.entry_id)
+        out.append(nxt)
+        current = nxt.entry_id
+        if nxt.entry_id == stop:
+            break
+    return out[:limit]

@@ -4,9 +4,11 @@ A real session has tens of thousands of entries, almost all of them in long line
 Drawing each entry would give graphviz an impossible layout and the reader an unreadable
 picture, so linear chains fold into one node carrying a count. Only entries that matter for
 the tree's shape or meaning stay individual: roots, branch points, leaves, labelled entries,
-compactions, branch summaries and the cursor. A node budget bounds the output however large or
-bushy the session is: the active path is placed first, and whatever does not fit becomes a
-"subtree" node that can be opened on its own (`root=`).
+compactions, branch summaries and the cursor. On the active path the user's messages stay
+individual too while the budget allows, so a long linear session reads as its turns (user
+message, then the folded run of replies and tool calls). A node budget bounds the output
+however large or bushy the session is: the active path is placed first, and whatever does not
+fit becomes a "subtree" node that can be opened on its own (`root=`).
 
 Pure functions over plain records: no Django, no I/O.
 """
@@ -51,6 +53,7 @@ class FoldedItem:
     leaves: int = 0  # leaves inside a folded subtree
     side_branches: int = 0  # branches hidden inside a folded stretch of the active path
     merged: int = 1  # closed subtrees gathered in one "subtree" node
+    user_turns: int = 0  # user messages folded into a chain
     children: list[FoldedItem] = field(default_factory=list)
 
     @property
@@ -85,6 +88,24 @@ class FoldedGraph:
             stack.append((main, indent))
             stack.extend((c, indent + 1) for c in reversed(sides))
         return out
+
+
+def is_user_turn(node: GraphNode) -> bool:
+    return node.type == "message" and node.role == "user"
+
+
+def spread_pick(ids: Sequence[str], slots: int) -> list[str]:
+    """At most `slots` of `ids` (in order): the most recent half, the rest evenly spread over
+    the earlier ones, so both the latest turns and the session's overall shape stay visible."""
+    if slots <= 0:
+        return []
+    if len(ids) <= slots:
+        return list(ids)
+    recent = (slots + 1) // 2
+    rest = slots - recent
+    earlier = ids[: len(ids) - recent]
+    picked = [earlier[(i * len(earlier)) // rest] for i in range(rest)]
+    return picked + list(ids[len(ids) - recent :])
 
 
 def _children_map(
@@ -186,8 +207,18 @@ def fold_tree(
         head = 2
         demoted = set(notable[head : len(notable) - (share - head)]) - keep
 
+    # User turns on the active path get what is left of the path's budget (each adds about
+    # two drawn items: the message and the folded run after it).
+    turn_slots = max_nodes * 2 // 5 - (len(notable) - len(demoted))
+    turns = set(
+        spread_pick(
+            [a for a in path_list if is_user_turn(by_id[a]) and not naturally_interesting(a)],
+            turn_slots,
+        )
+    )
+
     def interesting(nid: str) -> bool:
-        return nid not in demoted and naturally_interesting(nid)
+        return nid not in demoted and (nid in turns or naturally_interesting(nid))
 
     def next_in_chain(nid: str) -> str:
         if nid in demoted:
@@ -254,15 +285,19 @@ def fold_tree(
         nid: str | None = start
         chain: list[str] = []
         side_count = 0
+        turn_count = 0
         unfold = start in expanded_set
         cur_parent = parent
         while nid is not None and nid not in visited:
             visited.add(nid)
             if interesting(nid) or unfold:
                 if chain:
-                    cur_parent = _emit_chain(chain, cur_parent, active, new_key, attach, side_count)
+                    cur_parent = _emit_chain(
+                        chain, cur_parent, active, new_key, attach, side_count, turn_count
+                    )
                     chain = []
                     side_count = 0
+                    turn_count = 0
                 item = FoldedItem(
                     new_key(),
                     "entry",
@@ -284,6 +319,7 @@ def fold_tree(
                     push(k, cur_parent, level + 1)
                 break
             chain.append(nid)
+            turn_count += is_user_turn(by_id[nid])
             if nid in demoted:
                 sides = len(children.get(nid, ())) - 1
                 side_count += max(0, sides)
@@ -294,7 +330,7 @@ def fold_tree(
                 break
             nid = nxt
         if chain:
-            _emit_chain(chain, cur_parent, active, new_key, attach, side_count)
+            _emit_chain(chain, cur_parent, active, new_key, attach, side_count, turn_count)
     return FoldedGraph(out_roots, items, total_entries=len(by_id), truncated=truncated)
 
 
@@ -305,6 +341,7 @@ def _emit_chain(
     new_key: Callable[[], str],
     attach: Callable[[FoldedItem, FoldedItem | None], None],
     side_branches: int = 0,
+    user_turns: int = 0,
 ) -> FoldedItem:
     item = FoldedItem(
         new_key(),
@@ -315,6 +352,7 @@ def _emit_chain(
         last_id=chain[-1],
         active=chain[0] in active,
         side_branches=side_branches,
+        user_turns=user_turns,
     )
     attach(item, parent)
     return item
@@ -345,6 +383,16 @@ _ROLE_FILL = {
 _ACCENT = "#2563eb"
 
 
+def chain_caption(item: FoldedItem) -> str:
+    """What a folded chain holds, for its graph node and its text-tree row."""
+    text = f"⋯ {item.count} entr{'y' if item.count == 1 else 'ies'}"
+    if item.user_turns:
+        text += f" · {item.user_turns} user msg{'' if item.user_turns == 1 else 's'} folded"
+    if item.side_branches:
+        text += f" · {item.side_branches} side branches"
+    return text
+
+
 def _entry_caption(node: GraphNode) -> tuple[str, str]:
     kind = node.role or node.type
     if node.type == "compaction":
@@ -363,11 +411,14 @@ def _node_attrs(item: FoldedItem, selected: str | None) -> dict[str, str]:
         attrs.update(
             shape="box", style="rounded,dashed,filled", fillcolor="#ffffff", color="#94a3b8"
         )
-        text = f"⋯ {item.count} entr{'y' if item.count == 1 else 'ies'}"
-        if item.side_branches:
-            text += f" · {item.side_branches} side branches"
+        text = chain_caption(item)
         attrs["label"] = dot_quote(text, 60)
-        attrs["tooltip"] = dot_quote(f"{item.count} entries folded; click to unfold", 80)
+        tip = f"{item.count} entries folded"
+        if item.user_turns:
+            tip += (
+                f", {item.user_turns} user message{'' if item.user_turns == 1 else 's'} among them"
+            )
+        attrs["tooltip"] = dot_quote(tip + "; click to unfold", 100)
     elif item.kind == "subtree":
         attrs.update(shape="folder", style="filled", fillcolor="#f8fafc", color="#64748b")
         what = "subtree" if item.merged == 1 else f"{item.merged} subtrees"

@@ -191,7 +191,8 @@
     $all(".tr", tree).forEach(function (li) {
       var kind = li.getAttribute("data-kind"); var role = li.getAttribute("data-role");
       var keep = true;
-      if (kind === "entry") {
+      if (kind === "page") { keep = true; }  // paging rows stay reachable under any filter
+      else if (kind === "entry") {
         if (name === "notools") { keep = li.getAttribute("data-tool") !== "1"; }
         else if (name === "user") { keep = role === "user"; }
         else if (name === "labelled") { keep = li.getAttribute("data-labelled") === "1"; }
@@ -207,6 +208,11 @@
     var tree = $("#text-tree"); if (!tree) { return; }
     var first = $(".tr.selected", tree) || $(".tr.active.leaf", tree) || $(".tr", tree);
     if (first) { first.setAttribute("tabindex", "0"); }
+    // A long route is drawn around the cursor: open the panel there, not at the root.
+    var panel = tree.closest(".tree-panel");
+    if (first && panel && panel.scrollHeight > panel.clientHeight) {
+      panel.scrollTop += first.getBoundingClientRect().top - panel.getBoundingClientRect().top - panel.clientHeight / 2;
+    }
     applyFilter(tree.getAttribute("data-filter") || "all");
     $all("[data-filter]").forEach(function (c) {
       if (c.tagName !== "A") { return; }
@@ -221,7 +227,8 @@
       else if (e.key === "End") { e.preventDefault(); setFocus(list[list.length - 1]); }
       else if (e.key === "ArrowRight") {
         e.preventDefault();
-        if (li.getAttribute("data-kind") === "chain") { var a = $("a", li); if (a) { a.click(); } }
+        var k = li.getAttribute("data-kind");
+        if (k === "chain" || k === "page") { var a = $("a", li); if (a) { a.click(); } }
         else if (li.classList.contains("collapsed")) { fold(li, false); }
         else if (list[i + 1]) { setFocus(list[i + 1]); }
       } else if (e.key === "ArrowLeft") {
@@ -286,6 +293,23 @@
     if (tree && !bound.has(tree)) { bound.add(tree); initTree(); }
     else if (tree) { applyFilter(tree.getAttribute("data-filter") || "all"); }
   }
+  // A row that loads more rows (unfold, show earlier/later) is replaced by them: keep the
+  // keyboard focus next to where it was (the nearest new row).
+  var pendingFocus = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var li = e.detail.target;
+    if (!li || !li.matches || !li.matches("#text-tree > .tr")) { pendingFocus = null; return; }
+    pendingFocus = { prev: li.previousElementSibling, next: li.nextElementSibling,
+      earlier: li.classList.contains("tr-page-earlier"),
+      focused: li.contains(document.activeElement) || li.getAttribute("tabindex") === "0" };
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var p = pendingFocus; pendingFocus = null;
+    if (!p || !p.focused) { return; }
+    var li = p.earlier ? (p.next ? p.next.previousElementSibling : $("#text-tree > .tr:last-child"))
+      : (p.prev ? p.prev.nextElementSibling : $("#text-tree > .tr"));
+    if (li && li.classList.contains("tr")) { setFocus(li); }
+  });
   document.addEventListener("htmx:afterSettle", rebind);
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
 })();

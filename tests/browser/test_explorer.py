@@ -131,7 +131,15 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     page.goto(f"{base}/sessions/{generated.pk}/")
     expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
     before = page.locator("#graph .graph-canvas g.node").count()
-    page.locator("#graph .graph-canvas g.ge-chain a").first.click()
+    # The graph opens on the cursor's end of the route: unfold a chain drawn in view.
+    page.evaluate(
+        """() => { const vp = document.querySelector('#graph').getBoundingClientRect();
+        const a = [...document.querySelectorAll('#graph .graph-canvas g.ge-chain a')].find(x => {
+          const r = x.getBoundingClientRect();
+          return r.top >= vp.top && r.bottom <= vp.bottom && r.left >= vp.left && r.right <= vp.right; });
+        a.setAttribute('data-pick', '1'); }"""
+    )
+    page.locator("#graph .graph-canvas g.ge-chain a[data-pick]").click()
     expect(page.locator("#graph .graph-canvas g.node")).not_to_have_count(before)
     assert "expand=" in page.url
     page.screenshot(path=str(SHOTS / "graph-unfolded.png"))
@@ -149,4 +157,46 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     )
     assert visible_roles and set(visible_roles) == {"user"}
     page.screenshot(path=str(SHOTS / "tree-user-only.png"))
+    assert page.errors == []
+
+
+@pytest.fixture
+def linear_large(transactional_db):
+    from explorer import store
+
+    path = Path("/work/shared/fixtures/pi/large-session.jsonl")
+    return store.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
+
+
+def test_a_long_linear_session_reads_as_turns_and_pages(linear_large, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{linear_large.pk}/")
+    tree = page.locator("#text-tree")
+    expect(tree.locator("li.tr-entry.role-user").first).to_be_visible()
+    assert tree.locator("li.tr-entry.role-user").count() > 50  # every user turn is a row
+    assert tree.locator("li.tr-entry").count() > 250  # the route near the cursor, unfolded
+    assert page.locator("#graph .graph-canvas g.ge-entry").count() > 50
+    page.screenshot(path=str(SHOTS / "tree-linear-session.png"))
+    # "User only" keeps the user messages of the loaded page and the paging row.
+    page.get_by_role("link", name="User only").click()
+    visible = page.eval_on_selector_all(
+        "#text-tree > li",
+        "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.kind + ':' + e.dataset.role)",
+    )
+    assert set(visible) == {"entry:user", "page:page"} and visible.count("entry:user") > 50
+    page.get_by_role("link", name="All", exact=True).click()
+    # Keyboard: → on "show N earlier" loads that page in place and keeps the focus there.
+    more = tree.locator("li.tr-page-earlier")
+    expect(more).to_have_count(1)
+    shown = int(more.inner_text().split("show ")[1].split()[0])
+    before = tree.locator("li.tr-entry").count()
+    more.focus()
+    page.keyboard.press("ArrowRight")
+    expect(tree.locator("li.tr-entry")).to_have_count(before + shown)
+    expect(tree.locator("li.tr-page-earlier")).to_have_count(0)
+    assert page.evaluate("document.activeElement.dataset.kind") == "entry"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.classList.contains('tr')")
+    page.screenshot(path=str(SHOTS / "tree-linear-paged.png"))
     assert page.errors == []

@@ -97,3 +97,64 @@ def test_active_edges_and_classes_are_marked():
     assert (
         "ge-active" in dot and "ge-edge-active" in dot and "ge-selected" in dot and "ge-leaf" in dot
     )
+
+
+def turns(n_turns: int, per_turn: int = 6) -> list[GraphNode]:
+    """A linear session of user turns, each followed by `per_turn` assistant/tool entries."""
+    out, parent = [], None
+    for t in range(n_turns):
+        for k in range(per_turn + 1):
+            nid = f"t{t}_{k}"
+            role = "user" if k == 0 else ("assistant" if k % 2 else "toolResult")
+            out.append(GraphNode(nid, parent, "message", role))
+            parent = nid
+    return out
+
+
+def test_a_linear_path_reads_as_its_user_turns():
+    nodes = turns(30)
+    path = [n.id for n in nodes]
+    g = fold_tree(nodes, active_path=path, cursor_id=path[-1])
+    users = [i.entry_id for i in g.items if i.kind == "entry" and i.node.role == "user"]
+    assert users == [f"t{t}_0" for t in range(30)]
+    # user, then the folded run of that turn, then the next user message
+    kinds = [i.kind for i in g.items]
+    assert kinds[:4] == ["entry", "chain", "entry", "chain"]
+    chains = [i for i in g.items if i.kind == "chain"]
+    assert [c.count for c in chains] == [6] * 29 + [5]  # the last entry is the cursor
+    assert all(c.user_turns == 0 and c.active for c in chains)
+    # Off the active path nothing changes: one root, one chain, one leaf.
+    assert [i.kind for i in fold_tree(nodes).items] == ["entry", "chain", "entry"]
+
+
+def test_user_turns_beyond_the_budget_are_spread_and_counted():
+    nodes = turns(500, per_turn=3)
+    path = [n.id for n in nodes]
+    g = fold_tree(nodes, active_path=path, cursor_id=path[-1], max_nodes=100)
+    assert len(g.items) <= 100
+    kept = [
+        int(i.entry_id[1:].split("_")[0])
+        for i in g.items
+        if i.kind == "entry" and i.node.role == "user"
+    ]
+    assert 30 <= len(kept) <= 40  # 2/5 of the budget, less root and cursor
+    assert kept[-15:] == list(range(485, 500))  # the most recent turns all stay
+    early = [t for t in kept if t < 485]
+    assert early[0] == 0 and max(b - a for a, b in zip(early, early[1:], strict=False)) < 40
+    folded = sum(i.user_turns for i in g.items if i.kind == "chain")
+    assert folded + len(kept) == 500  # every user message is drawn or counted in a chain
+    dot = to_dot(g)
+    assert "user msgs folded" in dot and "user messages among them" in dot
+
+
+def test_folding_is_deterministic():
+    nodes = turns(300, per_turn=4) + linear(5, prefix="side", parent="t40_2")
+    path = [n.id for n in nodes[: 300 * 5]]
+    first = to_dot(fold_tree(nodes, active_path=path, cursor_id=path[-1], max_nodes=120))
+    again = to_dot(
+        fold_tree(list(reversed(nodes)), active_path=path, cursor_id=path[-1], max_nodes=120)
+    )
+    assert first == to_dot(fold_tree(nodes, active_path=path, cursor_id=path[-1], max_nodes=120))
+    assert {ln for ln in first.splitlines() if "label=" in ln} and first.count("->") == again.count(
+        "->"
+    )

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from django.urls import reverse
+
+from explorer.models import Entry
 
 PAGES = [
     ("explorer:session_detail", {}, "tree-and-graph"),
@@ -136,3 +142,121 @@ def test_search_answers_as_a_narrow_retrieval_tool(viewer_client, session):
         reverse("explorer:session_search", args=[session.pk]), {"q": "hello", "format": "json"}
     ).json()
     assert {h["entry_id"] for h in scoped["results"]} >= {"c3d4e5f6", "d4e5f6a7"}
+
+
+# --- a long linear session: user turns and a paged, unfolded route ------------------------
+
+LARGE = Path("/work/shared/fixtures/pi/large-session.jsonl")
+
+
+def _route_of_large(session) -> tuple[list[str], set[str]]:
+    """The imported fixture's entries in file order (it is one linear route), and its user
+    messages (read from the parsed lines, not through the pages under test)."""
+    ids, users = [], set()
+    for eid, raw in (
+        Entry.objects.filter(session=session).order_by("position").values_list("entry_id", "raw")
+    ):
+        d = json.loads(raw)
+        ids.append(eid)
+        if d.get("type") == "message" and d["message"].get("role") == "user":
+            users.add(eid)
+    assert len(ids) > 1000 and len(users) > 50  # the fixture is what these tests assume
+    return ids, users
+
+
+def _tree_rows(html: str) -> list[tuple[str, str, str]]:
+    """(kind, id, role) of every text-tree row, in order."""
+    tree = (
+        html.split('id="text-tree"', 1)[1].split("</ul>", 1)[0]
+        if 'id="text-tree"' in html
+        else html
+    )
+    return re.findall(r'<li [^>]*data-id="([^"]*)" data-kind="(\w+)" data-role="(\w+)"', tree)
+
+
+@pytest.fixture
+def large(make_session):
+    return make_session(LARGE.read_bytes())
+
+
+def test_a_linear_session_shows_its_user_turns_and_the_route_near_the_cursor(viewer_client, large):
+    route, users = _route_of_large(large)
+    html = viewer_client.get(reverse("explorer:session_detail", args=[large.pk])).content.decode()
+    rows = _tree_rows(html)
+    entry_ids = [eid for eid, kind, _ in rows if kind == "entry"]
+    # Every user message of the route is a row, in route order, with its role.
+    assert {eid for eid, kind, role in rows if role == "user"} == users
+    assert entry_ids == [e for e in route if e in set(entry_ids)]
+    # The last page of the route (ending at the cursor) is unfolded entry by entry...
+    assert route[-200:] == entry_ids[-200:]
+    assert len(entry_ids) < 200 + len(users) + 5
+    # ...and the folded stretch it cuts through offers the rest as "show N earlier".
+    pages = [r for r in rows if r[1] == "page"]
+    assert len(pages) == 1 and pages[0][0] == route[-200]
+    m = re.search(
+        r'<a class="tr-page-link" href="([^"]+)" hx-get="([^"]+)"[^>]*>↑ show (\d+) earlier', html
+    )
+    assert m is not None
+    assert "before=" + route[-200] in m.group(1) and "before=" + route[-200] in m.group(2)
+    # The graph reads as turns too: far more than root, chain, leaf.
+    assert int(re.search(r"Graph <span[^>]*>(\d+) nodes", html).group(1)) > 2 * len(users)
+    svg = viewer_client.get(reverse("explorer:graph_svg", args=[large.pk])).content.decode()
+    assert svg.count("ge&#45;entry") >= len(users)
+
+
+def test_show_earlier_loads_the_previous_page_of_the_route(viewer_client, large):
+    route, _ = _route_of_large(large)
+    html = viewer_client.get(reverse("explorer:session_detail", args=[large.pk])).content.decode()
+    m = re.search(r'hx-get="([^"]+)"[^>]*>↑ show (\d+) earlier', html)
+    shown = int(m.group(2))
+    part = viewer_client.get(m.group(1).replace("&amp;", "&"), headers={"HX-Request": "true"})
+    assert part.status_code == 200 and "<html" not in part.content.decode()
+    rows = _tree_rows(part.content.decode())
+    anchor = route.index(route[-200])
+    assert [eid for eid, kind, _ in rows if kind == "entry"] == route[anchor - shown : anchor]
+
+
+def test_route_pages_chain_across_many_pages(viewer_client, large):
+    """A stretch longer than a page is loaded 200 at a time, each page offering the next."""
+    route, _ = _route_of_large(large)
+    url = reverse("explorer:tree_chain", args=[large.pk])
+    first = viewer_client.get(
+        url, {"before": route[700], "stop": route[1], "n": 699}, headers={"HX-Request": "true"}
+    ).content.decode()
+    rows = _tree_rows(first)
+    assert rows[0][1] == "page" and rows[0][0] == route[500]  # 499 left: "show 200 earlier"
+    assert "n=499" in first.replace("&amp;", "&")
+    assert [eid for eid, kind, _ in rows[1:]] == route[500:700]
+    later = viewer_client.get(
+        url, {"after": route[10], "stop": route[300], "n": 290}, headers={"HX-Request": "true"}
+    ).content.decode()
+    rows = _tree_rows(later)
+    assert [eid for eid, kind, _ in rows[:-1]] == route[11:211]
+    assert rows[-1][1] == "page" and rows[-1][0] == route[210]
+    last = viewer_client.get(
+        url, {"after": route[210], "stop": route[300], "n": 90}, headers={"HX-Request": "true"}
+    ).content.decode()
+    assert [eid for eid, kind, _ in _tree_rows(last)] == route[211:301]  # ends at `stop`
+
+
+def test_paging_links_work_without_script(viewer_client, large):
+    route, users = _route_of_large(large)
+    detail = reverse("explorer:session_detail", args=[large.pk])
+    # An anchor whose page starts and ends inside folded stretches (not at a user turn).
+    k = next(
+        k
+        for k in range(600, 900)
+        if not users & {route[k - 201], route[k - 200], route[k - 1], route[k]}
+    )
+    page = viewer_client.get(detail, {"before": route[k]}).content.decode()
+    ids = {eid for eid, kind, _ in _tree_rows(page) if kind == "entry"}
+    # Exactly the 200 entries before the anchor, besides the turns and ends always shown.
+    assert ids == set(route[k - 200 : k]) | users | {route[0], route[-1]}
+    assert "↓ show" in page and "↑ show" in page  # both directions continue from here
+    after = viewer_client.get(detail, {"after": route[99]}).content.decode()
+    ids = {eid for eid, kind, _ in _tree_rows(after) if kind == "entry"}
+    assert ids == set(route[100:300]) | users | {route[0], route[-1]}
+    centred = viewer_client.get(detail, {"entry": route[300]}).content.decode()
+    rows = _tree_rows(centred)
+    assert {eid for eid, kind, _ in rows if kind == "entry"} >= set(route[200:400])
+    assert re.search(rf'class="tr tr-entry[^"]* selected" data-id="{route[300]}"', centred)
