@@ -150,7 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         "Cold requests are not bounded by the ratio: the first graph of a session version reads the skeleton "
         "(id, parent, type, role) of every entry and folds it; the result is cached under a key that changes "
         "when an entry is appended. The raw-versus-projected page reads only the light path and the entries "
-        "from the newest compaction's kept range on (earlier entries are listed on request).",
+        "from the newest compaction's kept range on (earlier entries are listed on request). "
+        "The tree page's text tree unfolds one page of the active route (at most 200 entries, around "
+        "the cursor or the selected entry; further pages load on request) and the graph keeps the "
+        "active route's user messages while its node budget allows, so both stay bounded however "
+        "long the session is.",
         f"Result: {'PASS' if ok else 'FAIL'}",
         "<!-- bench_pages:end -->",
     ]

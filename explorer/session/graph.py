@@ -171,6 +171,10 @@ def fold_tree(
     `root_id`: draw only the subtree under this entry (on-demand loading of closed subtrees).
     `expanded`: first ids of chains to unfold into individual entries.
     `pinned`: extra ids that must stay individual (e.g. the selected entry).
+
+    User messages on the active path stay individual while about 2/5 of `max_nodes` allows
+    (counting the path's other notable entries); beyond that `spread_pick` chooses which,
+    and each chain counts the user messages folded into it (`FoldedItem.user_turns`).
     """
     by_id, children, roots = _children_map(nodes)
     active = set(active_path)

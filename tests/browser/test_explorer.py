@@ -190,11 +190,14 @@ def test_a_long_linear_session_reads_as_turns_and_pages(linear_large, browser_pa
     expect(more).to_have_count(1)
     shown = int(more.inner_text().split("show ")[1].split()[0])
     before = tree.locator("li.tr-entry").count()
+    next_id = more.evaluate("e => e.nextElementSibling.dataset.id")
     more.focus()
     page.keyboard.press("ArrowRight")
     expect(tree.locator("li.tr-entry")).to_have_count(before + shown)
     expect(tree.locator("li.tr-page-earlier")).to_have_count(0)
-    assert page.evaluate("document.activeElement.dataset.kind") == "entry"
+    focused = tree.locator("li.tr-entry:focus")
+    expect(focused).to_have_count(1)  # the loaded entry next to where the focus was
+    assert focused.evaluate("e => e.nextElementSibling.dataset.id") == next_id
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     assert page.evaluate("document.activeElement.classList.contains('tr')")
