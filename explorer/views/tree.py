@@ -427,7 +427,7 @@ def graph_svg(request: HttpRequest, pk: int) -> HttpResponse:
     if ctx["graph_error"]:
         return HttpResponse(ctx["graph_error"], status=500, content_type="text/plain")
     body = str(ctx["graph_svg"])
-    response = HttpResponse(body, content_type="image/svg+xml")
+    response = HttpResponse(body, content_type="image/svg+xml; charset=utf-8")
     response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
     response["X-Content-Type-Options"] = "nosniff"
     return response

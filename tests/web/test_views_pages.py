@@ -72,7 +72,7 @@ def test_it_renders_action_forms_as_page_and_partial(
 def test_it_serves_the_graph_as_svg(viewer_client, session):
     r = viewer_client.get(reverse("explorer:graph_svg", args=[session.pk]))
     assert r.status_code == 200
-    assert r["Content-Type"] == "image/svg+xml"
+    assert r["Content-Type"] == "image/svg+xml; charset=utf-8"
     assert r.content.decode().lstrip().startswith("<svg")
     assert "default-src 'none'" in r["Content-Security-Policy"]
 
