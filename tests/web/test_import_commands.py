@@ -67,3 +67,19 @@ def test_demo_sessions_show_every_feature(capsys):
     engine = SessionManager.load_readonly(store.export_bytes(login))
     assert engine.get_session_name() == "Fix the flaky login test"
     assert not [p for p in login.problems.all() if p.severity == "error"]
+
+
+def test_a_rejected_file_lists_its_warnings_too(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(
+        b'{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/x"}\n'
+        b'{"type":"label","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","targetId":"a1","label":"x"}\n'
+        b"{not json\n"
+        b'{"type":"label","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:02.000Z","targetId":"a1","label":"y"}\n'
+    )
+    with pytest.raises(CommandError):
+        call_command("import_sessions", str(bad))
+    err = capsys.readouterr().err
+    assert "line 4: error: duplicate id" in err
+    assert "line 3: warning" in err
+    assert Session.objects.count() == 0

@@ -47,7 +47,8 @@ class Command(BaseCommand):
                 if not result.ok:
                     failed += 1
                     self.stderr.write(self.style.ERROR(f"{file}: rejected, nothing imported"))
-                    for p in result.errors:
+                    # Every problem, blocking ones first: the user fixes the file in one pass.
+                    for p in [*result.errors, *result.warnings]:
                         self.stderr.write(f"  {p}")
                     continue
                 if result.created:
