@@ -318,18 +318,43 @@ def navigate_view(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+def _keep_recent(request: HttpRequest, default: int) -> tuple[int, str | None]:
+    """The "keep recent tokens" setting of a compaction request, validated."""
+    raw = (request.POST.get("keep_recent") or request.GET.get("keep_recent") or "").strip()
+    if not raw:
+        return default, None
+    try:
+        value = int(raw)
+    except ValueError:
+        return default, f"Keep recent tokens must be a whole number, got {raw[:40]!r}."
+    if not 0 <= value <= 10_000_000:
+        return default, "Keep recent tokens must be between 0 and 10,000,000."
+    return value, None
+
+
 @editor_required
 def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Dry run (cut point and summary preview) on GET; apply on POST."""
+    """Dry run (cut point and summary preview) on GET; apply on POST.
+
+    The "keep recent tokens" setting is the user's: Pi's default (20,000) keeps a small
+    session whole, so the form lets a reviewer try a smaller tail before applying.
+    """
+    from dataclasses import replace
+
     from explorer.session import compaction, tokens
     from explorer.session.summarizers import summarizer_from_env
 
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     errors: list[str] = []
-    if request.method == "POST":
+    defaults = tokens.DEFAULT_COMPACTION_SETTINGS
+    keep_recent, keep_error = _keep_recent(request, defaults.keep_recent_tokens)
+    if keep_error:
+        errors.append(keep_error)
+    settings = replace(defaults, keep_recent_tokens=keep_recent)
+    if request.method == "POST" and not keep_error:
         try:
-            services.compact_now(session, request.user, leaf_id=cursor)
+            services.compact_now(session, request.user, leaf_id=cursor, settings=settings)
         except SessionError as exc:
             errors.append(str(exc))
         else:
@@ -337,13 +362,15 @@ def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
             return _done(request, reverse("explorer:compactions", args=[session.pk]))
     light = treedata.light_path(session, cursor)
     path, _ = treedata.context_path(session, light)
-    prep = compaction.prepare_compaction(path, tokens.DEFAULT_COMPACTION_SETTINGS)
+    prep = compaction.prepare_compaction(path, settings)
     dry: dict[str, Any] | None = None
+    already = bool(light) and light[-1].type == "compaction"
     if prep is None:
         errors.append(
             "Already compacted"
-            if light and light[-1].type == "compaction"
-            else "Nothing to compact (session too small)"
+            if already
+            else f"Nothing to compact (session too small) while keeping the newest "
+            f"{keep_recent:,} tokens: try a smaller value."
         )
     elif request.GET.get("preview") == "1" or request.method == "POST":
         try:
@@ -358,7 +385,14 @@ def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
     )
     ctx = session_frame(request, session, "compactions", cursor)
     ctx.update(
-        {"prep": prep, "dry": dry, "errors": errors, "first_kept_title": entry_title(first, 120)}
+        {
+            "prep": prep,
+            "dry": dry,
+            "errors": errors,
+            "first_kept_title": entry_title(first, 120),
+            "keep_recent": keep_recent,
+            "already_compacted": already,
+        }
     )
     return render_panel(
         request,

@@ -184,3 +184,34 @@ def test_viewers_see_no_edit_controls(viewer_client, session):
     html = viewer_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
     assert "Hide / replace" not in html
     assert "Undo (restore)" not in html
+
+
+def test_compact_now_explains_a_too_small_session_and_offers_a_smaller_tail(editor_client, session):
+    r = editor_client.get(reverse("explorer:compact", args=[session.pk]))
+    html = r.content.decode()
+    assert "Nothing to compact (session too small)" in html and "try a smaller value" in html
+    assert 'name="keep_recent"' in html and 'value="20000"' in html
+
+
+def test_compact_now_with_a_chosen_tail_previews_then_applies(editor_client, session):
+    url = reverse("explorer:compact", args=[session.pk])
+    r = editor_client.get(url, {"keep_recent": "1", "preview": "1"})
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert "Summary preview" in html and "Original Request" in html  # split turn: prefix summary
+    assert 'name="keep_recent" value="1"' in html
+    before = _raws(session)
+    r = editor_client.post(url, {"keep_recent": "1"})
+    assert r.status_code == 302
+    after = _raws(session)
+    assert after[: len(before)] == before  # history untouched, one entry appended
+    assert len(after) == len(before) + 1
+    compaction = Entry.objects.filter(session=session, type="compaction").get()
+    assert compaction.data()["firstKeptEntryId"]
+
+
+def test_compact_now_rejects_a_bad_tail_setting(editor_client, session):
+    r = editor_client.post(reverse("explorer:compact", args=[session.pk]), {"keep_recent": "lots"})
+    assert r.status_code == 400
+    assert "Keep recent tokens must be a whole number" in r.content.decode()
+    assert not Entry.objects.filter(session=session, type="compaction").exists()
