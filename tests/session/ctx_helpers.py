@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 _ABSENT: Any = object()
@@ -40,7 +41,7 @@ def A(t: str, usage: dict[str, Any] | None = None, stop: str = "stop") -> dict[s
         "api": "test-api",
         "provider": "test",
         "model": "m1",
-        "usage": Z() if usage is None else usage,
+        "usage": Z() if usage is None else copy.deepcopy(usage),
         "stopReason": stop,
         "timestamp": 2,
     }

@@ -2,63 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from explorer.session import jsonfmt
 
-Z = {
-    "input": 0,
-    "output": 0,
-    "cacheRead": 0,
-    "cacheWrite": 0,
-    "totalTokens": 0,
-    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-}
+from . import ctx_helpers as _ctx
+from .ctx_helpers import SYS, A, R, U  # noqa: F401  (re-exported for the manager tests)
 
-
-def U(text: Any) -> dict[str, Any]:
-    return {"role": "user", "content": text, "timestamp": 1}
-
-
-def A(text: str, usage: dict[str, Any] | None = None, stop: str = "stop") -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [{"type": "text", "text": text}],
-        "api": "test-api",
-        "provider": "test",
-        "model": "m1",
-        "usage": copy.deepcopy(usage if usage is not None else Z),
-        "stopReason": stop,
-        "timestamp": 2,
-    }
-
-
-def R(text: str) -> dict[str, Any]:
-    return {
-        "role": "toolResult",
-        "toolCallId": "call_1",
-        "toolName": "read",
-        "content": [{"type": "text", "text": text}],
-        "isError": False,
-        "timestamp": 3,
-    }
-
-
-_NO = object()
-
-
-def SYS(content: Any, sections: Any = _NO, tools_added: Any = _NO, tools_removed: Any = _NO, ts: Any = _NO) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "system", "content": content}
-    if sections is not _NO:
-        msg["sections"] = sections
-    if tools_added is not _NO:
-        msg["toolsAdded"] = tools_added
-    if tools_removed is not _NO:
-        msg["toolsRemoved"] = tools_removed
-    if ts is not _NO:
-        msg["timestamp"] = ts
-    return msg
+# The SPEC 8.0 message builders live in one place; the manager tests use a constant Z.
+Z = _ctx.Z()
 
 
 class Clock:
