@@ -51,13 +51,15 @@ def _role(d: dict) -> str:
 
 def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
     labels = treedata.current_labels(session)
-    a = _resolve(session, request.GET.get("a"), labels) or cursor
+    asked_a = _resolve(session, request.GET.get("a"), labels)
+    a = asked_a or cursor
     b = _resolve(session, request.GET.get("b"), labels)
     ctx: dict[str, Any] = {
         "a": a,
         "b": b,
         "choices": leaf_choices(session, labels),
         "result": None,
+        "bad_a": bool(request.GET.get("a")) and asked_a is None,
         "bad_b": bool(request.GET.get("b")) and b is None,
     }
     if not (a and b):

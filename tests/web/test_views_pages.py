@@ -260,3 +260,19 @@ def test_paging_links_work_without_script(viewer_client, large):
     rows = _tree_rows(centred)
     assert {eid for eid, kind, _ in rows if kind == "entry"} >= set(route[200:400])
     assert re.search(rf'class="tr tr-entry[^"]* selected" data-id="{route[300]}"', centred)
+
+
+def test_compare_route_inputs_are_styled_text_fields(viewer_client, session):
+    # The stylesheet styles input[type=text]: an input without a type is left unstyled.
+    html = viewer_client.get(reverse("explorer:compare", args=[session.pk])).content.decode()
+    for name in ("a", "b"):
+        tag = re.search(rf'<input[^>]*name="{name}"[^>]*>', html).group(0)
+        assert 'type="text"' in tag
+
+
+def test_compare_says_when_route_a_matches_nothing(viewer_client, session):
+    r = viewer_client.get(
+        reverse("explorer:compare", args=[session.pk]), {"a": "no-such-leaf", "b": "e5f6a7b8"}
+    )
+    assert r.status_code == 200
+    assert "No entry or label matches route A" in r.content.decode()
