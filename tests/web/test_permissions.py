@@ -209,3 +209,13 @@ def test_admins_manage_users_in_the_django_admin(admin_client, viewer_user):
 
 def test_editors_cannot_open_the_django_admin(editor_client):
     assert editor_client.get("/admin/auth/user/").status_code == 302
+
+
+def test_the_users_nav_link_opens_the_user_list(admin_client):
+    html = admin_client.get(reverse("explorer:session_list")).content.decode()
+    assert f'href="{reverse("admin:auth_user_changelist")}">Users</a>' in html
+
+
+def test_every_role_finds_global_search_in_the_nav(viewer_client):
+    html = viewer_client.get(reverse("explorer:session_list")).content.decode()
+    assert f'<a href="{reverse("explorer:search")}"' in html
