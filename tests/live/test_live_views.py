@@ -76,3 +76,13 @@ def test_cancel_without_a_running_turn(editor_client, stored):
 
 def test_a_missing_session_is_404(viewer_client, stored):
     assert viewer_client.get(reverse("explorer:live", args=[stored.pk + 99])).status_code == 404
+
+
+def test_the_turn_buttons_use_the_site_button_style(editor_client, stored, monkeypatch):
+    import re
+
+    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    html = editor_client.get(reverse("explorer:live", args=[stored.pk])).content.decode()
+    for button_id in ("send-turn", "cancel-turn"):
+        tag = re.search(rf'<button[^>]*id="{button_id}"[^>]*>', html, re.S).group(0)
+        assert re.search(r'class="[^"]*\bbutton\b', tag), tag
