@@ -219,3 +219,16 @@ def test_the_users_nav_link_opens_the_user_list(admin_client):
 def test_every_role_finds_global_search_in_the_nav(viewer_client):
     html = viewer_client.get(reverse("explorer:session_list")).content.decode()
     assert f'<a href="{reverse("explorer:search")}"' in html
+
+
+def test_a_refusal_explains_itself_and_still_offers_log_out(norole_user, viewer_client, make_session):
+    from django.test import Client
+
+    c = Client()
+    c.force_login(norole_user)
+    html = c.get(reverse("explorer:session_list")).content.decode()
+    assert "This needs the viewer role." in html
+    assert f'action="{reverse("logout")}"' in html  # a user without a role can switch accounts
+    session = make_session()
+    r = viewer_client.post(reverse("explorer:rename", args=[session.pk]), {"name": "x"})
+    assert r.status_code == 403 and "This needs the editor role." in r.content.decode()
