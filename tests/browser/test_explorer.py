@@ -203,3 +203,13 @@ def test_a_long_linear_session_reads_as_turns_and_pages(linear_large, browser_pa
     assert page.evaluate("document.activeElement.classList.contains('tr')")
     page.screenshot(path=str(SHOTS / "tree-linear-paged.png"))
     assert page.errors == []
+
+
+def test_the_session_list_fits_a_phone_screen(demo, browser_page):
+    # The wide table scrolls inside its directory group; the page itself never scrolls sideways.
+    page, base = browser_page
+    page.set_viewport_size({"width": 420, "height": 860})
+    page.goto(f"{base}/")
+    expect(page.locator("table.data").first).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 420
+    assert page.errors == []
