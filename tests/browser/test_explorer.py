@@ -213,3 +213,15 @@ def test_the_session_list_fits_a_phone_screen(demo, browser_page):
     expect(page.locator("table.data").first).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
     assert page.errors == []
+
+
+def test_every_tab_has_a_number_key(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    tabs = page.locator(".tabs a")
+    last = tabs.count()
+    assert page.locator("#shortcuts").inner_text().count(f"{last}") >= 1
+    href = tabs.nth(last - 1).get_attribute("href")
+    with page.expect_navigation():
+        page.keyboard.press(str(last))
+    assert page.url.endswith(href)
