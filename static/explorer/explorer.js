@@ -204,8 +204,13 @@
     });
   }
 
+  // The rows are the tab stop (roving tabindex); their links stay clickable and are
+  // followed with Enter, so Tab does not step through every row.
+  function untabLinks(tree) { $all(".tr a", tree).forEach(function (a) { a.setAttribute("tabindex", "-1"); }); }
+
   function initTree() {
     var tree = $("#text-tree"); if (!tree) { return; }
+    untabLinks(tree);
     var first = $(".tr.selected", tree) || $(".tr.active.leaf", tree) || $(".tr", tree);
     if (first) { first.setAttribute("tabindex", "0"); }
     // A long route is drawn around the cursor: open the panel there, not at the root.
@@ -291,7 +296,7 @@
     if (vp && !bound.has(vp)) { bound.add(vp); initGraph(); }
     var tree = $("#text-tree");
     if (tree && !bound.has(tree)) { bound.add(tree); initTree(); }
-    else if (tree) { applyFilter(tree.getAttribute("data-filter") || "all"); }
+    else if (tree) { untabLinks(tree); applyFilter(tree.getAttribute("data-filter") || "all"); }
   }
   // A row that loads more rows (unfold, show earlier/later) is replaced by them: keep the
   // keyboard focus next to where it was (the nearest new row).

@@ -225,3 +225,17 @@ def test_every_tab_has_a_number_key(demo, browser_page):
     with page.expect_navigation():
         page.keyboard.press(str(last))
     assert page.url.endswith(href)
+
+
+def test_the_text_tree_is_one_tab_stop(demo, browser_page):
+    # Arrow keys move inside the tree; Tab enters it once and then moves on, instead of
+    # stepping through every row's link.
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    expect(page.locator("#text-tree .tr").first).to_be_visible()
+    page.get_by_role("link", name="Labelled").focus()
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.matches('#text-tree > .tr')")
+    page.keyboard.press("Tab")
+    assert page.evaluate("!document.getElementById('text-tree').contains(document.activeElement)")
+    assert page.errors == []
