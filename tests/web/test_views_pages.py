@@ -289,3 +289,11 @@ def test_search_without_a_query_says_what_it_searches(viewer_client, session, sc
 def test_global_search_counts_its_results(viewer_client, session):
     html = viewer_client.get(reverse("explorer:search"), {"q": "hello"}).content.decode()
     assert re.search(r"\d+ results?\b", html)
+
+
+def test_the_own_summary_box_of_navigate_has_an_accessible_name(editor_client, session):
+    html = editor_client.get(
+        reverse("explorer:navigate", args=[session.pk]), {"target": "e5f6a7b8"}
+    ).content.decode()
+    tag = re.search(r'<textarea[^>]*name="summary_text"[^>]*>', html).group(0)
+    assert 'aria-label="' in tag
