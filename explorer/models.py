@@ -109,6 +109,7 @@ class Entry(models.Model):
     objects = EntryQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = "entries"
         ordering = ["session", "position"]
         constraints = [
             models.UniqueConstraint(fields=["session", "entry_id"], name="entry_unique_id"),

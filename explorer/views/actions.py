@@ -194,11 +194,17 @@ def label_view(request: HttpRequest, pk: int) -> HttpResponse:
         label = (src.get("label") or "").strip()[:200]
         if src.get("clear") == "1":
             label = ""
-        try:
-            services.set_label(session, request.user, target, label or None, leaf_id=cursor)
-        except SessionError as exc:
-            errors.append(str(exc))
+        if label == current:
+            # Appending a label entry that changes nothing would only grow the history.
+            errors.append(
+                f"{target} already has the label “{label}”." if label else f"{target} has no label to clear."
+            )
         else:
+            try:
+                services.set_label(session, request.user, target, label or None, leaf_id=cursor)
+            except SessionError as exc:
+                errors.append(str(exc))
+        if not errors:
             messages.success(
                 request, f"Label {'set to “' + label + '”' if label else 'cleared'} on {target}."
             )

@@ -226,3 +226,20 @@ def test_compact_now_rejects_a_bad_tail_setting(editor_client, session):
     assert r.status_code == 400
     assert "Keep recent tokens must be a whole number" in r.content.decode()
     assert not Entry.objects.filter(session=session, type="compaction").exists()
+
+
+def test_a_label_change_that_changes_nothing_appends_nothing(editor_client, session):
+    url = reverse("explorer:label", args=[session.pk])
+    before = _raws(session)
+    r = editor_client.post(url, {"target": "d4e5f6a7", "clear": "1"})  # no label to clear
+    assert r.status_code == 400 and "has no label to clear" in r.content.decode()
+    r = editor_client.post(url, {"target": "a1b2c3d4", "label": "start"})  # already "start"
+    assert r.status_code == 400 and "already has the label" in r.content.decode()
+    assert _raws(session) == before
+
+
+def test_the_admin_names_entries_in_plain_english(admin_client):
+    r = admin_client.get(reverse("admin:index"))
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Entries" in html and "Entrys" not in html
