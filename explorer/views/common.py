@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -43,10 +44,22 @@ def resolve_cursor(request: HttpRequest, session: Session) -> str | None:
     leaf = request.GET.get("leaf") or request.POST.get("leaf")
     if leaf and treedata.entry_exists(session, leaf):
         return leaf
+    if leaf:
+        warn_missing_entry(request, leaf, "your cursor")
     cursor = store.cursor_for(session, request.user).entry_id
     if cursor and treedata.entry_exists(session, cursor):
         return cursor
     return treedata.default_leaf_id(session)
+
+
+def warn_missing_entry(request: HttpRequest, entry_id: str, instead: str) -> None:
+    """Say so when a permalink names an entry this session does not have.
+
+    Full pages only: an htmx fragment has no place for the notice, and the message would
+    otherwise surface on some later page.
+    """
+    if not getattr(request, "htmx", False):
+        messages.warning(request, f"This session has no entry {entry_id[:80]!r}; showing {instead}.")
 
 
 def session_frame(

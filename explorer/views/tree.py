@@ -18,7 +18,7 @@ from explorer.explore import entry_role, entry_title
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
 from explorer.session.graph import FoldedItem, chain_caption, to_dot
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import render_panel, resolve_cursor, session_frame, warn_missing_entry
 from explorer.views.entry import entry_panel_context
 
 TEMPLATE = "explorer/session_detail.html"
@@ -405,7 +405,10 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ctx = session_frame(request, session, "tree", cursor)
     ctx.update(graph_context(request, session, cursor))
     selected = ctx["params"]["selected"]
-    panel_id = selected if selected and treedata.entry_exists(session, selected) else cursor
+    selected_exists = bool(selected) and treedata.entry_exists(session, selected)
+    if selected and not selected_exists:
+        warn_missing_entry(request, selected, "the cursor's entry")
+    panel_id = selected if selected_exists else cursor
     ctx.update(
         entry_panel_context(request, session, panel_id, cursor, ctx["path_ids"])
         if panel_id

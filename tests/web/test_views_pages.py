@@ -297,3 +297,15 @@ def test_the_own_summary_box_of_navigate_has_an_accessible_name(editor_client, s
     ).content.decode()
     tag = re.search(r'<textarea[^>]*name="summary_text"[^>]*>', html).group(0)
     assert 'aria-label="' in tag
+
+
+def test_a_permalink_to_a_missing_entry_says_so(viewer_client, make_session):
+    session = make_session()
+    url = reverse("explorer:session_detail", args=[session.pk])
+    html = viewer_client.get(url, {"entry": "nope1234"}).content.decode()
+    assert "This session has no entry &#x27;nope1234&#x27;" in html
+    html = viewer_client.get(url, {"leaf": "nope5678"}).content.decode()
+    assert "This session has no entry &#x27;nope5678&#x27;; showing your cursor" in html
+    # An htmx fragment carries no notice (it would surface on a later page instead).
+    viewer_client.get(url, {"leaf": "nope9"}, HTTP_HX_REQUEST="true")
+    assert "nope9" not in viewer_client.get(url).content.decode()
