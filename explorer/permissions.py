@@ -76,7 +76,7 @@ def sync_admin_staff(sender, instance, action: str, pk_set=None, reverse: bool =
         instance.save(update_fields=["is_staff"])
 
 
-def _require(role: str, *, writes_only: bool) -> Callable:
+def _require(role: str) -> Callable:
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapped(request: HttpRequest, *args, **kwargs):
@@ -84,11 +84,8 @@ def _require(role: str, *, writes_only: bool) -> Callable:
                 from django.contrib.auth.views import redirect_to_login
 
                 return redirect_to_login(request.get_full_path())
-            needed = role
-            if writes_only and request.method in ("GET", "HEAD", "OPTIONS"):
-                needed = VIEWER
-            if not has_role(request.user, needed):
-                raise PermissionDenied(f"This needs the {needed} role.")
+            if not has_role(request.user, role):
+                raise PermissionDenied(f"This needs the {role} role.")
             return view(request, *args, **kwargs)
 
         wrapped.required_role = role  # type: ignore[attr-defined]
@@ -98,17 +95,18 @@ def _require(role: str, *, writes_only: bool) -> Callable:
 
 
 def viewer_required(view: Callable) -> Callable:
-    return _require(VIEWER, writes_only=False)(view)
+    return _require(VIEWER)(view)
 
 
 def editor_required(view: Callable) -> Callable:
-    """Viewers may GET (e.g. see the form disabled); any other method needs editor."""
-    return _require(EDITOR, writes_only=True)(view)
+    """Every method needs editor: these views are write forms, and a form its reader cannot
+    submit (or a dry run that may call a paid model) is no use to a viewer."""
+    return _require(EDITOR)(view)
 
 
 def admin_required(view: Callable) -> Callable:
-    """Viewers may GET; any other method needs admin."""
-    return _require(ADMIN, writes_only=True)(view)
+    """Every method needs admin (import, delete)."""
+    return _require(ADMIN)(view)
 
 
 def get_session_for_user(request: HttpRequest, pk: int):

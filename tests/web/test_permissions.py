@@ -232,3 +232,18 @@ def test_a_refusal_explains_itself_and_still_offers_log_out(norole_user, viewer_
     session = make_session()
     r = viewer_client.post(reverse("explorer:rename", args=[session.pk]), {"name": "x"})
     assert r.status_code == 403 and "This needs the editor role." in r.content.decode()
+
+
+@pytest.mark.parametrize("name", ["explorer:rename", "explorer:compact", "explorer:fork"])
+def test_write_forms_are_not_offered_to_viewers(viewer_client, editor_client, make_session, name):
+    session = make_session()
+    url = reverse(name, args=[session.pk])
+    refused = viewer_client.get(url)
+    assert refused.status_code == 403
+    assert "editor" in refused.content.decode()
+    assert editor_client.get(url).status_code == 200
+
+
+def test_the_import_form_is_for_admins_only(editor_client, admin_client):
+    assert editor_client.get(reverse("explorer:import")).status_code == 403
+    assert admin_client.get(reverse("explorer:import")).status_code == 200
