@@ -345,10 +345,20 @@ def align_projection(
             if rep is None:
                 row.status, row.reason = "hidden", f"hidden by context edit {edit.get('id')}"
             elif msgs and any(m is not r for m, r in zip(msgs, raw_msgs, strict=False)):
-                row.status, row.reason = (
-                    "replaced",
-                    f"content replaced by context edit {edit.get('id')}",
-                )
+                if len(msgs) == len(raw_msgs) and all(
+                    m.get("content") == r.get("content") for m, r in zip(msgs, raw_msgs, strict=False)
+                ):
+                    # An undo appends the original content as the replacement: the model sees
+                    # exactly the raw message again, so this is no longer a difference.
+                    row.status, row.reason = (
+                        "same",
+                        f"original content restored by context edit {edit.get('id')}",
+                    )
+                else:
+                    row.status, row.reason = (
+                        "replaced",
+                        f"content replaced by context edit {edit.get('id')}",
+                    )
             else:
                 row.status, row.reason = (
                     "same",

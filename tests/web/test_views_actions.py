@@ -75,6 +75,11 @@ def test_it_undoes_an_edit_by_appending(editor_client, session):
     assert Entry.objects.filter(session=session).count() == count + 1
     page = editor_client.get(reverse("explorer:context", args=[session.pk])).content.decode()
     assert 'data-entry="d4e5f6a7" data-status="hidden"' not in page
+    # The model sees the original again: no difference left, so nothing more to undo.
+    assert 'data-entry="d4e5f6a7" data-status="same"' in page
+    assert "original content restored by context edit" in page
+    row = page.split('data-entry="d4e5f6a7"')[1].split("</tr>")[0]
+    assert "Undo (restore)" not in row and "Hide / replace" in row
 
 
 def test_it_refuses_non_editable_targets(editor_client, session):
