@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:
 import orjson  # noqa: E402
 
 from benchmarks.gen_session import DEFAULT_SEED, generate_session  # noqa: E402
+from benchmarks.results import write_section  # noqa: E402
 
 TARGET_OPEN = 2.0
 TARGET_SWITCH = 1.5
@@ -314,26 +315,6 @@ def report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_START = "<!-- bench_engine:start -->"
-_END = "<!-- bench_engine:end -->"
-
-
-def write_results(text: str, notes: str, path: Path) -> None:
-    """Replace only this script's section (between its markers); others own the rest."""
-    section = (
-        f"{_START}\n## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{notes}\n{_END}\n"
-    )
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n\n"
-    if _START in existing and _END in existing:
-        head, _, rest = existing.partition(_START)
-        _, _, tail = rest.partition(_END)
-        new = head + section.rstrip("\n") + tail
-    else:
-        new = existing.rstrip("\n") + "\n\n" + section
-    # Re-read just before writing: other benchmark scripts update their own sections too.
-    path.write_text(new, encoding="utf-8")
-
-
 NOTES = """\
 How to read it. Timings are the best of several runs in one process, next to a baseline
 taken in the same run; the machine is shared with other work (2 CPUs), so absolute numbers
@@ -361,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(results)
     print(text)
     if args.write_results:
-        write_results(text, NOTES, ROOT / "benchmarks" / "RESULTS.md")
+        write_section("bench_engine", f"## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{NOTES}")
     failed = (
         results["open_ratio"] > TARGET_OPEN
         or results["switch_ratio"] > TARGET_SWITCH

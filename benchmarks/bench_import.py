@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.gen_session import DEFAULT_SEED, generate_session  # noqa: E402
+from benchmarks.results import write_section  # noqa: E402
 
 TARGET_IMPORT = 4.0
 TARGET_PAGE = 2.0
@@ -282,23 +283,7 @@ def main() -> None:
     text = report(results)
     print(text)
     if args.write_results:
-        write_section(text)
-
-
-def write_section(text: str) -> None:
-    """Replace (or add) this benchmark's section in RESULTS.md, leaving the others alone."""
-    path = ROOT / "benchmarks" / "RESULTS.md"
-    marker_start = "<!-- bench_import:start -->"
-    marker_end = "<!-- bench_import:end -->"
-    block = f"{marker_start}\n{text}\n{marker_end}\n"
-    current = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    if marker_start in current and marker_end in current:
-        before = current.split(marker_start)[0]
-        after = current.split(marker_end, 1)[1].lstrip("\n")
-        current = before + block + after
-    else:
-        current = current.rstrip("\n") + "\n\n" + block
-    path.write_text(current)
+        write_section("bench_import", text)
 
 
 if __name__ == "__main__":

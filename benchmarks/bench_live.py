@@ -27,11 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import write_section  # noqa: E402
 from tests.live.server import LiveServer  # noqa: E402
 from tests.live.wsclient import WSClient  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-START, END = "<!-- bench_live:start -->", "<!-- bench_live:end -->"
 
 
 def header_line(session_id: str) -> str:
@@ -210,18 +208,6 @@ def render(results: list[dict], args) -> str:
     return "\n".join(lines)
 
 
-def write_results(section: str) -> None:
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    block = f"{START}\n{section}{END}\n"
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        _, after = rest.split(END, 1)
-        text = before + block + after.lstrip("\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    RESULTS.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1000)
@@ -236,7 +222,7 @@ def main() -> int:
     section = render(results, args)
     print(section)
     if args.write_results:
-        write_results(section)
+        write_section("bench_live", section)
     ok = all(r["exact"] == r["viewers"] and r["in_order"] for r in results)
     return 0 if ok else 1
 

@@ -28,6 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.gen_session import generate_session  # noqa: E402
+from benchmarks.results import write_section  # noqa: E402
 
 TARGET = 2.0
 MAX_NODES = 400
@@ -127,7 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     ok = all(r[2] <= TARGET for r in rows) and (details.get("big") or 0) <= MAX_NODES
     ok = ok and all(r[1]["big"][2] == 0 for r in rows if r[0] == "graph SVG")
     lines = [
-        "<!-- bench_pages:start -->",
         "## Explorer pages (`benchmarks/bench_pages.py`)",
         "",
         f"SQLite, Django test client, local-memory cache; generated sessions of {args.small} and {args.entries} entries "
@@ -156,17 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         "active route's user messages while its node budget allows, so both stay bounded however "
         "long the session is.",
         f"Result: {'PASS' if ok else 'FAIL'}",
-        "<!-- bench_pages:end -->",
     ]
     text = "\n".join(lines)
     print(text)
     if args.write_results:
-        results = ROOT / "benchmarks" / "RESULTS.md"
-        old = results.read_text() if results.exists() else "# Benchmark results\n"
-        old = re.sub(
-            r"<!-- bench_pages:start -->.*?<!-- bench_pages:end -->\n?", "", old, flags=re.S
-        )
-        results.write_text(old.rstrip("\n") + "\n\n" + text + "\n")
+        write_section("bench_pages", text)
     return 0 if ok else 1
 
 
