@@ -85,10 +85,3 @@ def session_frame(
 
 def entry_url(session: Session, entry_id: str, **extra: str) -> str:
     return reverse("explorer:entry", args=[session.pk]) + "?" + urlencode({"id": entry_id, **extra})
-
-
-def tree_url(session: Session, **params: Any) -> str:
-    clean = {k: v for k, v in params.items() if v not in (None, "", [], ())}
-    return reverse("explorer:session_detail", args=[session.pk]) + (
-        "?" + urlencode(clean, doseq=True) if clean else ""
-    )
