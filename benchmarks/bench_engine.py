@@ -155,7 +155,9 @@ def _one_round(manager: Any, targets: list[str]) -> tuple[float, int]:
     return (time.perf_counter() - start) / len(targets), messages
 
 
-def switch_costs(big: Any, small: Any, targets: list[str], rounds: int) -> tuple[float, float, int, int]:
+def switch_costs(
+    big: Any, small: Any, targets: list[str], rounds: int
+) -> tuple[float, float, int, int]:
     """Best (minimum) seconds per (branch + build_session_context) in each manager.
 
     Rounds alternate between the two so that load from other processes affects both alike;
@@ -220,7 +222,9 @@ def memory_after_open(path: Path) -> dict[str, Any]:
     return result
 
 
-def run(entries: int, small: int, branch_points: int, data_dir: Path, repeat: int) -> dict[str, Any]:
+def run(
+    entries: int, small: int, branch_points: int, data_dir: Path, repeat: int
+) -> dict[str, Any]:
     from explorer.session.manager import SessionManager
 
     big = data_dir / f"bench-{entries}-{branch_points}-{DEFAULT_SEED}.jsonl"
@@ -333,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=5_000)
     parser.add_argument("--branch-points", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--data-dir", default=os.environ.get("BENCH_DATA_DIR") or tempfile.gettempdir())
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("BENCH_DATA_DIR") or tempfile.gettempdir()
+    )
     parser.add_argument("--write-results", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir)
@@ -342,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     text = report(results)
     print(text)
     if args.write_results:
-        write_section("bench_engine", f"## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{NOTES}")
+        write_section(
+            "bench_engine", f"## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{NOTES}"
+        )
     failed = (
         results["open_ratio"] > TARGET_OPEN
         or results["switch_ratio"] > TARGET_SWITCH

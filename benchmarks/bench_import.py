@@ -84,9 +84,14 @@ def _peak_kb() -> int:
 
 def make_big_file(path: str, total_mb: int, line_mb: int = 5) -> int:
     """A valid version-3 session whose entries are single lines of ``line_mb`` MB each."""
-    header = {"type": "session", "version": 3, "id": "bench-big-lines",
-              "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/bench"}
-    chunk = ("The quick brown fox jumps over the lazy dog. 0123456789 " * 20)[: 1000]
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "bench-big-lines",
+        "timestamp": "2025-01-01T00:00:00.000Z",
+        "cwd": "/bench",
+    }
+    chunk = ("The quick brown fox jumps over the lazy dog. 0123456789 " * 20)[:1000]
     filler = (chunk * (line_mb * 1024 * 1024 // len(chunk) + 1))[: line_mb * 1024 * 1024]
     count = max(1, total_mb // line_mb)
     with open(path, "w", encoding="utf-8") as fh:
@@ -99,11 +104,22 @@ def make_big_file(path: str, total_mb: int, line_mb: int = 5) -> int:
             if role == "user":
                 message["content"] = filler
             else:
-                message.update({"toolCallId": f"c{i}", "toolName": "read",
-                                "content": [{"type": "text", "text": filler}], "isError": False})
+                message.update(
+                    {
+                        "toolCallId": f"c{i}",
+                        "toolName": "read",
+                        "content": [{"type": "text", "text": filler}],
+                        "isError": False,
+                    }
+                )
             message["timestamp"] = 1735689600000 + i
-            entry = {"type": "message", "id": entry_id, "parentId": parent,
-                     "timestamp": "2025-01-01T00:00:00.000Z", "message": message}
+            entry = {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "message": message,
+            }
             fh.write(json.dumps(entry, separators=(",", ":")) + "\n")
             parent = entry_id
     return os.path.getsize(path)
@@ -131,8 +147,13 @@ def child_memory(path: str, db_path: str, live: str) -> dict[str, Any]:
     assert result.ok, [str(p) for p in result.errors]
     size = os.path.getsize(path)
     growth = (peak - before) * 1024
-    return {"file_bytes": size, "peak_growth_bytes": growth, "ratio": growth / size,
-            "seconds": elapsed, "entries": result.added}
+    return {
+        "file_bytes": size,
+        "peak_growth_bytes": growth,
+        "ratio": growth / size,
+        "seconds": elapsed,
+        "entries": result.added,
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -186,8 +207,12 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         imports.append(_best(do_import, 1))
     t_open, t_import = min(opens), min(imports)
     results["import"] = {
-        "entries": args.entries, "file_bytes": len(data), "engine_open_s": t_open,
-        "import_s": t_import, "ratio": t_import / t_open, "target": TARGET_IMPORT,
+        "entries": args.entries,
+        "file_bytes": len(data),
+        "engine_open_s": t_open,
+        "import_s": t_import,
+        "ratio": t_import / t_open,
+        "target": TARGET_IMPORT,
     }
 
     # 2. overview page, 50,000 vs 500 entries -------------------------------------------
@@ -207,8 +232,12 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     t_small = page(small_session)
     t_big = page(big_session)
     results["page"] = {
-        "big_entries": big_session.entry_count, "small_entries": small_session.entry_count,
-        "big_s": t_big, "small_s": t_small, "ratio": t_big / t_small, "target": TARGET_PAGE,
+        "big_entries": big_session.entry_count,
+        "small_entries": small_session.entry_count,
+        "big_s": t_big,
+        "small_s": t_small,
+        "ratio": t_big / t_small,
+        "target": TARGET_PAGE,
     }
 
     # 3. memory of a 200 MB file with 5 MB lines (fresh child process) -------------------
@@ -216,9 +245,17 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     make_big_file(str(big_lines), args.big_mb)
     for live in ("off", "on"):
         out = subprocess.run(
-            [sys.executable, __file__, "--child-memory", str(big_lines),
-             str(work / f"mem-{live}.sqlite3"), live],
-            capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                __file__,
+                "--child-memory",
+                str(big_lines),
+                str(work / f"mem-{live}.sqlite3"),
+                live,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         memory = json.loads(out.stdout.strip().splitlines()[-1])
         memory["target"] = TARGET_MEMORY
@@ -271,10 +308,14 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=500)
     parser.add_argument("--big-mb", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--write-results", action="store_true",
-                        help="replace this benchmark's section of benchmarks/RESULTS.md")
-    parser.add_argument("--child-memory", nargs=3, metavar=("FILE", "DB", "LIVE"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--write-results",
+        action="store_true",
+        help="replace this benchmark's section of benchmarks/RESULTS.md",
+    )
+    parser.add_argument(
+        "--child-memory", nargs=3, metavar=("FILE", "DB", "LIVE"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child_memory:
         print(json.dumps(child_memory(*args.child_memory)))

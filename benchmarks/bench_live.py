@@ -33,20 +33,34 @@ from tests.live.wsclient import WSClient  # noqa: E402
 
 
 def header_line(session_id: str) -> str:
-    return json.dumps({"type": "session", "version": 3, "id": session_id,
-                       "timestamp": "2025-03-04T05:06:07.089Z", "cwd": "/bench"},
-                      separators=(",", ":"))
+    return json.dumps(
+        {
+            "type": "session",
+            "version": 3,
+            "id": session_id,
+            "timestamp": "2025-03-04T05:06:07.089Z",
+            "cwd": "/bench",
+        },
+        separators=(",", ":"),
+    )
 
 
 def entry_line(i: int, parent: str | None) -> tuple[str, str]:
     entry_id = f"{i:08x}"
-    line = json.dumps({
-        "type": "message", "id": entry_id, "parentId": parent,
-        "timestamp": "2025-03-04T05:06:08.000Z",
-        "message": {"role": "user" if i % 2 else "assistant",
-                    "content": [{"type": "text", "text": f"entry {i}: " + "lorem ipsum " * 8}],
-                    "timestamp": 1741064768000},
-    }, separators=(",", ":"))
+    line = json.dumps(
+        {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": "2025-03-04T05:06:08.000Z",
+            "message": {
+                "role": "user" if i % 2 else "assistant",
+                "content": [{"type": "text", "text": f"entry {i}: " + "lorem ipsum " * 8}],
+                "timestamp": 1741064768000,
+            },
+        },
+        separators=(",", ":"),
+    )
     return entry_id, line
 
 
@@ -89,8 +103,11 @@ class Viewer:
 
 
 async def connect_viewer(server: LiveServer, pk: int) -> Viewer:
-    ws = await WSClient.connect(f"{server.ws_base}/ws/sessions/{pk}/?format=json",
-                                origin=server.base_url, cookie=server.cookie("vera"))
+    ws = await WSClient.connect(
+        f"{server.ws_base}/ws/sessions/{pk}/?format=json",
+        origin=server.base_url,
+        cookie=server.cookie("vera"),
+    )
     await ws.send(json.dumps({"type": "resume", "after": "now"}))
     while json.loads(await ws.recv(timeout=30))["type"] != "resumed":
         pass
@@ -101,17 +118,20 @@ async def wait_for_session(server: LiveServer, session_id: str, timeout: float =
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with server.db() as conn:
-            row = conn.execute("SELECT id FROM explorer_session WHERE session_id=?",
-                               (session_id,)).fetchone()
+            row = conn.execute(
+                "SELECT id FROM explorer_session WHERE session_id=?", (session_id,)
+            ).fetchone()
         if row:
             return row[0]
         await asyncio.sleep(0.05)
-    raise RuntimeError("the follower did not pick up the session file:\n"
-                       + server.log.read_text(errors="replace"))
+    raise RuntimeError(
+        "the follower did not pick up the session file:\n" + server.log.read_text(errors="replace")
+    )
 
 
-async def run_phase(server: LiveServer, project: Path, name: str, viewers_n: int,
-                    entries_n: int, rate: float) -> dict:
+async def run_phase(
+    server: LiveServer, project: Path, name: str, viewers_n: int, entries_n: int, rate: float
+) -> dict:
     session_id = f"bench-{name}"
     path = project / f"2025-03-04T05-06-07-089Z_{session_id}.jsonl"
     first_id, first = entry_line(0, None)
@@ -169,8 +189,12 @@ async def main_async(args) -> list[dict]:
         sessions_dir = tmp_path / "sessions"
         project = sessions_dir / "--bench--"
         project.mkdir(parents=True)
-        with LiveServer(tmp_path / "site", users={"vera": "viewer"},
-                        follow_dir=str(sessions_dir), follow_interval=args.interval) as server:
+        with LiveServer(
+            tmp_path / "site",
+            users={"vera": "viewer"},
+            follow_dir=str(sessions_dir),
+            follow_interval=args.interval,
+        ) as server:
             one = await run_phase(server, project, "one", 1, args.entries, args.rate)
             many = await run_phase(server, project, "many", args.viewers, args.entries, args.rate)
     return [one, many]
@@ -190,11 +214,16 @@ def render(results: list[dict], args) -> str:
         "|---:|---:|:--|---:|---:|---:|---:|",
     ]
     for r in results:
-        ok = (f"{r['exact']}/{r['viewers']} viewers" + ("" if r["in_order"] else ", OUT OF ORDER")
-              + (f", {r['duplicates']} duplicates" if r["duplicates"] else "")
-              + (f", {r['missing']} missing" if r["missing"] else ""))
-        lines.append(f"| {r['viewers']} | {r['entries']} | {ok} | {r['p50']:.1f} | "
-                     f"{r['p99']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |")
+        ok = (
+            f"{r['exact']}/{r['viewers']} viewers"
+            + ("" if r["in_order"] else ", OUT OF ORDER")
+            + (f", {r['duplicates']} duplicates" if r["duplicates"] else "")
+            + (f", {r['missing']} missing" if r["missing"] else "")
+        )
+        lines.append(
+            f"| {r['viewers']} | {r['entries']} | {ok} | {r['p50']:.1f} | "
+            f"{r['p99']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |"
+        )
     lines += [
         "",
         f"Ratio {many['viewers']} viewers / 1 viewer: p50 × {many['p50'] / one['p50']:.2f}, "
@@ -214,8 +243,11 @@ def main() -> int:
     parser.add_argument("--viewers", type=int, default=100)
     parser.add_argument("--rate", type=float, default=200.0, help="entries per second")
     parser.add_argument("--interval", type=float, default=0.01, help="follow poll interval (s)")
-    parser.add_argument("--write-results", action="store_true",
-                        help="replace this benchmark's section in benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--write-results",
+        action="store_true",
+        help="replace this benchmark's section in benchmarks/RESULTS.md",
+    )
     args = parser.parse_args()
     args.load = os.getloadavg()
     results = asyncio.run(main_async(args))

@@ -106,7 +106,13 @@ class _Gen:
     def _uuid7(self) -> str:
         ts = self.now & ((1 << 48) - 1)
         rand = self.rng.getrandbits(74)
-        value = (ts << 80) | (0x7 << 76) | ((rand >> 62) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+        value = (
+            (ts << 80)
+            | (0x7 << 76)
+            | ((rand >> 62) << 64)
+            | (0b10 << 62)
+            | (rand & ((1 << 62) - 1))
+        )
         h = f"{value:032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
@@ -250,7 +256,13 @@ class _Gen:
             chars = 0
             if rng.random() < 0.7:
                 thinking = self._sentences(rng.randint(80, 1_500))
-                blocks.append({"type": "thinking", "thinking": thinking, "thinkingSignature": f"sig{rng.getrandbits(64):016x}"})
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": thinking,
+                        "thinkingSignature": f"sig{rng.getrandbits(64):016x}",
+                    }
+                )
                 chars += len(thinking)
             if rng.random() < 0.6 or step == steps - 1:
                 text = self._sentences(rng.randint(40, 900))
@@ -267,12 +279,18 @@ class _Gen:
                     if name == "bash":
                         args: dict[str, Any] = {"command": f"cd {self.cwd} && npm test -- {path}"}
                     elif name == "edit":
-                        args = {"path": path, "oldText": self._code(120), "newText": self._code(160)}
+                        args = {
+                            "path": path,
+                            "oldText": self._code(120),
+                            "newText": self._code(160),
+                        }
                     elif name == "write":
                         args = {"path": path, "content": self._code(rng.randint(200, 3_000))}
                     else:
                         args = {"path": path}
-                    blocks.append({"type": "toolCall", "id": call_id, "name": name, "arguments": args})
+                    blocks.append(
+                        {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
+                    )
                     chars += len(dumps(args)) + len(name)
                     calls.append((call_id, name))
             context = self.since_compaction.get(self.leaf or "", 0)
@@ -332,7 +350,12 @@ class _Gen:
             entry = {
                 "type": "custom",
                 "customType": "todo-list",
-                "data": {"items": [{"title": self._words(4), "done": rng.random() < 0.5} for _ in range(rng.randint(1, 6))]},
+                "data": {
+                    "items": [
+                        {"title": self._words(4), "done": rng.random() < 0.5}
+                        for _ in range(rng.randint(1, 6))
+                    ]
+                },
             }
             entry.update(self._base("custom"))
             self._emit(entry, "meta")
@@ -345,7 +368,12 @@ class _Gen:
             self._emit(entry, "meta")
         elif r < 0.88:
             content = self._sentences(rng.randint(40, 300))
-            entry = {"type": "custom_message", "customType": "reminder", "content": content, "display": rng.random() < 0.5}
+            entry = {
+                "type": "custom_message",
+                "customType": "reminder",
+                "content": content,
+                "display": rng.random() < 0.5,
+            }
             entry.update(self._base("custom_message"))
             self._emit(entry, "custom", len(content))
         elif r < 0.92:
@@ -353,7 +381,9 @@ class _Gen:
             entry["name"] = self._words(3).title()
             self._emit(entry, "meta")
         else:
-            target = self._recent_on_path(lambda k: k in ("user", "assistant", "toolResult", "custom"))
+            target = self._recent_on_path(
+                lambda k: k in ("user", "assistant", "toolResult", "custom")
+            )
             if target is None:
                 return
             entry = self._base("context_edit")
@@ -361,7 +391,9 @@ class _Gen:
             if rng.random() < 0.5 or self.kind_of[target] in ("user", "custom"):
                 entry["replacement"] = None
             else:
-                entry["replacement"] = {"content": [{"type": "text", "text": "(elided) " + self._words(5)}]}
+                entry["replacement"] = {
+                    "content": [{"type": "text", "text": "(elided) " + self._words(5)}]
+                }
             self._emit(entry, "meta")
 
     def _recent_on_path(self, accept: Any, depth: int = 40) -> str | None:
@@ -391,7 +423,9 @@ class _Gen:
         if keep is None:
             return
         entry = self._base("compaction")
-        entry["summary"] = "## Goal\n" + self._sentences(600) + "\n\n## Progress\n" + self._sentences(1_500)
+        entry["summary"] = (
+            "## Goal\n" + self._sentences(600) + "\n\n## Progress\n" + self._sentences(1_500)
+        )
         entry["firstKeptEntryId"] = keep
         entry["tokensBefore"] = self.since_compaction.get(self.leaf or "", 0) // 4
         reads = sorted(self.rng.sample(_FILES, 5))
@@ -439,7 +473,13 @@ class _Gen:
     def run(self) -> Path:
         rng = self.rng
         self.model = "claude-sonnet-4-5"
-        header = {"type": "session", "version": 3, "id": self.session_id, "timestamp": iso_from_ms(self.now), "cwd": self.cwd}
+        header = {
+            "type": "session",
+            "version": 3,
+            "id": self.session_id,
+            "timestamp": iso_from_ms(self.now),
+            "cwd": self.cwd,
+        }
         self.lines.append(dumps(header))
         if self.total > 0:
             self.system()
@@ -447,7 +487,11 @@ class _Gen:
         every = max(1, self.total // (self.branch_points + 1)) if self.branch_points else None
         next_branch = every
         while self.count < self.total:
-            if next_branch is not None and self.count >= next_branch and len(self.branched) < self.branch_points:
+            if (
+                next_branch is not None
+                and self.count >= next_branch
+                and len(self.branched) < self.branch_points
+            ):
                 before = len(self.branched)
                 self.navigate()
                 if len(self.branched) > before:

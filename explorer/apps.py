@@ -16,8 +16,11 @@ class ExplorerConfig(AppConfig):
 
         from explorer.permissions import sync_admin_staff
 
-        m2m_changed.connect(sync_admin_staff, sender=get_user_model().groups.through,
-                            dispatch_uid="explorer.sync_admin_staff")
+        m2m_changed.connect(
+            sync_admin_staff,
+            sender=get_user_model().groups.through,
+            dispatch_uid="explorer.sync_admin_staff",
+        )
         # Live broadcasting connects its signal receivers when present; the site works
         # without it (e.g. in a checkout that only has the core).
         try:

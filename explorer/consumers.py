@@ -319,8 +319,9 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.turn_offset = len(running.text)
         await self._send_turn({"event": "start", **running.describe()})
         if running.text:
-            await self._send_turn({"event": "delta", "text": running.text, "offset": 0,
-                                   "turn_id": running.turn_id})
+            await self._send_turn(
+                {"event": "delta", "text": running.text, "offset": 0, "turn_id": running.turn_id}
+            )
 
     # -- from the group --------------------------------------------------------------------
 
@@ -338,7 +339,9 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.projection_due = target
         if self.projection_handle is None and self.projection_task is None:
             loop = asyncio.get_running_loop()
-            self.projection_handle = loop.call_later(live.PROJECTION_INTERVAL, self._start_projection)
+            self.projection_handle = loop.call_later(
+                live.PROJECTION_INTERVAL, self._start_projection
+            )
 
     def _start_projection(self) -> None:
         self.projection_handle = None
@@ -372,12 +375,13 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.schedule_projection(event.get("projection"))
         self.last_position = max(self.last_position, event["last_position"])
         if self.json_mode:
-            await self.send_json({"type": "reset", "count": event["count"],
-                                  "lastPosition": event["last_position"]})
+            await self.send_json(
+                {"type": "reset", "count": event["count"], "lastPosition": event["last_position"]}
+            )
         else:
             await self.send_text(
                 f'<div id="live-notice" class="live-notice" hx-swap-oob="true" role="status">'
-                f'{event["count"]} entries were added at once. '
+                f"{event['count']} entries were added at once. "
                 f'<a href="">Reload the page</a> to see them.</div>'
                 + live.compose_state(self.last_position, self.tip, self.follow)
             )
@@ -385,8 +389,14 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
     async def live_cursor(self, event: dict) -> None:
         mine = self.user is not None and event.get("user_id") == self.user.pk
         if self.json_mode:
-            await self.send_json({"type": "cursor", "leafName": event["leaf_name"],
-                                  "entryId": event["entry_id"], "mine": mine})
+            await self.send_json(
+                {
+                    "type": "cursor",
+                    "leafName": event["leaf_name"],
+                    "entryId": event["entry_id"],
+                    "mine": mine,
+                }
+            )
             return
         parts = [live.compose_cursor(event, mine=mine)]
         if mine and not self.follow and self.ready:
@@ -413,11 +423,11 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
 
                 running = turns.running_turn(self.session_pk)
                 if running is not None and len(running.text) >= offset:
-                    text = running.text[self.turn_offset:offset] + text
+                    text = running.text[self.turn_offset : offset] + text
                     offset = self.turn_offset
             if offset + len(text) <= self.turn_offset:
                 return
-            text = text[self.turn_offset - offset:] if offset < self.turn_offset else text
+            text = text[self.turn_offset - offset :] if offset < self.turn_offset else text
             event["offset"] = self.turn_offset
             event["text"] = text
             self.turn_offset += len(text)

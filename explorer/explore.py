@@ -346,7 +346,8 @@ def align_projection(
                 row.status, row.reason = "hidden", f"hidden by context edit {edit.get('id')}"
             elif msgs and any(m is not r for m, r in zip(msgs, raw_msgs, strict=False)):
                 if len(msgs) == len(raw_msgs) and all(
-                    m.get("content") == r.get("content") for m, r in zip(msgs, raw_msgs, strict=False)
+                    m.get("content") == r.get("content")
+                    for m, r in zip(msgs, raw_msgs, strict=False)
                 ):
                     # An undo appends the original content as the replacement: the model sees
                     # exactly the raw message again, so this is no longer a difference.

@@ -157,7 +157,11 @@ class DirectoryFollower:
                     f"{state.line_count} lines were already ingested, the new file is not merged",
                 )
                 self.files[path] = FileState(
-                    path, st.st_dev, st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns,
+                    path,
+                    st.st_dev,
+                    st.st_ino,
+                    size=st.st_size,
+                    mtime_ns=st.st_mtime_ns,
                     broken=True,
                 )
                 return

@@ -30,8 +30,9 @@ def _log_report(level: str, message: str) -> None:
 
 
 class FollowIngestor:
-    def __init__(self, follower: DirectoryFollower, *, report: Report | None = None,
-                 user=None) -> None:
+    def __init__(
+        self, follower: DirectoryFollower, *, report: Report | None = None, user=None
+    ) -> None:
         self.follower = follower
         self.report = report or _log_report
         self.user = user
@@ -118,8 +119,11 @@ class FollowIngestor:
                 return None
             data = ("\n".join(line_text) + "\n").encode("utf-8")
             created = store.append_lines(session, data)
-            transaction.on_commit(lambda: signals.entries_appended.send(
-                sender=type(session), session=session, entries=created, source="follow"))
+            transaction.on_commit(
+                lambda: signals.entries_appended.send(
+                    sender=type(session), session=session, entries=created, source="follow"
+                )
+            )
         return len(created)
 
     def _reimport(self, event: FollowEvent, *, reason: str) -> None:
@@ -149,7 +153,10 @@ class FollowIngestor:
 
 
 def start_follow_thread(
-    directory: str, *, interval: float = 0.25, report: Report | None = None,
+    directory: str,
+    *,
+    interval: float = 0.25,
+    report: Report | None = None,
     stop: threading.Event | None = None,
 ) -> tuple[threading.Thread, threading.Event]:
     """Follow ``directory`` in a daemon thread (for running next to the web server)."""

@@ -11,7 +11,12 @@ class MultipleFileInput(forms.ClearableFileInput):
 
 class MultipleFileField(forms.FileField):
     def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("widget", MultipleFileInput(attrs={"accept": ".jsonl,application/jsonl,application/x-ndjson,text/plain"}))
+        kwargs.setdefault(
+            "widget",
+            MultipleFileInput(
+                attrs={"accept": ".jsonl,application/jsonl,application/x-ndjson,text/plain"}
+            ),
+        )
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
@@ -30,6 +35,8 @@ class ImportForm(forms.Form):
 
 class ForkForm(forms.Form):
     cwd = forms.CharField(
-        label="Working directory of the fork", required=False, max_length=4096,
+        label="Working directory of the fork",
+        required=False,
+        max_length=4096,
         help_text="Leave empty to keep the session's working directory.",
     )

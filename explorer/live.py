@@ -80,7 +80,8 @@ def entry_text(data: dict[str, Any]) -> str:
         text = content_text(message.get("content"))
         if message.get("role") == "assistant" and isinstance(message.get("content"), list):
             calls = [
-                b.get("name") for b in message["content"]
+                b.get("name")
+                for b in message["content"]
                 if isinstance(b, dict) and b.get("type") == "toolCall"
             ]
             if calls:
@@ -246,13 +247,13 @@ def render_projection_panel(summary: dict[str, Any]) -> str:
     return (
         f'<section id="projection-panel" class="projection-panel{" over" if over else ""}" '
         f'data-tokens="{summary["tokens"]}" data-messages="{summary["messages"]}">'
-        f'<h2>Context at the tip</h2>'
+        f"<h2>Context at the tip</h2>"
         f'<p><span class="proj-messages">{summary["messages"]}</span> messages · '
         f'<span class="proj-tokens">~{summary["tokens"]}</span> tokens of '
-        f'{summary["window"]} ({summary["percent"]}%)</p>'
+        f"{summary['window']} ({summary['percent']}%)</p>"
         f'<meter class="token-meter" min="0" max="{summary["window"]}" '
         f'high="{summary["threshold"]}" value="{summary["tokens"]}">'
-        f'{summary["percent"]}%</meter>'
+        f"{summary['percent']}%</meter>"
         f'<p class="hint">Auto-compaction above {summary["threshold"]} tokens.</p></section>'
     )
 
@@ -411,7 +412,11 @@ def compose_transcript(items: list[str]) -> str:
 
 def compose_cursor(message: dict[str, Any], *, mine: bool) -> str:
     """The latest cursor move (a branch switch when the cursor jumps to another branch)."""
-    who = "Your cursor" if mine else (message.get("user_name") or message.get("leaf_name") or "A cursor")
+    who = (
+        "Your cursor"
+        if mine
+        else (message.get("user_name") or message.get("leaf_name") or "A cursor")
+    )
     entry = message.get("entry_id")
     where = f"<code>{escape(entry)}</code>" if entry else "the start (before the first entry)"
     return (

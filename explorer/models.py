@@ -32,7 +32,9 @@ class Session(models.Model):
     source_size = models.BigIntegerField(default=0, help_text="Bytes of the source consumed")
     source_sha256 = models.CharField(max_length=64, blank=True, default="")
     source_original = models.BinaryField(
-        null=True, blank=True, editable=False,
+        null=True,
+        blank=True,
+        editable=False,
         help_text="Original bytes of a legacy (v1/v2) file, which is stored migrated",
     )
     missing_final_newline = models.BooleanField(default=False)
@@ -41,7 +43,10 @@ class Session(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     modified = models.DateTimeField(auto_now=True)
     imported_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
         related_name="imported_sessions",
     )
 
@@ -81,8 +86,9 @@ class EntryQuerySet(models.QuerySet):
 
 class Entry(models.Model):
     # No separate index on session: every composite index below starts with it.
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entries",
-                                db_index=False)
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="entries", db_index=False
+    )
     entry_id = models.CharField(max_length=200)
     parent_id = models.CharField(max_length=200, null=True, blank=True)
     type = models.CharField(max_length=64)
@@ -92,7 +98,9 @@ class Entry(models.Model):
     depth = models.IntegerField(default=0, help_text="Distance from its root")
     raw = models.TextField(help_text="The original JSON line, verbatim, without newline")
     raw_bytes = models.BinaryField(
-        null=True, blank=True, editable=False,
+        null=True,
+        blank=True,
+        editable=False,
         help_text="Original bytes when the line was not valid UTF-8",
     )
     role = models.CharField(max_length=64, blank=True, default="")
@@ -101,8 +109,12 @@ class Entry(models.Model):
     size = models.IntegerField(default=0, help_text="Bytes of the raw line")
     child_count = models.IntegerField(default=0)
     author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-        related_name="+", help_text="Who appended it in the app; empty for imported entries",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who appended it in the app; empty for imported entries",
         db_index=False,
     )
 
@@ -120,10 +132,14 @@ class Entry(models.Model):
             models.Index(fields=["session", "type", "position"], name="entry_by_type"),
             # Partial indexes: most entries have no target and are not roots, and every
             # index costs time on a 50,000-entry import.
-            models.Index(fields=["session", "target_id"], name="entry_by_target",
-                         condition=~models.Q(target_id="")),
-            models.Index(fields=["session", "position"], name="entry_roots",
-                         condition=models.Q(depth=0)),
+            models.Index(
+                fields=["session", "target_id"],
+                name="entry_by_target",
+                condition=~models.Q(target_id=""),
+            ),
+            models.Index(
+                fields=["session", "position"], name="entry_roots", condition=models.Q(depth=0)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -160,7 +176,10 @@ class Leaf(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="leaves")
     name = models.CharField(max_length=150)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
         related_name="session_cursors",
     )
     entry_id = models.CharField(max_length=200, null=True, blank=True)

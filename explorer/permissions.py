@@ -65,8 +65,9 @@ def set_role(user, role: str | None) -> None:
         del user._explorer_role
 
 
-def sync_admin_staff(sender, instance, action: str, pk_set=None, reverse: bool = False,
-                     **kwargs) -> None:
+def sync_admin_staff(
+    sender, instance, action: str, pk_set=None, reverse: bool = False, **kwargs
+) -> None:
     """``m2m_changed`` receiver: joining the admin group grants staff status (the Django
     admin needs it), whoever assigned the group."""
     if action != "post_add" or reverse or not pk_set:

@@ -83,15 +83,17 @@ class AppendResult:
         return self.entries[-1] if self.entries else None
 
 
-def _manager_for(session: Session, leaf_id: str | None, author, path_only: bool = True,
-                 targets: tuple = ()) -> tuple[Any, store.DatabaseStorage]:
+def _manager_for(
+    session: Session, leaf_id: str | None, author, path_only: bool = True, targets: tuple = ()
+) -> tuple[Any, store.DatabaseStorage]:
     """A manager with its leaf at ``leaf_id`` that knows the header, the path to it and the
     ``targets`` (entries an operation names) — or the whole session when not ``path_only``."""
     from explorer.session.errors import SessionError
     from explorer.session.manager import SessionManager
 
-    storage = store.DatabaseStorage(session, author=author, view_leaf=leaf_id,
-                                    path_only=path_only, extra_ids=targets)
+    storage = store.DatabaseStorage(
+        session, author=author, view_leaf=leaf_id, path_only=path_only, extra_ids=targets
+    )
     manager = SessionManager.from_storage(storage, cwd=session.cwd or None)
     if leaf_id is None:
         manager.reset_leaf()
@@ -138,8 +140,11 @@ def append_via_manager(
                     manager, storage = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
                     leaf = None
-                    if move_cursor and user is not None and getattr(user, "is_authenticated",
-                                                                    False):
+                    if (
+                        move_cursor
+                        and user is not None
+                        and getattr(user, "is_authenticated", False)
+                    ):
                         leaf = store.cursor_for(locked, user)
                         leaf.entry_id = manager.get_leaf_id()
                         leaf.save(update_fields=["entry_id", "updated"])
@@ -166,20 +171,28 @@ def _on_commit_appended(result: AppendResult, user, source: str) -> None:
     transaction.on_commit(send)
 
 
-def add_context_edit(session: Session, user, target_id: str, replacement: Any, *,
-                     leaf_id: Any = UNSET) -> AppendResult:
+def add_context_edit(
+    session: Session, user, target_id: str, replacement: Any, *, leaf_id: Any = UNSET
+) -> AppendResult:
     """Append a ``context_edit`` (``replacement`` None omits the target, or ``{"content": …}``)."""
     return append_via_manager(
-        session, user, leaf_id, lambda m: m.append_context_edit(target_id, replacement),
+        session,
+        user,
+        leaf_id,
+        lambda m: m.append_context_edit(target_id, replacement),
         targets=(target_id,),
     )
 
 
-def set_label(session: Session, user, target_id: str, label: str | None, *,
-              leaf_id: Any = UNSET) -> AppendResult:
+def set_label(
+    session: Session, user, target_id: str, label: str | None, *, leaf_id: Any = UNSET
+) -> AppendResult:
     """Append a ``label`` entry; ``None`` or ``""`` clears the label."""
     return append_via_manager(
-        session, user, leaf_id, lambda m: m.append_label_change(target_id, label),
+        session,
+        user,
+        leaf_id,
+        lambda m: m.append_label_change(target_id, label),
         targets=(target_id,),
     )
 
@@ -189,27 +202,46 @@ def rename_session(session: Session, user, name: str, *, leaf_id: Any = UNSET) -
     return append_via_manager(session, user, leaf_id, lambda m: m.append_session_info(name))
 
 
-def branch_with_summary(session: Session, user, branch_from_id: str | None, summary: str, *,
-                        details: Any = None, from_hook: bool | None = None, usage: Any = None,
-                        leaf_id: Any = UNSET) -> AppendResult:
+def branch_with_summary(
+    session: Session,
+    user,
+    branch_from_id: str | None,
+    summary: str,
+    *,
+    details: Any = None,
+    from_hook: bool | None = None,
+    usage: Any = None,
+    leaf_id: Any = UNSET,
+) -> AppendResult:
     """Leave the current route for ``branch_from_id`` with a ``branch_summary`` entry; its
     ``fromId`` is the cursor the user was on (``leaf_id``)."""
     return append_via_manager(
-        session, user, leaf_id,
+        session,
+        user,
+        leaf_id,
         lambda m: m.branch_with_summary(branch_from_id, summary, details, from_hook, usage),
         targets=(branch_from_id,) if branch_from_id else (),  # may be on another route
     )
 
 
-def append_message(session: Session, user, message: dict, *, leaf_id: Any = UNSET,
-                   source: str = "turn") -> AppendResult:
+def append_message(
+    session: Session, user, message: dict, *, leaf_id: Any = UNSET, source: str = "turn"
+) -> AppendResult:
     """Append one agent message (used by the turn runner)."""
-    return append_via_manager(session, user, leaf_id, lambda m: m.append_message(message),
-                              source=source)
+    return append_via_manager(
+        session, user, leaf_id, lambda m: m.append_message(message), source=source
+    )
 
 
-def compact_now(session: Session, user, *, leaf_id: Any = UNSET, summarizer=None,
-                settings=None, custom_instructions: str | None = None) -> AppendResult:
+def compact_now(
+    session: Session,
+    user,
+    *,
+    leaf_id: Any = UNSET,
+    summarizer=None,
+    settings=None,
+    custom_instructions: str | None = None,
+) -> AppendResult:
     """Compact the path at ``leaf_id`` with the engine. The summary is computed outside the
     writer lock (a model call may take minutes); the compaction is then appended at that same
     entry, so concurrent appends elsewhere do not interfere."""
@@ -229,9 +261,17 @@ def compact_now(session: Session, user, *, leaf_id: Any = UNSET, summarizer=None
         summarizer = summarizer_from_env()
     result = compaction.compact(prep, summarizer, custom_instructions=custom_instructions)
     return append_via_manager(
-        session, user, target,
-        lambda m: m.append_compaction(result.summary, result.first_kept_entry_id,
-                                      result.tokens_before, result.details, False, result.usage),
+        session,
+        user,
+        target,
+        lambda m: m.append_compaction(
+            result.summary,
+            result.first_kept_entry_id,
+            result.tokens_before,
+            result.details,
+            False,
+            result.usage,
+        ),
         source="compaction",
     )
 
@@ -241,15 +281,18 @@ def move_cursor(session: Session, user, entry_id: str | None) -> Leaf:
     nothing, like the engine's ``branch`` / ``reset_leaf``."""
     from explorer.session.errors import SessionError
 
-    if entry_id is not None and not Entry.objects.filter(session=session,
-                                                         entry_id=entry_id).exists():
+    if (
+        entry_id is not None
+        and not Entry.objects.filter(session=session, entry_id=entry_id).exists()
+    ):
         raise SessionError(f"Entry {entry_id} not found")
     with transaction.atomic():
         leaf = store.cursor_for(session, user)
         leaf.entry_id = entry_id
         leaf.save(update_fields=["entry_id", "updated"])
-        transaction.on_commit(lambda: signals.cursor_moved.send(
-            sender=Session, session=session, leaf=leaf, user=user))
+        transaction.on_commit(
+            lambda: signals.cursor_moved.send(sender=Session, session=session, leaf=leaf, user=user)
+        )
     return leaf
 
 
@@ -266,14 +309,16 @@ def notify_import(result: store.ImportResult, source: str = "import") -> None:
             entries = result.new_entries
             if entries is None:
                 entries = _newest_entries(session, result.added)
-            signals.entries_appended.send(sender=Session, session=session, entries=entries,
-                                          source=source)
+            signals.entries_appended.send(
+                sender=Session, session=session, entries=entries, source=source
+            )
 
     transaction.on_commit(send)
 
 
-def _newest_entries(session: Session, added: int, *, limit: int = 200,
-                    max_bytes: int = 8 * 1024 * 1024) -> list[Entry]:
+def _newest_entries(
+    session: Session, added: int, *, limit: int = 200, max_bytes: int = 8 * 1024 * 1024
+) -> list[Entry]:
     """The newest rows of a big import, bounded in count and in payload size, so listeners
     never pull a whole 200 MB import into memory."""
     picked: list[int] = []
@@ -287,8 +332,9 @@ def _newest_entries(session: Session, added: int, *, limit: int = 200,
     return list(Entry.objects.filter(pk__in=picked).order_by("position"))
 
 
-def import_file(path: str, *, source_path: str | None = None, user=None,
-                **kwargs) -> store.ImportResult:
+def import_file(
+    path: str, *, source_path: str | None = None, user=None, **kwargs
+) -> store.ImportResult:
     """Import a file from disk under the single-writer lock of its session."""
     with open(path, "rb") as fh:
         first = fh.read(1024 * 1024)
@@ -310,8 +356,11 @@ def delete_session(session: Session, user) -> None:
     pk, session_id = session.pk, session.session_id
     with _writer(session) as locked:
         locked.delete()
-        transaction.on_commit(lambda: signals.session_deleted.send(
-            sender=Session, session_pk=pk, session_id=session_id))
+        transaction.on_commit(
+            lambda: signals.session_deleted.send(
+                sender=Session, session_pk=pk, session_id=session_id
+            )
+        )
 
 
 def fork_session(session: Session, user, *, cwd: str | None = None) -> Session:

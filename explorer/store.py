@@ -187,9 +187,7 @@ def _rfind_nl(src) -> int:
     return -1
 
 
-def _iter_lines(
-    data, start: int = 0, end: int | None = None
-) -> Iterator[tuple[int, bytes, bool]]:
+def _iter_lines(data, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
     """(0-based index from ``start``, line bytes without "\\n", terminated) for each line of
     ``data[start:end]``, without copying or splitting the whole buffer (a 200 MB file must not
     become a list of pieces)."""
@@ -228,8 +226,11 @@ def _parse(line: str) -> tuple[bool, Any]:
 
 
 def _is_falsy(value: Any) -> bool:
-    return value is None or value is False or value == "" or (
-        type(value) in (int, float) and value == 0
+    return (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
     )
 
 
@@ -308,8 +309,11 @@ class _Scan:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)
         elif len(self.problems) == MAX_PROBLEMS:
-            self.problems.append(Problem(0, problem.severity, "truncated",
-                                         "Too many problems; the rest are not listed."))
+            self.problems.append(
+                Problem(
+                    0, problem.severity, "truncated", "Too many problems; the rest are not listed."
+                )
+            )
 
     @property
     def failed(self) -> bool:
@@ -317,8 +321,22 @@ class _Scan:
 
 
 _ENTRY_COLUMNS = (
-    "session_id", "entry_id", "parent_id", "type", "timestamp", "position", "line_no", "depth",
-    "raw", "raw_bytes", "role", "custom_type", "target_id", "size", "child_count", "author_id",
+    "session_id",
+    "entry_id",
+    "parent_id",
+    "type",
+    "timestamp",
+    "position",
+    "line_no",
+    "depth",
+    "raw",
+    "raw_bytes",
+    "role",
+    "custom_type",
+    "target_id",
+    "size",
+    "child_count",
+    "author_id",
 )
 
 
@@ -345,10 +363,21 @@ class _Writer:
         mark = "?" if connection.vendor == "sqlite" else "%s"
         table = connection.ops.quote_name(Entry._meta.db_table)
         columns = ", ".join(connection.ops.quote_name(c) for c in _ENTRY_COLUMNS)
-        self.sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([mark] * len(_ENTRY_COLUMNS))})"
+        self.sql = (
+            f"INSERT INTO {table} ({columns}) VALUES ({', '.join([mark] * len(_ENTRY_COLUMNS))})"
+        )
 
-    def entry(self, *, entry_id: str, position: int, depth: int, raw: str,
-              raw_bytes: bytes | None, size: int, fields: dict[str, Any]) -> None:
+    def entry(
+        self,
+        *,
+        entry_id: str,
+        position: int,
+        depth: int,
+        raw: str,
+        raw_bytes: bytes | None,
+        size: int,
+        fields: dict[str, Any],
+    ) -> None:
         if self.first_position is None:
             self.first_position = position
         parent = fields["parent_id"]
@@ -359,9 +388,22 @@ class _Writer:
             else:
                 self.late[parent] = self.late.get(parent, 0) + 1
         row = [
-            self.session.pk, entry_id, parent, fields["type"], fields["timestamp"],
-            position, position + 1, depth, raw, raw_bytes, fields["role"], fields["custom_type"],
-            fields["target_id"], size, 0, self.author_id,
+            self.session.pk,
+            entry_id,
+            parent,
+            fields["type"],
+            fields["timestamp"],
+            position,
+            position + 1,
+            depth,
+            raw,
+            raw_bytes,
+            fields["role"],
+            fields["custom_type"],
+            fields["target_id"],
+            size,
+            0,
+            self.author_id,
         ]
         self.rows.append(row)
         self.pending[entry_id] = row
@@ -394,8 +436,10 @@ class _Writer:
             return
         mark = "?" if connection.vendor == "sqlite" else "%s"
         table = connection.ops.quote_name(Entry._meta.db_table)
-        sql = (f"UPDATE {table} SET child_count = child_count + {mark} "
-               f"WHERE session_id = {mark} AND entry_id = {mark}")
+        sql = (
+            f"UPDATE {table} SET child_count = child_count + {mark} "
+            f"WHERE session_id = {mark} AND entry_id = {mark}"
+        )
         connection.ensure_connection()
         cursor = connection.connection.cursor()
         try:
@@ -408,18 +452,25 @@ class _Writer:
         """The new rows for signal listeners (None when there are too many to hand over)."""
         if self.first_position is None or added > 1000 or self.total > 8 * 1024 * 1024:
             return None
-        return list(Entry.objects.filter(session=self.session,
-                                         position__gte=self.first_position).order_by("position"))
+        return list(
+            Entry.objects.filter(session=self.session, position__gte=self.first_position).order_by(
+                "position"
+            )
+        )
 
 
 def _check_size(data_len: int, result: ImportResult) -> bool:
     limit = getattr(settings, "SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
     if data_len > limit:
-        result.problems.append(Problem(
-            0, "error", "too-large",
-            f"The file is {data_len:,} bytes; the limit is {limit:,} bytes "
-            "(setting SESSIONS_MAX_UPLOAD_BYTES).",
-        ))
+        result.problems.append(
+            Problem(
+                0,
+                "error",
+                "too-large",
+                f"The file is {data_len:,} bytes; the limit is {limit:,} bytes "
+                "(setting SESSIONS_MAX_UPLOAD_BYTES).",
+            )
+        )
         return False
     return True
 
@@ -436,19 +487,26 @@ def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
             continue
         if _is_falsy(value):
             continue
-        if isinstance(value, dict) and value.get("type") == "session" and isinstance(
-            value.get("id"), str
+        if (
+            isinstance(value, dict)
+            and value.get("type") == "session"
+            and isinstance(value.get("id"), str)
         ):
             return value, index, line, problems
         what = "an object" if isinstance(value, dict) else f"a {type(value).__name__} value"
-        problems.append(Problem(
-            index + 1, "error", "not-a-session",
-            f"Not a Pi session: the first record is {what}, not a session header "
-            '(an object with "type":"session" and a string "id").',
-        ))
+        problems.append(
+            Problem(
+                index + 1,
+                "error",
+                "not-a-session",
+                f"Not a Pi session: the first record is {what}, not a session header "
+                '(an object with "type":"session" and a string "id").',
+            )
+        )
         return None, index, line, problems
-    problems.append(Problem(0, "error", "not-a-session",
-                            "Not a Pi session: the file holds no JSON record."))
+    problems.append(
+        Problem(0, "error", "not-a-session", "Not a Pi session: the file holds no JSON record.")
+    )
     return None, -1, "", problems
 
 
@@ -482,13 +540,19 @@ def import_bytes(
     """
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
-    return _import_source(data, source_path=source_path, user=user,
-                          defer_incomplete_tail=defer_incomplete_tail, rng=rng,
-                          signal_source=signal_source)
+    return _import_source(
+        data,
+        source_path=source_path,
+        user=user,
+        defer_incomplete_tail=defer_incomplete_tail,
+        rng=rng,
+        signal_source=signal_source,
+    )
 
 
-def _import_source(data, *, source_path: str, user, defer_incomplete_tail: bool, rng,
-                   signal_source: str) -> ImportResult:
+def _import_source(
+    data, *, source_path: str, user, defer_incomplete_tail: bool, rng, signal_source: str
+) -> ImportResult:
     result = ImportResult(source_path=source_path)
     if not _check_size(len(data), result):
         return result
@@ -512,11 +576,13 @@ def _import_source(data, *, source_path: str, user, defer_incomplete_tail: bool,
                     else Session.objects.filter(session_id=header["id"]).first()
                 )
                 if _version_of(header) < 3:
-                    _import_legacy(_slice(data, 0, consumed), header, existing, result, user,
-                                   source_path, rng)
+                    _import_legacy(
+                        _slice(data, 0, consumed), header, existing, result, user, source_path, rng
+                    )
                 elif existing is None:
-                    _import_new(data, consumed, header, header_index, header_line, result,
-                                user, source_path)
+                    _import_new(
+                        data, consumed, header, header_index, header_line, result, user, source_path
+                    )
                 else:
                     _import_more(data, consumed, existing, result, user, source_path)
                 if not result.ok:
@@ -551,10 +617,14 @@ def import_file(path: str, *, user=None, source_path: str | None = None, **kwarg
     shown = source_path or os.path.abspath(path)
     if size > FULL_VALIDATION_LIMIT:
         # Big files are read line by line: memory stays a few lines wide.
-        return _import_source(_FileSource(path), source_path=shown, user=user,
-                              defer_incomplete_tail=kwargs.get("defer_incomplete_tail", False),
-                              rng=kwargs.get("rng"),
-                              signal_source=kwargs.get("signal_source", "import"))
+        return _import_source(
+            _FileSource(path),
+            source_path=shown,
+            user=user,
+            defer_incomplete_tail=kwargs.get("defer_incomplete_tail", False),
+            rng=kwargs.get("rng"),
+            signal_source=kwargs.get("signal_source", "import"),
+        )
     with open(path, "rb") as fh:
         data = fh.read()
     return import_bytes(data, source_path=shown, user=user, **kwargs)
@@ -616,16 +686,27 @@ def _scan_lines(
         line, valid_utf8 = _decode(piece)
         raw_bytes = None if valid_utf8 else piece
         if not valid_utf8:
-            scan.add(Problem(index + 1, "warning", "invalid-utf8",
-                             "Line is not valid UTF-8; invalid bytes read as U+FFFD "
-                             "(original bytes kept)."))
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "invalid-utf8",
+                    "Line is not valid UTF-8; invalid bytes read as U+FFFD (original bytes kept).",
+                )
+            )
         if line[:1] != "{" and not line.strip(_JS_WS):
             yield _Line(index, line, raw_bytes, None, "blank", piece)
             continue
         ok, value = _parse(line)
         if not ok:
-            scan.add(Problem(index + 1, "warning", "malformed-line",
-                             f"Malformed JSON, skipped by Pi: {_excerpt(line)}"))
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "malformed-line",
+                    f"Malformed JSON, skipped by Pi: {_excerpt(line)}",
+                )
+            )
             yield _Line(index, line, raw_bytes, None, "malformed", piece)
             continue
         if header_index is not None and index < header_index:
@@ -636,20 +717,38 @@ def _scan_lines(
             if _is_falsy(value):
                 yield _Line(index, line, raw_bytes, None, "falsy", piece)
             else:
-                scan.add(Problem(index + 1, "warning", "non-object-line",
-                                 f"A {type(value).__name__} value, not an entry; dropped "
-                                 "(Pi keeps it and its index breaks)."))
+                scan.add(
+                    Problem(
+                        index + 1,
+                        "warning",
+                        "non-object-line",
+                        f"A {type(value).__name__} value, not an entry; dropped "
+                        "(Pi keeps it and its index breaks).",
+                    )
+                )
                 yield _Line(index, line, raw_bytes, None, "non_object", piece)
             continue
         if value.get("type") == "session":
-            scan.add(Problem(index + 1, "warning", "extra-header",
-                             "A second session header; Pi ignores it in the tree."))
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "extra-header",
+                    "A second session header; Pi ignores it in the tree.",
+                )
+            )
             yield _Line(index, line, raw_bytes, None, "session", piece)
             continue
         entry_id = value.get("id")
         if not isinstance(entry_id, str) or not entry_id:
-            scan.add(Problem(index + 1, "warning", "bad-id",
-                             "Entry without a string id; kept but not part of the tree."))
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "bad-id",
+                    "Entry without a string id; kept but not part of the tree.",
+                )
+            )
             yield _Line(index, line, raw_bytes, value=None, kind="no_id", original=piece)
             continue
         yield _Line(index, line, raw_bytes, value, "entry", nbytes=len(piece))
@@ -668,8 +767,15 @@ def _store_lines(
         position = position_of(item.index)
         if item.kind != "entry":
             if not scan.failed:
-                writer.extra(ExtraLine(session=session, position=position, line_no=position + 1,
-                                       kind=item.kind, raw=item.original or b""))
+                writer.extra(
+                    ExtraLine(
+                        session=session,
+                        position=position,
+                        line_no=position + 1,
+                        kind=item.kind,
+                        raw=item.original or b"",
+                    )
+                )
             continue
         value = item.value
         entry_id = value["id"]
@@ -678,18 +784,34 @@ def _store_lines(
         if entry_id in scan.existing:
             # Already stored (e.g. appended live while Pi wrote the file): the same line is
             # fine, a different one would rewrite history.
-            stored = Entry.objects.filter(session_id=scan.session_pk, entry_id=entry_id
-                                          ).values_list("raw", flat=True).first()
+            stored = (
+                Entry.objects.filter(session_id=scan.session_pk, entry_id=entry_id)
+                .values_list("raw", flat=True)
+                .first()
+            )
             if stored != item.raw:
-                scan.add(Problem(line_no, "error", "conflict",
-                                 f"Entry {entry_id} differs from the stored copy; "
-                                 "stored history is never changed.", entry_id))
+                scan.add(
+                    Problem(
+                        line_no,
+                        "error",
+                        "conflict",
+                        f"Entry {entry_id} differs from the stored copy; "
+                        "stored history is never changed.",
+                        entry_id,
+                    )
+                )
             continue
         if entry_id in scan.ids:
-            scan.add(Problem(
-                line_no, "error", "duplicate-id",
-                f"Duplicate entry id {entry_id} (first on line {scan.first_line[entry_id]}); "
-                "Pi would keep only the later one in its index.", entry_id))
+            scan.add(
+                Problem(
+                    line_no,
+                    "error",
+                    "duplicate-id",
+                    f"Duplicate entry id {entry_id} (first on line {scan.first_line[entry_id]}); "
+                    "Pi would keep only the later one in its index.",
+                    entry_id,
+                )
+            )
             continue
         parent = fields["parent_id"]
         scan.ids[entry_id] = parent
@@ -712,8 +834,15 @@ def _store_lines(
             stats["name"] = _session_name(value)
         if scan.failed:
             continue
-        writer.entry(entry_id=entry_id[:200], position=position, depth=depth, raw=item.raw,
-                     raw_bytes=item.raw_bytes, size=item.nbytes, fields=fields)
+        writer.entry(
+            entry_id=entry_id[:200],
+            position=position,
+            depth=depth,
+            raw=item.raw,
+            raw_bytes=item.raw_bytes,
+            size=item.nbytes,
+            fields=fields,
+        )
     return stats
 
 
@@ -726,9 +855,16 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
         depth_base = None
         while current is not None:
             if current in seen:
-                members = " → ".join(chain[chain.index(current):] + [current])
-                scan.add(Problem(scan.first_line.get(entry_id, 0), "error", "parent-cycle",
-                                 f"Parent cycle: {members}; Pi would loop forever.", entry_id))
+                members = " → ".join(chain[chain.index(current) :] + [current])
+                scan.add(
+                    Problem(
+                        scan.first_line.get(entry_id, 0),
+                        "error",
+                        "parent-cycle",
+                        f"Parent cycle: {members}; Pi would loop forever.",
+                        entry_id,
+                    )
+                )
                 depth_base = 0
                 break
             seen.add(current)
@@ -738,9 +874,16 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
                 depth_base = 0
                 break
             if parent not in scan.ids:
-                scan.add(Problem(scan.first_line.get(current, 0), "warning", "dangling-parent",
-                                 f"Entry {current} names a parent {parent} that does not exist; "
-                                 "its path stops there.", current))
+                scan.add(
+                    Problem(
+                        scan.first_line.get(current, 0),
+                        "warning",
+                        "dangling-parent",
+                        f"Entry {current} names a parent {parent} that does not exist; "
+                        "its path stops there.",
+                        current,
+                    )
+                )
                 depth_base = 0
                 break
             if parent not in scan.pending_depth and parent in scan.depth:
@@ -794,8 +937,10 @@ def _update_warning_count(session: Session) -> None:
 
 def _sync_default_leaf(session: Session) -> Leaf:
     last = (
-        Entry.objects.filter(session=session).order_by("-position")
-        .values_list("entry_id", flat=True).first()
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("entry_id", flat=True)
+        .first()
     )
     leaf, _ = Leaf.objects.update_or_create(
         session=session, name=Leaf.DEFAULT, defaults={"entry_id": last, "user": None}
@@ -804,11 +949,20 @@ def _sync_default_leaf(session: Session) -> Leaf:
 
 
 def _save_problems(session: Session, problems: list[Problem]) -> None:
-    ImportProblem.objects.bulk_create([
-        ImportProblem(session=session, line=p.line, severity=p.severity, code=p.code[:64],
-                      message=p.message, entry_id=(p.entry_id or "")[:200])
-        for p in problems if p.severity == "warning"
-    ])
+    ImportProblem.objects.bulk_create(
+        [
+            ImportProblem(
+                session=session,
+                line=p.line,
+                severity=p.severity,
+                code=p.code[:64],
+                message=p.message,
+                entry_id=(p.entry_id or "")[:200],
+            )
+            for p in problems
+            if p.severity == "warning"
+        ]
+    )
 
 
 def _header_fields(header: dict) -> dict[str, Any]:
@@ -826,9 +980,14 @@ def _header_fields(header: dict) -> dict[str, Any]:
 def _import_new(data, consumed, header, header_index, header_line, result, user, source_path):
     scan = _Scan()
     session = Session.objects.create(
-        session_id=header["id"], version=3, source_version=_version_of(header),
-        header_raw=header_line, header_position=header_index, source_path=source_path,
-        imported_by=user, **_header_fields(header),
+        session_id=header["id"],
+        version=3,
+        source_version=_version_of(header),
+        header_raw=header_line,
+        header_position=header_index,
+        source_path=source_path,
+        imported_by=user,
+        **_header_fields(header),
     )
     writer = _Writer(session, None)
     lines = _scan_lines(data, 0, consumed, 0, header_index, scan)
@@ -836,8 +995,14 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
     writer.flush()
     _resolve_pending(session, scan)
     if consumed and not _ends_nl(data, consumed):
-        scan.add(Problem(_count_nl(data, 0, consumed) + 1, "warning", "missing-final-newline",
-                         "The file does not end with a newline (Pi appends one on open)."))
+        scan.add(
+            Problem(
+                _count_nl(data, 0, consumed) + 1,
+                "warning",
+                "missing-final-newline",
+                "The file does not end with a newline (Pi appends one on open).",
+            )
+        )
     problems = _full_report(data, consumed, scan.problems)
     result.problems.extend(problems)
     if not result.ok:
@@ -873,9 +1038,7 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     result.session = session
     size = session.source_size
     prefix_ok = (
-        consumed >= size
-        and session.source_sha256
-        and _sha256(data, size) == session.source_sha256
+        consumed >= size and session.source_sha256 and _sha256(data, size) == session.source_sha256
     )
     if not prefix_ok:
         _merge_by_id(data, consumed, session, result, user)
@@ -915,13 +1078,17 @@ def _merge_by_id(data, consumed, session: Session, result, user):
     """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
     whose ids we do not have; an id we have with different content is a conflict."""
     if session.source_version < 3:
-        result.problems.append(Problem(
-            0, "error", "legacy-changed",
-            f"This session was imported from a version {session.source_version} file and "
-            "stored migrated; the file has changed since (Pi rewrites such files with new "
-            "entry ids when it opens them), so it cannot be merged. Delete the stored session "
-            "and import the file again.",
-        ))
+        result.problems.append(
+            Problem(
+                0,
+                "error",
+                "legacy-changed",
+                f"This session was imported from a version {session.source_version} file and "
+                "stored migrated; the file has changed since (Pi rewrites such files with new "
+                "entry ids when it opens them), so it cannot be merged. Delete the stored session "
+                "and import the file again.",
+            )
+        )
         return
     stored = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
     scan = _existing_scan(session)
@@ -935,15 +1102,28 @@ def _merge_by_id(data, consumed, session: Session, result, user):
         if entry_id in stored:
             common += 1
             if stored[entry_id] != item.raw:
-                scan.add(Problem(item.index + 1, "error", "conflict",
-                                 f"Entry {entry_id} differs from the stored copy; "
-                                 "stored history is never changed.", entry_id))
+                scan.add(
+                    Problem(
+                        item.index + 1,
+                        "error",
+                        "conflict",
+                        f"Entry {entry_id} differs from the stored copy; "
+                        "stored history is never changed.",
+                        entry_id,
+                    )
+                )
             continue
         fresh.append(item)
     if stored and fresh and not common:
-        scan.add(Problem(0, "error", "conflict",
-                         "The file shares no entry with the stored session of the same id; "
-                         "it is another history, not a newer copy. Nothing was imported."))
+        scan.add(
+            Problem(
+                0,
+                "error",
+                "conflict",
+                "The file shares no entry with the stored session of the same id; "
+                "it is another history, not a newer copy. Nothing was imported.",
+            )
+        )
     if not fresh or scan.failed:
         if not scan.failed:
             result.unchanged = True
@@ -952,7 +1132,9 @@ def _merge_by_id(data, consumed, session: Session, result, user):
     base = session.next_position
     counter = iter(range(base, base + len(fresh)))
     writer = _Writer(session, None)
-    stats = _store_lines(iter(fresh), session, scan, writer, position_of=lambda index: next(counter))
+    stats = _store_lines(
+        iter(fresh), session, scan, writer, position_of=lambda index: next(counter)
+    )
     writer.flush()
     _resolve_pending(session, scan)
     result.problems.extend(scan.problems)
@@ -987,20 +1169,28 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
             _legacy_more(data, original, existing, result, rng)
             return
         result.session = existing
-        result.problems.append(Problem(
-            0, "error", "legacy-changed",
-            "This legacy-version session was imported before and the file has changed "
-            "other than by growing; it cannot be merged.",
-        ))
+        result.problems.append(
+            Problem(
+                0,
+                "error",
+                "legacy-changed",
+                "This legacy-version session was imported before and the file has changed "
+                "other than by growing; it cannot be merged.",
+            )
+        )
         return
     loaded = loading.parse_bytes(data)
     scan_problems = _full_report(data, len(data), [])
     if not any(p.code == "legacy-version" for p in scan_problems):
-        scan_problems.append(Problem(
-            0, "warning", "legacy-version",
-            f"Legacy version {_version_of(header)} file; stored migrated to version 3 "
-            "(original bytes kept).",
-        ))
+        scan_problems.append(
+            Problem(
+                0,
+                "warning",
+                "legacy-version",
+                f"Legacy version {_version_of(header)} file; stored migrated to version 3 "
+                "(original bytes kept).",
+            )
+        )
     result.problems.extend(scan_problems)
     if not result.ok:
         return
@@ -1009,9 +1199,15 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     lines = [jsonfmt.dumps(e) for e in entries]
     migrated = ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
     session = Session.objects.create(
-        session_id=header["id"], version=3, source_version=_version_of(header),
-        header_raw=lines[0], header_position=0, source_path=source_path, imported_by=user,
-        source_original=data, **_header_fields(entries[0]),
+        session_id=header["id"],
+        version=3,
+        source_version=_version_of(header),
+        header_raw=lines[0],
+        header_position=0,
+        source_path=source_path,
+        imported_by=user,
+        source_original=data,
+        **_header_fields(entries[0]),
     )
     scan = _Scan()
     writer = _Writer(session, None)
@@ -1035,7 +1231,6 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     result.new_entries = writer.created(result.added)
 
 
-
 def _store_scanned(
     session: Session, scan: Any, lines: Any, base: int, result: Any
 ) -> tuple[dict[str, Any], _Writer] | None:
@@ -1056,13 +1251,14 @@ def _store_scanned(
         session.name = stats["name"]
     return stats, writer
 
+
 def _legacy_more(data, original, session: Session, result, rng):
     """A legacy file that grew: migrate only the new lines, continuing the parent chain."""
     from explorer.session import entries as entry_mod
     from explorer.session import loading
 
     result.session = session
-    tail = data[len(original):]
+    tail = data[len(original) :]
     loaded = loading.parse_bytes(b'{"type":"session","id":"continuation"}\n' + tail)
     new = loaded.entries[1:]
     if not new:
@@ -1074,8 +1270,10 @@ def _legacy_more(data, original, session: Session, result, rng):
     fake = [{"type": "session", "version": 1, "id": session.session_id}, *new]
     entry_mod.migrate_session_entries(fake, rng)
     previous = (
-        Entry.objects.filter(session=session, author__isnull=True).order_by("-position")
-        .values_list("entry_id", flat=True).first()
+        Entry.objects.filter(session=session, author__isnull=True)
+        .order_by("-position")
+        .values_list("entry_id", flat=True)
+        .first()
     )
     if new and previous is not None:
         new[0]["parentId"] = previous
@@ -1103,13 +1301,17 @@ def _legacy_more(data, original, session: Session, result, rng):
 def iter_export(session: Session) -> Iterator[bytes]:
     """The session's file, chunk by chunk (a 200 MB session is never joined in memory)."""
     extras = list(
-        ExtraLine.objects.filter(session=session).order_by("position").values_list("position", "raw")
+        ExtraLine.objects.filter(session=session)
+        .order_by("position")
+        .values_list("position", "raw")
     )
     header = (session.header_position, session.header_raw.encode("utf-8", errors="surrogatepass"))
     pending = sorted([header, *((p, bytes(r)) for p, r in extras)])
     rows = (
-        Entry.objects.filter(session=session).order_by("position")
-        .values_list("position", "raw", "raw_bytes").iterator(chunk_size=500)
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("position", "raw", "raw_bytes")
+        .iterator(chunk_size=500)
     )
     out: list[bytes] = []
     size = 0
@@ -1128,7 +1330,11 @@ def iter_export(session: Session) -> Iterator[bytes]:
         while i < len(pending) and pending[i][0] < position:
             emit(pending[i][1])
             i += 1
-        emit(bytes(raw_bytes) if raw_bytes is not None else raw.encode("utf-8", errors="surrogatepass"))
+        emit(
+            bytes(raw_bytes)
+            if raw_bytes is not None
+            else raw.encode("utf-8", errors="surrogatepass")
+        )
         if size >= 1024 * 1024:
             yield b"".join(out)
             out = []
@@ -1214,8 +1420,10 @@ def get_entry(session: Session, entry_id: str) -> Entry | None:
 def default_leaf_id(session: Session) -> str | None:
     """The file's own leaf: its last entry in file order."""
     return (
-        Entry.objects.filter(session=session).order_by("-position")
-        .values_list("entry_id", flat=True).first()
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("entry_id", flat=True)
+        .first()
     )
 
 
@@ -1226,7 +1434,8 @@ def cursor_for(session: Session, user) -> Leaf:
         leaf = Leaf.objects.filter(session=session, name=Leaf.DEFAULT).first()
         return leaf or _sync_default_leaf(session)
     leaf, _ = Leaf.objects.get_or_create(
-        session=session, name=f"user:{user.pk}",
+        session=session,
+        name=f"user:{user.pk}",
         defaults={"user": user, "entry_id": default_leaf_id(session)},
     )
     return leaf
@@ -1243,8 +1452,9 @@ def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] 
     pks = set(path_pks(session, entry_id))
     extra = [e for e in extra_ids if isinstance(e, str)]
     if extra:
-        pks.update(Entry.objects.filter(session=session, entry_id__in=extra)
-                   .values_list("pk", flat=True))
+        pks.update(
+            Entry.objects.filter(session=session, entry_id__in=extra).values_list("pk", flat=True)
+        )
     parts = [header_line(session)]
     rows = Entry.objects.filter(pk__in=pks).order_by("position").values_list("raw", flat=True)
     for raw in rows:
@@ -1266,8 +1476,15 @@ class DatabaseStorage:
     manager's leaf to ``view_leaf``).
     """
 
-    def __init__(self, session: Session, *, author=None, view_leaf: str | None | Any = None,
-                 path_only: bool = False, extra_ids: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        author=None,
+        view_leaf: str | None | Any = None,
+        path_only: bool = False,
+        extra_ids: Iterable[str] = (),
+    ) -> None:
         self.session = session
         self.extra_ids = list(extra_ids)
         self.author = author
@@ -1323,10 +1540,19 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
                 depth = parent_row.depth + 1
                 if parent_row.child_count == 0:
                     session.leaf_count -= 1
-                Entry.objects.filter(pk=parent_row.pk).update(child_count=parent_row.child_count + 1)
+                Entry.objects.filter(pk=parent_row.pk).update(
+                    child_count=parent_row.child_count + 1
+                )
         row = Entry.objects.create(
-            session=session, entry_id=entry_id, position=position, line_no=position + 1,
-            depth=depth, raw=line, size=len(piece), author=author, **fields,
+            session=session,
+            entry_id=entry_id,
+            position=position,
+            line_no=position + 1,
+            depth=depth,
+            raw=line,
+            size=len(piece),
+            author=author,
+            **fields,
         )
         created.append(row)
         position += 1
@@ -1340,13 +1566,22 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
             session.name = _session_name(value) or ""
     session.next_position = position
     session.missing_final_newline = False
-    session.save(update_fields=[
-        "next_position", "missing_final_newline", "entry_count", "leaf_count", "compaction_count",
-        "context_edit_count", "name", "modified",
-    ])
+    session.save(
+        update_fields=[
+            "next_position",
+            "missing_final_newline",
+            "entry_count",
+            "leaf_count",
+            "compaction_count",
+            "context_edit_count",
+            "name",
+            "modified",
+        ]
+    )
     if created:
         Leaf.objects.update_or_create(
-            session=session, name=Leaf.DEFAULT,
+            session=session,
+            name=Leaf.DEFAULT,
             defaults={"entry_id": created[-1].entry_id, "user": None},
         )
     return created
@@ -1375,9 +1610,13 @@ def branch_bytes(session: Session, leaf_id: str, *, clock=None, rng=None) -> byt
     if not pks:
         raise SessionError(f"Entry {leaf_id} not found")
     rows = (
-        Entry.objects.filter(session=session, pk__in=pks)
-        | Entry.objects.filter(session=session, type="label")
-    ).order_by("position").values_list("raw", flat=True)
+        (
+            Entry.objects.filter(session=session, pk__in=pks)
+            | Entry.objects.filter(session=session, type="label")
+        )
+        .order_by("position")
+        .values_list("raw", flat=True)
+    )
     entries = [session.header(), *(jsonfmt.loads(raw) for raw in rows.iterator(chunk_size=500))]
     manager = SessionManager.in_memory(session.cwd or None, None, entries, clock=clock, rng=rng)
     manager.create_branched_session(leaf_id)
@@ -1410,8 +1649,12 @@ def fork_bytes(session: Session, *, cwd: str | None = None, clock=None, rng=None
         ExtraLine.objects.filter(session=session, kind="no_id").values_list("position", "raw")
     )
     chunks = [jsonfmt.dumps(header).encode() + b"\n"]
-    rows = Entry.objects.filter(session=session).order_by("position").values_list(
-        "position", "raw").iterator(chunk_size=500)
+    rows = (
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("position", "raw")
+        .iterator(chunk_size=500)
+    )
     pending = sorted(no_id.items())
     i = 0
     for position, raw in rows:

@@ -146,9 +146,7 @@ def turn_busy_elsewhere(session_pk: int) -> bool:
     from explorer.models import Leaf
 
     stale = timezone.now() - timezone.timedelta(seconds=STALE_AFTER)
-    return Leaf.objects.filter(
-        session_id=session_pk, name=TURN_MARKER, updated__gte=stale
-    ).exists()
+    return Leaf.objects.filter(session_id=session_pk, name=TURN_MARKER, updated__gte=stale).exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +241,10 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
             "timestamp": _now_ms(),
         }
         appended = services.append_message(
-            session, user, user_message, leaf_id=UNSET if leaf_id is None else leaf_id,
+            session,
+            user,
+            user_message,
+            leaf_id=UNSET if leaf_id is None else leaf_id,
             source="turn",
         )
         turn.user_entry_id = appended.entry.entry_id
@@ -305,7 +306,11 @@ def _failed_message(provider, text: str, error: str) -> dict:
         "provider": getattr(provider, "provider", "openai-compatible"),
         "model": getattr(provider, "model", ""),
         "usage": {
-            "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 0,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
         },
         "stopReason": "error",
@@ -334,8 +339,10 @@ def _maybe_compact(session, user, turn: RunningTurn, summarizer) -> bool:
 
         summarizer = summarizer_from_env()
     services.compact_now(
-        session, user, leaf_id=turn.assistant_entry_id, summarizer=summarizer,
+        session,
+        user,
+        leaf_id=turn.assistant_entry_id,
+        summarizer=summarizer,
         settings=live.compaction_settings(),
     )
     return True
-

@@ -33,9 +33,7 @@ def _explorer_urls() -> list:
         return [path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")]
     patterns = list(module.urlpatterns)
     if not any(getattr(p, "name", None) == "session_detail" for p in patterns):
-        patterns.append(
-            path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")
-        )
+        patterns.append(path("sessions/<int:pk>/", sessions.session_summary, name="session_detail"))
     return patterns
 
 

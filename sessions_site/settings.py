@@ -125,7 +125,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = envstr("REDIS_URL")
 if REDIS_URL:
     if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
-        raise ImproperlyConfigured(f"REDIS_URL must start with redis://, rediss:// or unix://, got {REDIS_URL!r}")
+        raise ImproperlyConfigured(
+            f"REDIS_URL must start with redis://, rediss:// or unix://, got {REDIS_URL!r}"
+        )
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -144,7 +146,9 @@ SESSIONS_CACHE = envstr("SESSIONS_CACHE", "redis" if REDIS_URL else "file")
 if SESSIONS_CACHE == "redis":
     if not REDIS_URL:
         raise ImproperlyConfigured("SESSIONS_CACHE=redis needs REDIS_URL")
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    }
 elif SESSIONS_CACHE == "file":
     CACHES = {
         "default": {
@@ -156,7 +160,9 @@ elif SESSIONS_CACHE == "file":
 elif SESSIONS_CACHE == "locmem":
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 else:
-    raise ImproperlyConfigured(f"SESSIONS_CACHE must be redis, file or locmem, got {SESSIONS_CACHE!r}")
+    raise ImproperlyConfigured(
+        f"SESSIONS_CACHE must be redis, file or locmem, got {SESSIONS_CACHE!r}"
+    )
 
 # --- Auth -----------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -12,7 +12,11 @@ import pytest
 # rendered page survives from one run into the next through the var directory.
 os.environ.setdefault("SESSIONS_CACHE", "locmem")
 
-FIXTURES_DIR = Path(os.environ.get("SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"))
+FIXTURES_DIR = Path(
+    os.environ.get(
+        "SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    )
+)
 PI_FIXTURES = FIXTURES_DIR / "pi"
 
 # A small but complete version-3 session: a branch, a tool call and result, a label,
@@ -117,8 +121,9 @@ def make_session(db) -> Callable:
     from explorer import store
 
     def make(data: bytes | None = None, *, source_path: str = "", user=None):
-        result = store.import_bytes(SMALL_SESSION if data is None else data,
-                                    source_path=source_path, user=user)
+        result = store.import_bytes(
+            SMALL_SESSION if data is None else data, source_path=source_path, user=user
+        )
         assert result.ok, [str(p) for p in result.problems]
         return result.session
 

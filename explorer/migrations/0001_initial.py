@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,105 +14,245 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('session_id', models.CharField(help_text='Header id', max_length=200, unique=True)),
-                ('version', models.IntegerField(default=3, help_text='Version after migration (always 3)')),
-                ('source_version', models.IntegerField(default=3, help_text='Version of the imported file')),
-                ('cwd', models.TextField(blank=True, default='')),
-                ('header_timestamp', models.CharField(blank=True, default='', max_length=64)),
-                ('parent_session', models.TextField(blank=True, default='')),
-                ('source_path', models.TextField(blank=True, default='')),
-                ('header_raw', models.TextField(help_text='Header line as exported (verbatim for v3 files)')),
-                ('name', models.TextField(blank=True, default='', help_text='From the newest session_info')),
-                ('entry_count', models.IntegerField(default=0)),
-                ('leaf_count', models.IntegerField(default=0)),
-                ('compaction_count', models.IntegerField(default=0)),
-                ('context_edit_count', models.IntegerField(default=0)),
-                ('source_size', models.BigIntegerField(default=0, help_text='Bytes of the source consumed')),
-                ('source_sha256', models.CharField(blank=True, default='', max_length=64)),
-                ('source_original', models.BinaryField(blank=True, help_text='Original bytes of a legacy (v1/v2) file, which is stored migrated', null=True)),
-                ('missing_final_newline', models.BooleanField(default=False)),
-                ('next_position', models.IntegerField(default=1)),
-                ('warning_count', models.IntegerField(default=0)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('modified', models.DateTimeField(auto_now=True)),
-                ('imported_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='imported_sessions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "session_id",
+                    models.CharField(help_text="Header id", max_length=200, unique=True),
+                ),
+                (
+                    "version",
+                    models.IntegerField(default=3, help_text="Version after migration (always 3)"),
+                ),
+                (
+                    "source_version",
+                    models.IntegerField(default=3, help_text="Version of the imported file"),
+                ),
+                ("cwd", models.TextField(blank=True, default="")),
+                ("header_timestamp", models.CharField(blank=True, default="", max_length=64)),
+                ("parent_session", models.TextField(blank=True, default="")),
+                ("source_path", models.TextField(blank=True, default="")),
+                (
+                    "header_raw",
+                    models.TextField(help_text="Header line as exported (verbatim for v3 files)"),
+                ),
+                (
+                    "name",
+                    models.TextField(
+                        blank=True, default="", help_text="From the newest session_info"
+                    ),
+                ),
+                ("entry_count", models.IntegerField(default=0)),
+                ("leaf_count", models.IntegerField(default=0)),
+                ("compaction_count", models.IntegerField(default=0)),
+                ("context_edit_count", models.IntegerField(default=0)),
+                (
+                    "source_size",
+                    models.BigIntegerField(default=0, help_text="Bytes of the source consumed"),
+                ),
+                ("source_sha256", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "source_original",
+                    models.BinaryField(
+                        blank=True,
+                        help_text="Original bytes of a legacy (v1/v2) file, which is stored migrated",
+                        null=True,
+                    ),
+                ),
+                ("missing_final_newline", models.BooleanField(default=False)),
+                ("next_position", models.IntegerField(default=1)),
+                ("warning_count", models.IntegerField(default=0)),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                ("modified", models.DateTimeField(auto_now=True)),
+                (
+                    "imported_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="imported_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-modified', '-pk'],
+                "ordering": ["-modified", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='ImportProblem',
+            name="ImportProblem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('line', models.IntegerField()),
-                ('severity', models.CharField(max_length=16)),
-                ('code', models.CharField(max_length=64)),
-                ('message', models.TextField()),
-                ('entry_id', models.CharField(blank=True, default='', max_length=200)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='problems', to='explorer.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("line", models.IntegerField()),
+                ("severity", models.CharField(max_length=16)),
+                ("code", models.CharField(max_length=64)),
+                ("message", models.TextField()),
+                ("entry_id", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="problems",
+                        to="explorer.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'line', 'pk'],
+                "ordering": ["session", "line", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Leaf',
+            name="Leaf",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=150)),
-                ('entry_id', models.CharField(blank=True, max_length=200, null=True)),
-                ('updated', models.DateTimeField(auto_now=True)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='session_cursors', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='leaves', to='explorer.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=150)),
+                ("entry_id", models.CharField(blank=True, max_length=200, null=True)),
+                ("updated", models.DateTimeField(auto_now=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="session_cursors",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="leaves",
+                        to="explorer.session",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('session', 'name'), name='leaf_unique_name')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "name"), name="leaf_unique_name")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ExtraLine',
+            name="ExtraLine",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.IntegerField()),
-                ('line_no', models.IntegerField()),
-                ('kind', models.CharField(max_length=32)),
-                ('raw', models.BinaryField()),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='extra_lines', to='explorer.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.IntegerField()),
+                ("line_no", models.IntegerField()),
+                ("kind", models.CharField(max_length=32)),
+                ("raw", models.BinaryField()),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="extra_lines",
+                        to="explorer.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'position'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'position'), name='extra_unique_pos')],
+                "ordering": ["session", "position"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "position"), name="extra_unique_pos")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Entry',
+            name="Entry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('entry_id', models.CharField(max_length=200)),
-                ('parent_id', models.CharField(blank=True, max_length=200, null=True)),
-                ('type', models.CharField(max_length=64)),
-                ('timestamp', models.CharField(blank=True, default='', max_length=64)),
-                ('position', models.IntegerField(help_text='Line index in the exported file (header = 0)')),
-                ('line_no', models.IntegerField(help_text='1-based line number in the exported file')),
-                ('depth', models.IntegerField(default=0, help_text='Distance from its root')),
-                ('raw', models.TextField(help_text='The original JSON line, verbatim, without newline')),
-                ('raw_bytes', models.BinaryField(blank=True, help_text='Original bytes when the line was not valid UTF-8', null=True)),
-                ('role', models.CharField(blank=True, default='', max_length=64)),
-                ('custom_type', models.CharField(blank=True, default='', max_length=200)),
-                ('target_id', models.CharField(blank=True, default='', max_length=200)),
-                ('size', models.IntegerField(default=0, help_text='Bytes of the raw line')),
-                ('child_count', models.IntegerField(default=0)),
-                ('author', models.ForeignKey(blank=True, help_text='Who appended it in the app; empty for imported entries', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='explorer.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("entry_id", models.CharField(max_length=200)),
+                ("parent_id", models.CharField(blank=True, max_length=200, null=True)),
+                ("type", models.CharField(max_length=64)),
+                ("timestamp", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "position",
+                    models.IntegerField(help_text="Line index in the exported file (header = 0)"),
+                ),
+                (
+                    "line_no",
+                    models.IntegerField(help_text="1-based line number in the exported file"),
+                ),
+                ("depth", models.IntegerField(default=0, help_text="Distance from its root")),
+                (
+                    "raw",
+                    models.TextField(help_text="The original JSON line, verbatim, without newline"),
+                ),
+                (
+                    "raw_bytes",
+                    models.BinaryField(
+                        blank=True,
+                        help_text="Original bytes when the line was not valid UTF-8",
+                        null=True,
+                    ),
+                ),
+                ("role", models.CharField(blank=True, default="", max_length=64)),
+                ("custom_type", models.CharField(blank=True, default="", max_length=200)),
+                ("target_id", models.CharField(blank=True, default="", max_length=200)),
+                ("size", models.IntegerField(default=0, help_text="Bytes of the raw line")),
+                ("child_count", models.IntegerField(default=0)),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Who appended it in the app; empty for imported entries",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="entries",
+                        to="explorer.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'position'],
-                'indexes': [models.Index(fields=['session', 'parent_id', 'position'], name='entry_children'), models.Index(fields=['session', 'type', 'position'], name='entry_by_type'), models.Index(fields=['session', 'target_id'], name='entry_by_target'), models.Index(fields=['session', 'depth'], name='entry_by_depth')],
-                'constraints': [models.UniqueConstraint(fields=('session', 'entry_id'), name='entry_unique_id'), models.UniqueConstraint(fields=('session', 'position'), name='entry_unique_pos')],
+                "ordering": ["session", "position"],
+                "indexes": [
+                    models.Index(
+                        fields=["session", "parent_id", "position"], name="entry_children"
+                    ),
+                    models.Index(fields=["session", "type", "position"], name="entry_by_type"),
+                    models.Index(fields=["session", "target_id"], name="entry_by_target"),
+                    models.Index(fields=["session", "depth"], name="entry_by_depth"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "entry_id"), name="entry_unique_id"),
+                    models.UniqueConstraint(
+                        fields=("session", "position"), name="entry_unique_pos"
+                    ),
+                ],
             },
         ),
     ]

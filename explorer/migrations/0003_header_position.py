@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('explorer', '0002_role_groups'),
+        ("explorer", "0002_role_groups"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='session',
-            name='header_position',
-            field=models.IntegerField(default=0, help_text='Line index of the header'),
+            model_name="session",
+            name="header_position",
+            field=models.IntegerField(default=0, help_text="Line index of the header"),
         ),
     ]

@@ -6,37 +6,55 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('explorer', '0003_header_position'),
+        ("explorer", "0003_header_position"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='entry',
-            name='entry_by_target',
+            model_name="entry",
+            name="entry_by_target",
         ),
         migrations.RemoveIndex(
-            model_name='entry',
-            name='entry_by_depth',
+            model_name="entry",
+            name="entry_by_depth",
         ),
         migrations.AlterField(
-            model_name='entry',
-            name='author',
-            field=models.ForeignKey(blank=True, db_index=False, help_text='Who appended it in the app; empty for imported entries', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="entry",
+            name="author",
+            field=models.ForeignKey(
+                blank=True,
+                db_index=False,
+                help_text="Who appended it in the app; empty for imported entries",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AlterField(
-            model_name='entry',
-            name='session',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='entries', to='explorer.session'),
+            model_name="entry",
+            name="session",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="entries",
+                to="explorer.session",
+            ),
         ),
         migrations.AddIndex(
-            model_name='entry',
-            index=models.Index(condition=models.Q(('target_id', ''), _negated=True), fields=['session', 'target_id'], name='entry_by_target'),
+            model_name="entry",
+            index=models.Index(
+                condition=models.Q(("target_id", ""), _negated=True),
+                fields=["session", "target_id"],
+                name="entry_by_target",
+            ),
         ),
         migrations.AddIndex(
-            model_name='entry',
-            index=models.Index(condition=models.Q(('depth', 0)), fields=['session', 'position'], name='entry_roots'),
+            model_name="entry",
+            index=models.Index(
+                condition=models.Q(("depth", 0)), fields=["session", "position"], name="entry_roots"
+            ),
         ),
     ]

@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('explorer', '0005_admin_group_permissions'),
+        ("explorer", "0005_admin_group_permissions"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='entry',
-            options={'ordering': ['session', 'position'], 'verbose_name_plural': 'entries'},
+            name="entry",
+            options={"ordering": ["session", "position"], "verbose_name_plural": "entries"},
         ),
     ]

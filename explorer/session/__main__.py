@@ -168,7 +168,9 @@ def _per_leaf_loaded(
         if args.json:
             _emit_json(out, record)
         elif "error" in record:
-            out.write(style.red(f"leaf {_leaf_text(leaf_id)}: cannot build: {record['error']}") + "\n")
+            out.write(
+                style.red(f"leaf {_leaf_text(leaf_id)}: cannot build: {record['error']}") + "\n"
+            )
         else:
             render(record, out, style)
     return 1 if failed else 0
@@ -254,9 +256,7 @@ def _session_dirs(directory: str) -> list[str]:
     names = sorted(os.listdir(directory))
     if any(n.endswith(".jsonl") for n in names):
         return [directory]
-    return [
-        os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n))
-    ]
+    return [os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n))]
 
 
 def _info_json(info: Any) -> dict[str, Any]:
@@ -308,7 +308,9 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def _leaf_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--leaf", metavar="ID", help="entry id to use as the leaf (default: the current leaf)")
+    group.add_argument(
+        "--leaf", metavar="ID", help="entry id to use as the leaf (default: the current leaf)"
+    )
     group.add_argument(
         "--all-leaves",
         action="store_true",
@@ -325,7 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="the tree as indented text, active path marked with *")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--leaf", metavar="ID", help="mark the path to this entry instead of the current leaf")
+    p.add_argument(
+        "--leaf", metavar="ID", help="mark the path to this entry instead of the current leaf"
+    )
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("entries", help="id, parentId and type of every entry, in file order")
@@ -333,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON array")
     p.set_defaults(func=cmd_entries)
 
-    p = sub.add_parser("tree", help="the tree, children oldest first; with --json {\"roots\": [...]}")
+    p = sub.add_parser("tree", help='the tree, children oldest first; with --json {"roots": [...]}')
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_tree, leaf=None)
@@ -344,11 +348,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per leaf")
     p.set_defaults(func=cmd_context)
 
-    p = sub.add_parser("compact", help="preview a compaction at a leaf (--dry-run; nothing is written)")
+    p = sub.add_parser(
+        "compact", help="preview a compaction at a leaf (--dry-run; nothing is written)"
+    )
     p.add_argument("file", metavar="FILE")
     _leaf_options(p)
-    p.add_argument("--keep-recent", type=int, default=20000, metavar="N", help="keepRecentTokens (default 20000)")
-    p.add_argument("--reserve", type=int, default=16384, metavar="N", help="reserveTokens (default 16384)")
+    p.add_argument(
+        "--keep-recent",
+        type=int,
+        default=20000,
+        metavar="N",
+        help="keepRecentTokens (default 20000)",
+    )
+    p.add_argument(
+        "--reserve", type=int, default=16384, metavar="N", help="reserveTokens (default 16384)"
+    )
     p.add_argument("--dry-run", action="store_true", help="required: only compute the preparation")
     p.add_argument("--json", action="store_true", help="one JSON object per leaf")
     p.set_defaults(func=cmd_compact)
@@ -363,7 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("list", help="sessions in a Pi sessions directory (default: ~/.pi/agent/sessions)")
+    p = sub.add_parser(
+        "list", help="sessions in a Pi sessions directory (default: ~/.pi/agent/sessions)"
+    )
     p.add_argument("dir", metavar="DIR", nargs="?")
     p.add_argument("--json", action="store_true", help="one JSON object per session")
     p.set_defaults(func=cmd_list)

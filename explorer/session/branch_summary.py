@@ -63,7 +63,9 @@ class BranchCollection:
         return {"entries": self.entries, "commonAncestorId": self.common_ancestor_id}
 
 
-def collect_entries_for_branch_summary(manager: Any, old_leaf_id: Any, target_id: Any) -> BranchCollection:
+def collect_entries_for_branch_summary(
+    manager: Any, old_leaf_id: Any, target_id: Any
+) -> BranchCollection:
     """Entries from the old leaf up to (not including) the common ancestor with the target.
 
     Compactions on the way are not a stopping point: their summaries are part of what the
@@ -95,7 +97,9 @@ def _timestamp(entry: Mapping[str, Any]) -> Any:
     return entry_time(entry["timestamp"]) if "timestamp" in entry else entry_time()
 
 
-def _with(message: dict[str, Any], entry: Mapping[str, Any], pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def _with(
+    message: dict[str, Any], entry: Mapping[str, Any], pairs: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
     for key, source in pairs:
         if source in entry:
             message[key] = entry[source]
@@ -113,12 +117,26 @@ def _branch_message(entry: Mapping[str, Any]) -> dict[str, Any] | None:
             return None
         return message
     if kind == "custom_message":
-        return _with({"role": "custom"}, entry, [("customType", "customType"), ("content", "content"),
-                                                   ("display", "display"), ("details", "details")])
+        return _with(
+            {"role": "custom"},
+            entry,
+            [
+                ("customType", "customType"),
+                ("content", "content"),
+                ("display", "display"),
+                ("details", "details"),
+            ],
+        )
     if kind == "branch_summary":
-        return _with({"role": "branchSummary"}, entry, [("summary", "summary"), ("fromId", "fromId")])
+        return _with(
+            {"role": "branchSummary"}, entry, [("summary", "summary"), ("fromId", "fromId")]
+        )
     if kind == "compaction":
-        return _with({"role": "compactionSummary"}, entry, [("summary", "summary"), ("tokensBefore", "tokensBefore")])
+        return _with(
+            {"role": "compactionSummary"},
+            entry,
+            [("summary", "summary"), ("tokensBefore", "tokensBefore")],
+        )
     return None
 
 
@@ -129,7 +147,9 @@ class BranchPreparation:
     total_tokens: float
 
 
-def prepare_branch_entries(entries: Sequence[dict[str, Any]], token_budget: float = 0) -> BranchPreparation:
+def prepare_branch_entries(
+    entries: Sequence[dict[str, Any]], token_budget: float = 0
+) -> BranchPreparation:
     """Messages of the abandoned entries, newest first until the budget is used (SPEC 6.15.2).
 
     File operations are collected from every entry, even those that no longer fit, and from
@@ -137,7 +157,11 @@ def prepare_branch_entries(entries: Sequence[dict[str, Any]], token_budget: floa
     """
     ops = FileOps()
     for entry in entries:
-        if entry.get("type") == "branch_summary" and not truthy(entry.get("fromHook")) and truthy(entry.get("details")):
+        if (
+            entry.get("type") == "branch_summary"
+            and not truthy(entry.get("fromHook"))
+            and truthy(entry.get("details"))
+        ):
             add_details_file_ops(entry.get("details"), ops)
     messages: list[dict[str, Any]] = []
     total: float = 0
@@ -172,7 +196,10 @@ class BranchSummaryResult:
 
     @property
     def details(self) -> dict[str, list[Any]]:
-        return {"readFiles": list(self.read_files or []), "modifiedFiles": list(self.modified_files or [])}
+        return {
+            "readFiles": list(self.read_files or []),
+            "modifiedFiles": list(self.modified_files or []),
+        }
 
     def to_json(self) -> dict[str, Any]:
         if self.aborted:
@@ -337,4 +364,3 @@ def navigate_tree(
         summary_entry_id=summary_id,
         summary=summary,
     )
-

@@ -35,8 +35,10 @@ def _js_strict_equal(a: Any, b: Any) -> bool:
         return a is b
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return a is b
-    return type(a) is type(b) and a == b or (
-        isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b
+    return (
+        type(a) is type(b)
+        and a == b
+        or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
     )
 
 
@@ -161,12 +163,16 @@ def fork_from(
     ms = (clock or now_ms)()
     new_id = options["id"] if options.get("id") is not None else uuid7(ms, rng)
     timestamp = jsonfmt.iso_from_ms(ms)
-    new_file = os.path.normpath(os.path.join(directory, f"{file_timestamp(timestamp)}_{new_id}.jsonl"))
+    new_file = os.path.normpath(
+        os.path.join(directory, f"{file_timestamp(timestamp)}_{new_id}.jsonl")
+    )
     header = session_header(new_id, timestamp, resolved_cwd, resolved_source)
     with open(new_file, "xb") as fh:
         fh.write((jsonfmt.dumps(header) + "\n").encode("utf-8"))
     body = "".join(
-        jsonfmt.dumps(e) + "\n" for e in entries if not (type(e) is dict and e.get("type") == "session")
+        jsonfmt.dumps(e) + "\n"
+        for e in entries
+        if not (type(e) is dict and e.get("type") == "session")
     )
     if body:
         with open(new_file, "ab") as fh:

@@ -88,7 +88,12 @@ def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
     parents: set[Any] = set()
     for entry in entries:
         parent = entry.get("parentId")
-        if parent is not None and hashable(parent) and parent in known and parent != entry.get("id"):
+        if (
+            parent is not None
+            and hashable(parent)
+            and parent in known
+            and parent != entry.get("id")
+        ):
             parents.add(parent)
     leaves: list[Any] = []
     seen: set[Any] = set()
@@ -123,7 +128,9 @@ def resolve_leaves(inspected: Inspected, leaf: str | None, all_leaves: bool) -> 
 
 def _move_to(manager: Any, leaf_id: Any) -> None:
     if not hashable(leaf_id):
-        raise SessionError(f"Entry id {dumps(leaf_id)} is not a string: it cannot be selected as a leaf")
+        raise SessionError(
+            f"Entry id {dumps(leaf_id)} is not a string: it cannot be selected as a leaf"
+        )
     if leaf_id is None:
         manager.reset_leaf()
     else:
@@ -183,6 +190,8 @@ def compact_record(manager: Any, leaf_id: Any, keep_recent: int, reserve: int) -
     from .tokens import CompactionSettings
 
     _move_to(manager, leaf_id)
-    settings = CompactionSettings(enabled=True, reserve_tokens=reserve, keep_recent_tokens=keep_recent)
+    settings = CompactionSettings(
+        enabled=True, reserve_tokens=reserve, keep_recent_tokens=keep_recent
+    )
     preparation = prepare_compaction(manager.get_branch(), settings)
     return {"leafId": leaf_id, "preparation": preparation_json(preparation)}

@@ -243,5 +243,3 @@ def render_tree(
             for i in range(last, -1, -1):
                 connector, continuation = ("└─ ", "   ") if i == last else ("├─ ", "│  ")
                 stack.append((children[i], child_prefix + connector, child_prefix + continuation))
-
-

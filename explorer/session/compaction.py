@@ -76,8 +76,12 @@ __all__ = [
     "turn_prefix_max_tokens",
 ]
 
-CUT_POINT_ROLES = frozenset(("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"))
-TURN_START_ROLES = frozenset(("user", "bashExecution", "custom", "branchSummary", "compactionSummary"))
+CUT_POINT_ROLES = frozenset(
+    ("user", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary")
+)
+TURN_START_ROLES = frozenset(
+    ("user", "bashExecution", "custom", "branchSummary", "compactionSummary")
+)
 
 _MISSING: Any = object()
 
@@ -144,7 +148,11 @@ def _projected_turn_start(entry: Any) -> bool:
 
 
 def _budget_cut(
-    token_counts: Sequence[float], candidates: list[int], start: int, end: int, keep_recent_tokens: float
+    token_counts: Sequence[float],
+    candidates: list[int],
+    start: int,
+    end: int,
+    keep_recent_tokens: float,
 ) -> tuple[int, bool]:
     """Walk from the newest entry back until `keep_recent_tokens` is reached (SPEC 6.3 step 3)."""
     cut = candidates[0]
@@ -201,7 +209,9 @@ def _closed_recovery_suffix(suffix: list[tuple[dict[str, Any], list[dict[str, An
     """
 
     def visible(source: dict[str, Any]) -> bool:
-        return source.get("type") != "context_edit" and bool(session_entry_to_context_messages(source))
+        return source.get("type") != "context_edit" and bool(
+            session_entry_to_context_messages(source)
+        )
 
     def omitted(source: dict[str, Any], messages: list[dict[str, Any]]) -> bool:
         return visible(source) and not messages
@@ -248,11 +258,14 @@ def find_cut_point(
     candidates = [
         i
         for i in range(start, end)
-        if not _is_compaction(entries[i]) and any(is_cut_point_message(m) for m in messages[i - start])
+        if not _is_compaction(entries[i])
+        and any(is_cut_point_message(m) for m in messages[i - start])
     ]
     if not candidates:
         return CutPoint(start, -1, False)
-    cut, _exceeded = _budget_cut([_tokens(m) for m in messages], candidates, start, end, keep_recent_tokens)
+    cut, _exceeded = _budget_cut(
+        [_tokens(m) for m in messages], candidates, start, end, keep_recent_tokens
+    )
     while cut > start:
         previous = entries[cut - 1]
         if _is_compaction(previous) or session_entry_to_context_messages(previous):
@@ -316,7 +329,9 @@ def _summarizable(entry: ProjectedEntry) -> list[dict[str, Any]]:
     return [m for m in entry.messages if not (isinstance(m, dict) and m.get("role") == "system")]
 
 
-def _collect(entries: Sequence[ProjectedEntry], lo: int, hi: int) -> tuple[list[dict[str, Any]], list[str]]:
+def _collect(
+    entries: Sequence[ProjectedEntry], lo: int, hi: int
+) -> tuple[list[dict[str, Any]], list[str]]:
     messages: list[dict[str, Any]] = []
     ids: list[str] = []
     for entry in entries[lo:hi]:
@@ -390,10 +405,14 @@ def prepare_compaction(
         first_kept_entry_index=cut.first_kept_entry_index,
         start_index=start,
         turn_start_index=cut.turn_start_index,
-        turn_start_entry_id=entries[cut.turn_start_index].source_entry.get("id") if cut.is_split_turn else None,
+        turn_start_entry_id=entries[cut.turn_start_index].source_entry.get("id")
+        if cut.is_split_turn
+        else None,
         summarize_entry_ids=summarize_ids,
         turn_prefix_entry_ids=prefix_ids,
-        previous_compaction_id=entries[prev_index].source_entry.get("id") if prev_index >= 0 else None,
+        previous_compaction_id=entries[prev_index].source_entry.get("id")
+        if prev_index >= 0
+        else None,
     )
 
 
@@ -490,7 +509,9 @@ def get_summarization_failure(response: Mapping[str, Any], label: str) -> str | 
 
 def response_has_tool_call(response: Mapping[str, Any]) -> bool:
     content = response.get("content")
-    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "toolCall" for b in content)
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "toolCall" for b in content
+    )
 
 
 def _checked_text(response: Mapping[str, Any], label: str) -> str:
@@ -532,7 +553,9 @@ def generate_summary_with_usage(
     return _checked_text(response, LABEL_HISTORY), response.get("usage")
 
 
-def generate_summary(messages: list[dict[str, Any]], summarizer: Summarizer, reserve_tokens: float, **kwargs: Any) -> str:
+def generate_summary(
+    messages: list[dict[str, Any]], summarizer: Summarizer, reserve_tokens: float, **kwargs: Any
+) -> str:
     return generate_summary_with_usage(messages, summarizer, reserve_tokens, **kwargs)[0]
 
 
@@ -628,7 +651,11 @@ def compact(
             preparation.turn_prefix_messages, summarizer, reserve, **common
         )
         summary = f"{history_text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
-        usage = combine_usage(history_usage, prefix_usage) if history_usage is not None else prefix_usage
+        usage = (
+            combine_usage(history_usage, prefix_usage)
+            if history_usage is not None
+            else prefix_usage
+        )
     else:
         summary, usage = generate_summary_with_usage(
             preparation.messages_to_summarize,
@@ -691,7 +718,11 @@ def compact_session(
     if signal is not None and signal.is_set():
         raise SessionError("Compaction cancelled")
     entry_id = manager.append_compaction(
-        result.summary, result.first_kept_entry_id, result.tokens_before, result.details, False, result.usage
+        result.summary,
+        result.first_kept_entry_id,
+        result.tokens_before,
+        result.details,
+        False,
+        result.usage,
     )
     return entry_id, result
-

@@ -193,7 +193,11 @@ def validate_bytes(data: bytes, *, path: str = "") -> ValidationReport:
     number = version_number(raw_version)
     legacy = not number >= CURRENT_SESSION_VERSION  # NaN counts as legacy, as in Pi
     is_int = isinstance(raw_version, int) and not isinstance(raw_version, bool)
-    report.version = raw_version if is_int else (int(number) if number == number and float(number).is_integer() else None)
+    report.version = (
+        raw_version
+        if is_int
+        else (int(number) if number == number and float(number).is_integer() else None)
+    )
     if legacy:
         chk.add(
             numbers[0],
@@ -204,9 +208,19 @@ def validate_bytes(data: bytes, *, path: str = "") -> ValidationReport:
         )
     else:
         if not is_int:
-            chk.add(numbers[0], "warning", "odd-version", f"version {_short(raw_version)} is not an integer")
+            chk.add(
+                numbers[0],
+                "warning",
+                "odd-version",
+                f"version {_short(raw_version)} is not an integer",
+            )
         if number > CURRENT_SESSION_VERSION:
-            chk.add(numbers[0], "warning", "newer-version", f"version {_short(raw_version)} is newer than 3")
+            chk.add(
+                numbers[0],
+                "warning",
+                "newer-version",
+                f"version {_short(raw_version)} is newer than 3",
+            )
 
     # Check the tree as Pi sees it: after in-memory migration with reproducible ids.
     if legacy:
@@ -236,7 +250,12 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
             continue
         count += 1
         if "id" not in entry or not isinstance(entry.get("id"), str):
-            chk.add(line, "warning", "bad-id", f"entry id is missing or not a string: {_short(entry.get('id'))}")
+            chk.add(
+                line,
+                "warning",
+                "bad-id",
+                f"entry id is missing or not a string: {_short(entry.get('id'))}",
+            )
         key = entry.get("id")
         if jsonfmt.hashable(key):
             if key in first_line:
@@ -254,7 +273,13 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
         if "parentId" not in entry:
             chk.add(line, "warning", "missing-parent-id", "entry has no parentId key", key)
         if not isinstance(kind, str) or kind not in KNOWN_ENTRY_TYPES:
-            chk.add(line, "warning", "unknown-type", f"unknown entry type {_short(kind)} (kept as opaque metadata)", key)
+            chk.add(
+                line,
+                "warning",
+                "unknown-type",
+                f"unknown entry type {_short(kind)} (kept as opaque metadata)",
+                key,
+            )
         stamp = jsonfmt.date_parse(entry.get("timestamp"))
         if stamp != stamp:  # NaN
             bad_timestamps.add(index)
@@ -289,7 +314,13 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
         elif kind == "custom_message":
             content = entry.get("content")
             if content is not None and not isinstance(content, (str, list)):
-                chk.add(line, "warning", "bad-content", "custom_message content is not a string or array", key)
+                chk.add(
+                    line,
+                    "warning",
+                    "bad-content",
+                    "custom_message content is not a string or array",
+                    key,
+                )
         elif kind == "context_edit":
             _check_edit(chk, line, key, entry, entries, by_id, on_path, index)
         elif kind == "compaction":
@@ -306,13 +337,25 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
             if "systemMessage" in entry:
                 system = entry["systemMessage"]
                 if type(system) is not dict or not isinstance(system.get("content"), (str, list)):
-                    chk.add(line, "warning", "bad-checkpoint", "compaction systemMessage has no usable content", key)
+                    chk.add(
+                        line,
+                        "warning",
+                        "bad-checkpoint",
+                        "compaction systemMessage has no usable content",
+                        key,
+                    )
                 else:
                     _check_sections(chk, line, key, system)
         elif kind == "label":
             target = entry.get("targetId")
             if not jsonfmt.hashable(target) or target not in by_id:
-                chk.add(line, "warning", "label-unknown-target", f"label target {_short(target)} is not an entry", key)
+                chk.add(
+                    line,
+                    "warning",
+                    "label-unknown-target",
+                    f"label target {_short(target)} is not an entry",
+                    key,
+                )
 
 
 def _parents(
@@ -339,7 +382,9 @@ def _parents(
     return parent_of
 
 
-def _euler(by_id: dict[Any, int], parent_of: dict[int, Any]) -> tuple[dict[int, int], dict[int, int]]:
+def _euler(
+    by_id: dict[Any, int], parent_of: dict[int, Any]
+) -> tuple[dict[int, int], dict[int, int]]:
     """Entry/exit times over the indexed tree (cycles are never reached)."""
     children: dict[int, list[int]] = {}
     roots: list[int] = []
@@ -439,8 +484,10 @@ def _check_sections(chk: _Checker, line: int, key: Any, message: dict[str, Any])
     if type(sections) is not dict:
         return
     for name, value in sections.items():
-        bad = value is True or isinstance(value, (dict, list)) or (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0
+        bad = (
+            value is True
+            or isinstance(value, (dict, list))
+            or (isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0)
         )
         if bad:
             chk.add(
@@ -464,13 +511,31 @@ def _check_message(chk: _Checker, line: int, key: Any, entry: dict[str, Any]) ->
             if role in ("custom",):
                 chk.add(line, "warning", "bad-content", "message content is absent or null", key)
             else:
-                chk.add(line, "warning", "null-content", "message content is absent or null (repaired in the projection)", key)
+                chk.add(
+                    line,
+                    "warning",
+                    "null-content",
+                    "message content is absent or null (repaired in the projection)",
+                    key,
+                )
         elif not isinstance(content, (str, list)):
-            chk.add(line, "warning", "bad-content", f"message content is {_short(content, 30)}, not a string or array", key)
+            chk.add(
+                line,
+                "warning",
+                "bad-content",
+                f"message content is {_short(content, 30)}, not a string or array",
+                key,
+            )
         elif isinstance(content, list):
             for block in content:
                 if type(block) is not dict or not isinstance(block.get("type"), str):
-                    chk.add(line, "warning", "bad-block", f"malformed content block {_short(block, 30)}", key)
+                    chk.add(
+                        line,
+                        "warning",
+                        "bad-block",
+                        f"malformed content block {_short(block, 30)}",
+                        key,
+                    )
                     break
                 if block.get("type") == "text" and not isinstance(block.get("text"), str):
                     chk.add(line, "warning", "bad-block", "text block without string text", key)
@@ -499,20 +564,52 @@ def _check_edit(
 ) -> None:
     target = entry.get("targetId")
     if "replacement" not in entry:
-        chk.add(line, "warning", "edit-without-replacement", f"context_edit without a replacement key (target {_short(target)}): Pi's projection raises", key)
+        chk.add(
+            line,
+            "warning",
+            "edit-without-replacement",
+            f"context_edit without a replacement key (target {_short(target)}): Pi's projection raises",
+            key,
+        )
     else:
         replacement = entry["replacement"]
-        if replacement is not None and (type(replacement) is not dict or "content" not in replacement):
-            chk.add(line, "warning", "edit-malformed-replacement", f"context_edit replacement has no content (target {_short(target)}): estimation raises in Pi", key)
+        if replacement is not None and (
+            type(replacement) is not dict or "content" not in replacement
+        ):
+            chk.add(
+                line,
+                "warning",
+                "edit-malformed-replacement",
+                f"context_edit replacement has no content (target {_short(target)}): estimation raises in Pi",
+                key,
+            )
     if not jsonfmt.hashable(target) or target not in by_id:
-        chk.add(line, "warning", "edit-unknown-target", f"context_edit target {_short(target)} is not an entry (ignored)", key)
+        chk.add(
+            line,
+            "warning",
+            "edit-unknown-target",
+            f"context_edit target {_short(target)} is not an entry (ignored)",
+            key,
+        )
         return
     if not on_path(target, index):
-        chk.add(line, "warning", "edit-off-path", f"context_edit target {_short(target)} is not on the edit's path (ignored)", key)
+        chk.add(
+            line,
+            "warning",
+            "edit-off-path",
+            f"context_edit target {_short(target)} is not on the edit's path (ignored)",
+            key,
+        )
         return
     target_entry = entries[by_id[target]]
     kind = target_entry.get("type")
     message = target_entry.get("message")
     role = message.get("role") if type(message) is dict else None
     if not (kind == "custom_message" or (kind == "message" and role in _EDITABLE_ROLES)):
-        chk.add(line, "warning", "edit-not-editable", f"context_edit target {_short(target)} does not contribute editable content (applied anyway)", key)
+        chk.add(
+            line,
+            "warning",
+            "edit-not-editable",
+            f"context_edit target {_short(target)} does not contribute editable content (applied anyway)",
+            key,
+        )

@@ -237,7 +237,11 @@ def version_number(value: Any) -> float:
             inner = value[0]
             if isinstance(inner, (list, dict)):
                 return version_number(inner) if isinstance(inner, list) else math.nan
-            return 0.0 if inner is None else version_number(inner if not isinstance(inner, bool) else str(inner).lower())
+            return (
+                0.0
+                if inner is None
+                else version_number(inner if not isinstance(inner, bool) else str(inner).lower())
+            )
         return math.nan
     return math.nan
 

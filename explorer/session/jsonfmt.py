@@ -94,8 +94,10 @@ def _format_number(value: float | int) -> str:
     int_part, _, frac_part = mantissa.partition(".")
     digits = (int_part + frac_part).lstrip("0")
     # Position of the decimal point relative to the start of `digits`.
-    n = len(int_part.lstrip("0")) + exponent if int_part.strip("0") else exponent - (
-        len(frac_part) - len(frac_part.lstrip("0"))
+    n = (
+        len(int_part.lstrip("0")) + exponent
+        if int_part.strip("0")
+        else exponent - (len(frac_part) - len(frac_part.lstrip("0")))
     )
     digits = digits.rstrip("0") or "0"
     k = len(digits)
@@ -107,7 +109,13 @@ def _format_number(value: float | int) -> str:
         out = "0." + "0" * (-n) + digits
     else:
         e = n - 1
-        out = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+        out = (
+            digits[0]
+            + ("." + digits[1:] if k > 1 else "")
+            + "e"
+            + ("+" if e >= 0 else "-")
+            + str(abs(e))
+        )
     return sign + out
 
 
@@ -377,6 +385,7 @@ def hashable(value: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Dates
+
 
 def iso_from_ms(ms: float) -> str:
     """`new Date(ms).toISOString()`: UTC, millisecond precision, trailing Z."""

@@ -87,7 +87,10 @@ def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | 
     resolved_cwd = resolve_path(cwd) if cwd else None
     try:
         names = sorted(_jsonl_names(directory), key=lambda n: n.encode("utf-8", "surrogateescape"))
-        files = [(posixpath.join(directory, n), os.stat(posixpath.join(directory, n)).st_mtime_ns) for n in names]
+        files = [
+            (posixpath.join(directory, n), os.stat(posixpath.join(directory, n)).st_mtime_ns)
+            for n in names
+        ]
         files.sort(key=lambda item: -item[1])
         for path, _ in files:
             header = discover_header(path)
@@ -170,7 +173,11 @@ def _join_string(value: Any) -> str:
     if value is False:
         return "false"
     if _is_number(value):
-        return jsonfmt.dumps(value) if math.isfinite(value) else ("NaN" if value != value else "Infinity")
+        return (
+            jsonfmt.dumps(value)
+            if math.isfinite(value)
+            else ("NaN" if value != value else "Infinity")
+        )
     return str(value)
 
 
@@ -247,7 +254,9 @@ def _info_from_text(path: str, text: str, mtime_ms: float) -> SessionInfo | None
         if not _has_content(message) or message.get("role") not in ("user", "assistant"):
             continue
         stamp = message.get("timestamp")
-        activity = float(stamp) if _is_number(stamp) else _date_value(entry.get("timestamp", _MISSING))
+        activity = (
+            float(stamp) if _is_number(stamp) else _date_value(entry.get("timestamp", _MISSING))
+        )
         if _is_number(stamp) or activity == activity:
             last_activity = _js_max(last_activity if last_activity is not None else 0.0, activity)
         text_content = _text_of(message)

@@ -52,14 +52,19 @@ def _is_blank(line: str) -> bool:
 
 def _is_falsy(value: Any) -> bool:
     # JSON values only: null, false, 0, -0 and "" are falsy in JavaScript.
-    return value is None or value is False or value == "" or (
-        type(value) in (int, float) and value == 0
+    return (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
     )
 
 
 def is_valid_header(value: Any) -> bool:
     """A header is an object with `type == "session"` and a string `id`."""
-    return type(value) is dict and value.get("type") == "session" and isinstance(value.get("id"), str)
+    return (
+        type(value) is dict and value.get("type") == "session" and isinstance(value.get("id"), str)
+    )
 
 
 @dataclass(slots=True)

@@ -167,7 +167,12 @@ class SessionManager:
         self._leaf_id: Any = None
         self.loaded_file: LoadedFile | None = None
         """The tolerant-read report of the last file loaded (line numbers, skipped lines)."""
-        if persist and self._session_dir and storage is None and not os.path.exists(self._session_dir):
+        if (
+            persist
+            and self._session_dir
+            and storage is None
+            and not os.path.exists(self._session_dir)
+        ):
             os.makedirs(self._session_dir, exist_ok=True)
         if session_file:
             self._set_session_file(session_file, preloaded_file)
@@ -342,7 +347,11 @@ class SessionManager:
             raise SessionError(f"Session file is not a valid pi session: {shown}")
         header = loaded.entries[0] if loaded.valid else None
         if cwd is None:
-            cwd = header["cwd"] if isinstance(header, dict) and isinstance(header.get("cwd"), str) else os.getcwd()
+            cwd = (
+                header["cwd"]
+                if isinstance(header, dict) and isinstance(header.get("cwd"), str)
+                else os.getcwd()
+            )
         manager = cls(
             cwd,
             "",
@@ -406,7 +415,9 @@ class SessionManager:
     def _set_session_file(self, path: str, preloaded: LoadedFile | None) -> None:
         explicit = resolve_path(path)
         self._session_file = explicit
-        storage = self._storage_factory(explicit) if self._storage_factory else FileStorage(explicit)
+        storage = (
+            self._storage_factory(explicit) if self._storage_factory else FileStorage(explicit)
+        )
         self._storage = storage
         if storage.exists():
             loaded = preloaded if preloaded is not None else _read_storage(storage)
@@ -457,9 +468,7 @@ class SessionManager:
         spans: Any = None,
         raw_path: str | None = None,
     ) -> None:
-        header = next(
-            (e for e in entries if type(e) is dict and e.get("type") == "session"), None
-        )
+        header = next((e for e in entries if type(e) is dict and e.get("type") == "session"), None)
         self._raw_spans = None
         self._raw_path = None
         if header is not None:
@@ -490,7 +499,9 @@ class SessionManager:
         else:
             self._session_id = uuid7(ms, self._rng)
         timestamp = jsonfmt.iso_from_ms(ms)
-        header = session_header(self._session_id, timestamp, self._cwd, options.get("parentSession"))
+        header = session_header(
+            self._session_id, timestamp, self._cwd, options.get("parentSession")
+        )
         self._file_entries = [header]
         self._raw_lines = [None]
         self._raw_spans = None
@@ -502,7 +513,9 @@ class SessionManager:
         self._flushed = False
         self.loaded_file = None
         if self._persist:
-            self._session_file = self._join_dir(f"{file_timestamp(timestamp)}_{self._session_id}.jsonl")
+            self._session_file = self._join_dir(
+                f"{file_timestamp(timestamp)}_{self._session_id}.jsonl"
+            )
             self._storage = (
                 self._storage_factory(self._session_file) if self._storage_factory else None
             )
@@ -636,7 +649,9 @@ class SessionManager:
         return entry["id"]
 
     def append_thinking_level_change(self, thinking_level: Any) -> str:
-        entry = thinking_level_change_entry(self._new_id(), self._leaf_id, self._now(), thinking_level)
+        entry = thinking_level_change_entry(
+            self._new_id(), self._leaf_id, self._now(), thinking_level
+        )
         self._append_entry(entry)
         return entry["id"]
 
@@ -905,7 +920,9 @@ class SessionManager:
         return _context.build_context_entries(self._context_entries(), self._leaf_id, self._by_id)
 
     def build_session_projection(self) -> _context.SessionProjection:
-        return _context.build_session_projection(self._context_entries(), self._leaf_id, self._by_id)
+        return _context.build_session_projection(
+            self._context_entries(), self._leaf_id, self._by_id
+        )
 
     def build_session_context(self) -> _context.SessionContext:
         return _context.build_session_context(self._context_entries(), self._leaf_id, self._by_id)

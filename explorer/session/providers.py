@@ -57,7 +57,11 @@ def _int(value: Any) -> int:
 def parse_usage(raw: dict[str, Any]) -> dict[str, Any]:
     """Chat-completions usage → Pi usage; cached prompt tokens count as cache reads."""
     prompt = _int(raw.get("prompt_tokens"))
-    details = raw.get("prompt_tokens_details") if isinstance(raw.get("prompt_tokens_details"), dict) else {}
+    details = (
+        raw.get("prompt_tokens_details")
+        if isinstance(raw.get("prompt_tokens_details"), dict)
+        else {}
+    )
     cached = details.get("cached_tokens")
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens", raw.get("cached_tokens"))
@@ -119,7 +123,9 @@ def _user_content(content: Any) -> Any:
     return parts
 
 
-def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None = None) -> list[dict[str, Any]]:
+def to_openai_messages(
+    messages: list[dict[str, Any]], system_prompt: str | None = None
+) -> list[dict[str, Any]]:
     """Convert context messages to chat-completions messages.
 
     Messages go through `convert_to_llm` first (a no-op for model roles), so a projection's
@@ -149,7 +155,9 @@ def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None
             if call_id in pending:
                 pending.remove(call_id)
                 text = tolerant_content_text(message.get("content"))
-                out.append({"role": "tool", "tool_call_id": call_id, "content": text or "(no output)"})
+                out.append(
+                    {"role": "tool", "tool_call_id": call_id, "content": text or "(no output)"}
+                )
             continue
         flush_pending()
         if role == "system":
@@ -162,8 +170,14 @@ def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None
             if message.get("stopReason") in ("error", "aborted"):
                 continue
             content = message.get("content")
-            blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-            text = tolerant_content_text(blocks) if blocks else (content if isinstance(content, str) else "")
+            blocks = (
+                [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+            )
+            text = (
+                tolerant_content_text(blocks)
+                if blocks
+                else (content if isinstance(content, str) else "")
+            )
             calls = [b for b in blocks if b.get("type") == "toolCall"]
             item: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
@@ -173,7 +187,9 @@ def to_openai_messages(messages: list[dict[str, Any]], system_prompt: str | None
                         "type": "function",
                         "function": {
                             "name": js_string(b.get("name")),
-                            "arguments": dumps(b.get("arguments") if b.get("arguments") is not None else {}),
+                            "arguments": dumps(
+                                b.get("arguments") if b.get("arguments") is not None else {}
+                            ),
                         },
                     }
                     for b in calls
@@ -256,17 +272,23 @@ class OpenAIChatProvider:
     ) -> Iterator[StreamEvent]:
         """Yield `("delta", text)` per content chunk, then exactly one `("done", message)`."""
         state = _StreamState(self, self._now_ms())
-        body = self.build_body(messages, max_tokens=max_tokens, system_prompt=system_prompt, reasoning=reasoning)
+        body = self.build_body(
+            messages, max_tokens=max_tokens, system_prompt=system_prompt, reasoning=reasoning
+        )
         if cancel is not None and cancel.is_set():
             yield ("done", state.finish("aborted", "Request was aborted"))
             return
         parts = urlsplit(self.endpoint)
-        conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn_cls = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
         conn = conn_cls(parts.hostname or "localhost", parts.port, timeout=self.timeout)
         finished = threading.Event()
         watcher = None
         if cancel is not None:
-            watcher = threading.Thread(target=_close_on_cancel, args=(conn, cancel, finished), daemon=True)
+            watcher = threading.Thread(
+                target=_close_on_cancel, args=(conn, cancel, finished), daemon=True
+            )
             watcher.start()
         try:
             path = parts.path or "/"
@@ -279,7 +301,12 @@ class OpenAIChatProvider:
             response = conn.getresponse()
             if response.status >= 400:
                 detail = response.read(4096).decode("utf-8", errors="replace")
-                yield ("done", state.finish("error", _http_error_message(response.status, response.reason, detail)))
+                yield (
+                    "done",
+                    state.finish(
+                        "error", _http_error_message(response.status, response.reason, detail)
+                    ),
+                )
                 return
             yield from state.consume(response, cancel)
             yield ("done", state.result())
@@ -287,7 +314,12 @@ class OpenAIChatProvider:
             if cancel is not None and cancel.is_set():
                 yield ("done", state.finish("aborted", "Request was aborted"))
             else:
-                yield ("done", state.finish("error", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__))
+                yield (
+                    "done",
+                    state.finish(
+                        "error", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    ),
+                )
         except _Aborted:
             yield ("done", state.finish("aborted", "Request was aborted"))
         finally:
@@ -304,7 +336,9 @@ class OpenAIChatProvider:
         return final
 
 
-def _close_on_cancel(conn: http.client.HTTPConnection, cancel: threading.Event, finished: threading.Event) -> None:
+def _close_on_cancel(
+    conn: http.client.HTTPConnection, cancel: threading.Event, finished: threading.Event
+) -> None:
     while not finished.is_set():
         if cancel.wait(0.05):
             sock = conn.sock
@@ -344,7 +378,9 @@ class _StreamState:
         self.saw_done = False
         self.error: str | None = None
 
-    def consume(self, response: http.client.HTTPResponse, cancel: threading.Event | None) -> Iterator[StreamEvent]:
+    def consume(
+        self, response: http.client.HTTPResponse, cancel: threading.Event | None
+    ) -> Iterator[StreamEvent]:
         data_lines: list[str] = []
         while True:
             if cancel is not None and cancel.is_set():

@@ -46,7 +46,9 @@ def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> s
     length = utf16_len(text)
     if length <= max_chars:
         return text
-    return f"{utf16_slice(text, 0, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
+    return (
+        f"{utf16_slice(text, 0, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
+    )
 
 
 def _argument_pairs(arguments: Any) -> list[tuple[str, Any]]:

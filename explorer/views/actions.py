@@ -197,7 +197,9 @@ def label_view(request: HttpRequest, pk: int) -> HttpResponse:
         if label == current:
             # Appending a label entry that changes nothing would only grow the history.
             errors.append(
-                f"{target} already has the label “{label}”." if label else f"{target} has no label to clear."
+                f"{target} already has the label “{label}”."
+                if label
+                else f"{target} has no label to clear."
             )
         else:
             try:

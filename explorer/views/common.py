@@ -59,7 +59,9 @@ def warn_missing_entry(request: HttpRequest, entry_id: str, instead: str) -> Non
     otherwise surface on some later page.
     """
     if not getattr(request, "htmx", False):
-        messages.warning(request, f"This session has no entry {entry_id[:80]!r}; showing {instead}.")
+        messages.warning(
+            request, f"This session has no entry {entry_id[:80]!r}; showing {instead}."
+        )
 
 
 def session_frame(

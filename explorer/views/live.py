@@ -19,9 +19,7 @@ TREE_LIMIT = 2000
 
 
 def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
-    html = (
-        f'<div id="turn-status" class="turn-status {css}" role="status">{escape(message)}</div>'
-    )
+    html = f'<div id="turn-status" class="turn-status {css}" role="status">{escape(message)}</div>'
     return HttpResponse(html, status=status)
 
 
@@ -79,7 +77,9 @@ def cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
     return _answer(request, session, "No turn is running.", status=200)
 
 
-def _answer(request: HttpRequest, session, message: str, *, css: str = "", status: int) -> HttpResponse:
+def _answer(
+    request: HttpRequest, session, message: str, *, css: str = "", status: int
+) -> HttpResponse:
     if getattr(request, "htmx", False) or request.headers.get("HX-Request"):
         return _status(message, css=css, status=status)
     # Without JavaScript: back to the page, with the outcome as a message.

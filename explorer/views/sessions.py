@@ -66,10 +66,16 @@ def session_summary(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     leaf = store.cursor_for(session, request.user)
     recent = list(Entry.objects.filter(session=session).light().order_by("-position")[:20])
-    return render(request, "explorer/session_summary.html", {
-        "session": session, "leaf": leaf, "recent": recent,
-        "warnings": session.problems.all()[:PROBLEMS_SHOWN],
-    })
+    return render(
+        request,
+        "explorer/session_summary.html",
+        {
+            "session": session,
+            "leaf": leaf,
+            "recent": recent,
+            "warnings": session.problems.all()[:PROBLEMS_SHOWN],
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,11 +104,18 @@ def import_view(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     if _too_large(request):
-        result = store.ImportResult(problems=[store.Problem(
-            0, "error", "too_large",
-            f"The upload is larger than the limit of {limit:,} bytes (setting "
-            "SESSIONS_MAX_UPLOAD_BYTES); nothing was imported. Several files are uploaded one "
-            "by one from the page; without JavaScript, send fewer files at once.")])
+        result = store.ImportResult(
+            problems=[
+                store.Problem(
+                    0,
+                    "error",
+                    "too_large",
+                    f"The upload is larger than the limit of {limit:,} bytes (setting "
+                    "SESSIONS_MAX_UPLOAD_BYTES); nothing was imported. Several files are uploaded one "
+                    "by one from the page; without JavaScript, send fewer files at once.",
+                )
+            ]
+        )
         return _import_response(request, context, [("upload", result)], status=413)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
@@ -111,17 +124,26 @@ def import_view(request: HttpRequest) -> HttpResponse:
     outcomes = []
     for uploaded in form.cleaned_data["files"]:
         if uploaded.size > limit:
-            result = store.ImportResult(problems=[store.Problem(
-                0, "error", "too_large",
-                f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
-                "(setting SESSIONS_MAX_UPLOAD_BYTES).")])
+            result = store.ImportResult(
+                problems=[
+                    store.Problem(
+                        0,
+                        "error",
+                        "too_large",
+                        f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
+                        "(setting SESSIONS_MAX_UPLOAD_BYTES).",
+                    )
+                ]
+            )
         elif hasattr(uploaded, "temporary_file_path"):
             # Big uploads already sit in a temporary file: import it line by line.
-            result = services.import_file(uploaded.temporary_file_path(),
-                                          source_path=uploaded.name, user=request.user)
+            result = services.import_file(
+                uploaded.temporary_file_path(), source_path=uploaded.name, user=request.user
+            )
         else:
-            result = services.import_bytes(uploaded.read(), source_path=uploaded.name,
-                                           user=request.user)
+            result = services.import_bytes(
+                uploaded.read(), source_path=uploaded.name, user=request.user
+            )
         outcomes.append((uploaded.name, result))
     failed = any(not r.ok for _n, r in outcomes)
     return _import_response(request, context, outcomes, status=422 if failed else 200)
@@ -131,16 +153,21 @@ def _import_response(request, context, outcomes, *, status: int) -> HttpResponse
     results = []
     for name, result in outcomes:
         problems = result.problems
-        results.append({
-            "name": name,
-            "result": result,
-            "errors": [p for p in problems if p.severity == "error"][:PROBLEMS_SHOWN],
-            "warnings": [p for p in problems if p.severity == "warning"][:PROBLEMS_SHOWN],
-            "hidden": max(0, len(problems) - 2 * PROBLEMS_SHOWN),
-        })
+        results.append(
+            {
+                "name": name,
+                "result": result,
+                "errors": [p for p in problems if p.severity == "error"][:PROBLEMS_SHOWN],
+                "warnings": [p for p in problems if p.severity == "warning"][:PROBLEMS_SHOWN],
+                "hidden": max(0, len(problems) - 2 * PROBLEMS_SHOWN),
+            }
+        )
     context["results"] = results
-    template = "explorer/import.html#import-results" if _wants_fragment(request) else (
-        "explorer/import.html")
+    template = (
+        "explorer/import.html#import-results"
+        if _wants_fragment(request)
+        else ("explorer/import.html")
+    )
     return render(request, template, context, status=status)
 
 
@@ -161,8 +188,9 @@ def export_view(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.GET.get("original") == "1":
         # A legacy (v1/v2) file as it was uploaded, before migration.
-        original = Session.objects.filter(pk=session.pk).values_list(
-            "source_original", flat=True).first()
+        original = (
+            Session.objects.filter(pk=session.pk).values_list("source_original", flat=True).first()
+        )
         if original is None:
             raise Http404("Only legacy-version sessions keep a separate original file")
         return _attachment([bytes(original)], "original-" + store.export_filename(session))
@@ -208,8 +236,7 @@ def fork_view(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseNotAllowed(["GET", "POST"])
     form = ForkForm(request.POST)
     if not form.is_valid():
-        return render(request, "explorer/fork.html", {"session": session, "form": form},
-                      status=400)
+        return render(request, "explorer/fork.html", {"session": session, "form": form}, status=400)
     cwd = form.cleaned_data["cwd"].strip() or None
     new = services.fork_session(session, request.user, cwd=cwd)
     messages.success(request, f"Forked “{session.display_name}” into a new session.")
@@ -234,9 +261,15 @@ def delete_view(request: HttpRequest, pk: int) -> HttpResponse:
 def problems_view(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     problems = ImportProblem.objects.filter(session=session)
-    return render(request, "explorer/problems.html", {
-        "session": session, "problems": problems[:1000], "total": problems.count(),
-    })
+    return render(
+        request,
+        "explorer/problems.html",
+        {
+            "session": session,
+            "problems": problems[:1000],
+            "total": problems.count(),
+        },
+    )
 
 
 __all__ = [

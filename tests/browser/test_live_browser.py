@@ -11,8 +11,12 @@ from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.live.server import LiveServer
 
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 CHUNKS = [f"word{i} " for i in range(16)]
 
@@ -138,7 +142,9 @@ def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser,
     )
     transcript = page.inner_text("#transcript")
     assert re.findall(r"while-down-\d", transcript) == [
-        "while-down-0", "while-down-1", "while-down-2"
+        "while-down-0",
+        "while-down-1",
+        "while-down-2",
     ]
     ids = page.eval_on_selector_all(".live-node", "ns => ns.map(n => n.dataset.entryId)")
     assert len(ids) == len(set(ids)) == 11
@@ -152,11 +158,20 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
     project = sessions_dir / "--home-ana-proj--"
     project.mkdir(parents=True)
     path = project / "2025-03-04T05-06-07-089Z_0195f3a2-7c41-7d2e-9b1a-00000000beef.jsonl"
-    header = {"type": "session", "version": 3, "id": "0195f3a2-7c41-7d2e-9b1a-00000000beef",
-              "timestamp": "2025-03-04T05:06:07.089Z", "cwd": "/home/ana/proj"}
-    user = {"type": "message", "id": "u0000001", "parentId": None,
-            "timestamp": "2025-03-04T05:06:08.000Z",
-            "message": {"role": "user", "content": "List the files", "timestamp": 1741064768000}}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "0195f3a2-7c41-7d2e-9b1a-00000000beef",
+        "timestamp": "2025-03-04T05:06:07.089Z",
+        "cwd": "/home/ana/proj",
+    }
+    user = {
+        "type": "message",
+        "id": "u0000001",
+        "parentId": None,
+        "timestamp": "2025-03-04T05:06:08.000Z",
+        "message": {"role": "user", "content": "List the files", "timestamp": 1741064768000},
+    }
     path.write_text(json.dumps(header) + "\n" + json.dumps(user) + "\n")
     with LiveServer(tmp_path / "site", follow_dir=str(sessions_dir)) as site:
         deadline = time.monotonic() + 20
@@ -170,17 +185,37 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
         site.session_pks = [pk]
         page = open_live(browser, site, "vera")
         assert page.locator(".live-node").count() == 1
-        call = {"type": "message", "id": "a0000002", "parentId": "u0000001",
-                "timestamp": "2025-03-04T05:06:09.000Z",
-                "message": {"role": "assistant", "content": [
-                    {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}],
-                    "api": "x", "provider": "p", "model": "m", "stopReason": "toolUse",
-                    "timestamp": 1741064769000}}
-        result = {"type": "message", "id": "t0000003", "parentId": "a0000002",
-                  "timestamp": "2025-03-04T05:06:10.000Z",
-                  "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
-                              "content": [{"type": "text", "text": "README.md\nsrc"}],
-                              "isError": False, "timestamp": 1741064770000}}
+        call = {
+            "type": "message",
+            "id": "a0000002",
+            "parentId": "u0000001",
+            "timestamp": "2025-03-04T05:06:09.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}
+                ],
+                "api": "x",
+                "provider": "p",
+                "model": "m",
+                "stopReason": "toolUse",
+                "timestamp": 1741064769000,
+            },
+        }
+        result = {
+            "type": "message",
+            "id": "t0000003",
+            "parentId": "a0000002",
+            "timestamp": "2025-03-04T05:06:10.000Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "c1",
+                "toolName": "bash",
+                "content": [{"type": "text", "text": "README.md\nsrc"}],
+                "isError": False,
+                "timestamp": 1741064770000,
+            },
+        }
         # Pi writes the tool call; half a line first, then the rest.
         line = (json.dumps(call) + "\n").encode()
         with open(path, "ab", buffering=0) as fh:
@@ -188,11 +223,13 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
             time.sleep(0.5)
             assert page.locator(".live-node").count() == 1  # a partial line waits
             fh.write(line[50:])
-        page.wait_for_function("document.querySelectorAll('.live-node').length === 2",
-                               timeout=15000)
+        page.wait_for_function(
+            "document.querySelectorAll('.live-node').length === 2", timeout=15000
+        )
         with open(path, "ab", buffering=0) as fh:
             fh.write((json.dumps(result) + "\n").encode())
-        page.wait_for_function("document.querySelectorAll('.live-node').length === 3",
-                               timeout=15000)
+        page.wait_for_function(
+            "document.querySelectorAll('.live-node').length === 3", timeout=15000
+        )
         assert "README.md" in page.inner_text("#transcript")
         assert page.locator("#tree-children-a0000002 > #tree-node-t0000003").count() == 1

@@ -53,24 +53,75 @@ class Reply:
     def events(self, model: str) -> list[str]:
         if self.raw_events is not None:
             return list(self.raw_events)
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model}
+        base = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+        }
         out: list[dict[str, Any]] = []
-        out.append({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        out.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": ""},
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
         for piece in self.reasoning or []:
-            out.append({**base, "choices": [{"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": None}]})
+            out.append(
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": None}
+                    ],
+                }
+            )
         chunks = self.chunks if self.chunks is not None else ([self.text] if self.text else [])
         for piece in chunks:
-            out.append({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            out.append(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
+            )
         for i, call in enumerate(self.tool_calls or []):
             args = json.dumps(call.get("arguments", {}))
             half = len(args) // 2
-            first = {"index": i, "id": call.get("id", f"call_{i}"), "type": "function",
-                     "function": {"name": call["name"], "arguments": args[:half]}}
-            out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}]})
+            first = {
+                "index": i,
+                "id": call.get("id", f"call_{i}"),
+                "type": "function",
+                "function": {"name": call["name"], "arguments": args[:half]},
+            }
+            out.append(
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}
+                    ],
+                }
+            )
             second = {"index": i, "function": {"arguments": args[half:]}}
-            out.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [second]}, "finish_reason": None}]})
+            out.append(
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"tool_calls": [second]}, "finish_reason": None}
+                    ],
+                }
+            )
         if self.finish_reason is not None:
-            out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": self.finish_reason}]})
+            out.append(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": self.finish_reason}],
+                }
+            )
         if self.usage is not None:
             out.append({**base, "choices": [], "usage": self.usage})
         events = [json.dumps(e) for e in out]
@@ -85,7 +136,9 @@ ScriptItem = Reply | str | Callable[[dict[str, Any]], Reply]
 class FakeOpenAIServer:
     """Context manager running the fake server in a background thread."""
 
-    def __init__(self, script: list[ScriptItem] | ScriptItem | None = None, *, model: str = "fake-model") -> None:
+    def __init__(
+        self, script: list[ScriptItem] | ScriptItem | None = None, *, model: str = "fake-model"
+    ) -> None:
         if script is None:
             script = [Reply("fake reply")]
         self.script: list[ScriptItem] = script if isinstance(script, list) else [script]
@@ -109,7 +162,9 @@ class FakeOpenAIServer:
         handler = _make_handler(self)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -155,13 +210,19 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             with server._lock:
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                server.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
             if not self.path.endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = server._next_reply(body if isinstance(body, dict) else {})
             if reply.status != 200:
-                payload = reply.error_body if reply.error_body is not None else {"error": {"message": "fake failure"}}
+                payload = (
+                    reply.error_body
+                    if reply.error_body is not None
+                    else {"error": {"message": "fake failure"}}
+                )
                 self._send_json(reply.status, payload)
                 return
             self.send_response(200)

@@ -37,7 +37,9 @@ def response(
     if text is not None:
         content.append({"type": "text", "text": text})
     if tool_call:
-        content.append({"type": "toolCall", "id": "call_x", "name": "bash", "arguments": {"command": "ls"}})
+        content.append(
+            {"type": "toolCall", "id": "call_x", "name": "bash", "arguments": {"command": "ls"}}
+        )
     message: dict[str, Any] = {
         "role": "assistant",
         "content": content,
@@ -57,7 +59,9 @@ class StubSummarizer:
     """Returns scripted responses in order (the last one repeats) and records requests."""
 
     def __init__(self, *responses: dict[str, Any] | str) -> None:
-        self.responses = [response(r) if isinstance(r, str) else r for r in responses] or [response()]
+        self.responses = [response(r) if isinstance(r, str) else r for r in responses] or [
+            response()
+        ]
         self.requests: list[SummaryRequest] = []
 
     def complete(self, request: SummaryRequest) -> dict[str, Any]:

@@ -52,4 +52,3 @@ def small_session_file(tmp_path, small_session_bytes):
     path = tmp_path / "small.jsonl"
     path.write_bytes(small_session_bytes)
     return path
-

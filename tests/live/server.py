@@ -57,9 +57,16 @@ def free_port() -> int:
 class LiveServer:
     """``with LiveServer(tmp, users={...}, sessions=[path]) as server: ...``"""
 
-    def __init__(self, workdir: Path, *, users: dict[str, str] | None = None,
-                 sessions: list[str] | None = None, env: dict[str, str] | None = None,
-                 follow_dir: str | None = None, follow_interval: float = 0.05) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        users: dict[str, str] | None = None,
+        sessions: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        follow_dir: str | None = None,
+        follow_interval: float = 0.05,
+    ) -> None:
         self.workdir = Path(workdir)
         self.users = users or {"eddie": "editor", "vera": "viewer"}
         self.session_paths = sessions or []
@@ -92,7 +99,11 @@ class LiveServer:
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
-            [sys.executable, *args], cwd=ROOT, env=self.env, capture_output=True, text=True,
+            [sys.executable, *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
             timeout=180,
         )
         if done.returncode != 0:
@@ -111,15 +122,34 @@ class LiveServer:
 
     def _start(self) -> None:
         if self.follow_dir:
-            cmd = [sys.executable, "manage.py", "follow", self.follow_dir, "--serve",
-                   "--bind", "127.0.0.1", "--port", str(self.port),
-                   "--interval", str(self.follow_interval)]
+            cmd = [
+                sys.executable,
+                "manage.py",
+                "follow",
+                self.follow_dir,
+                "--serve",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--interval",
+                str(self.follow_interval),
+            ]
         else:
-            cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                   "sessions_site.asgi:application"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "sessions_site.asgi:application",
+            ]
         self._logfh = open(self.log, "ab")  # noqa: SIM115 - closed in __exit__
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=self._logfh,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env, stdout=self._logfh, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -167,7 +197,9 @@ class LiveServer:
         opener.addheaders = [("Cookie", self.cookie(user))]
         return opener, jar
 
-    def post(self, user: str, path: str, data: dict[str, str], *, htmx: bool = True) -> tuple[int, str]:
+    def post(
+        self, user: str, path: str, data: dict[str, str], *, htmx: bool = True
+    ) -> tuple[int, str]:
         """POST like the page does: CSRF cookie from a GET, token in the header."""
         import urllib.parse
 

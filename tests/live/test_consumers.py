@@ -80,8 +80,16 @@ async def test_a_viewer_on_an_allowed_origin_connects_and_resumes(ws_connect, st
     assert connected
     got = await resume(comm, 0)
     ids = [e["id"] for e in got["entries"]]
-    assert ids == ["a1b2c3d4", "b2c3d4e5", "c3d4e5f6", "d4e5f6a7", "e5f6a7b8", "f6a7b8c9",
-                   "0a1b2c3d", "1b2c3d4e"]
+    assert ids == [
+        "a1b2c3d4",
+        "b2c3d4e5",
+        "c3d4e5f6",
+        "d4e5f6a7",
+        "e5f6a7b8",
+        "f6a7b8c9",
+        "0a1b2c3d",
+        "1b2c3d4e",
+    ]
     assert got["lastPosition"] == got["entries"][-1]["position"]
     await close_all([comm])
 
@@ -157,12 +165,13 @@ async def test_a_dropped_group_message_is_filled_from_the_database(
         ids.extend(e["id"] for e in message["entries"])
     assert ids == [first.entry.entry_id, second.entry.entry_id, third.entry.entry_id]
     # A repeated group message is not delivered again.
-    fragments = await database_sync_to_async(
-        lambda: live.entry_fragments([third.entry])
-    )()
-    await get_channel_layer().group_send(stored.group_name,
-                                         {"type": "live.entries", "entries": fragments})
-    assert await comm.receive_nothing(timeout=0.3) or (await receive_json(comm))["type"] != "entries"
+    fragments = await database_sync_to_async(lambda: live.entry_fragments([third.entry]))()
+    await get_channel_layer().group_send(
+        stored.group_name, {"type": "live.entries", "entries": fragments}
+    )
+    assert (
+        await comm.receive_nothing(timeout=0.3) or (await receive_json(comm))["type"] != "entries"
+    )
     await close_all([comm])
 
 
@@ -181,8 +190,11 @@ async def test_nothing_is_delivered_before_the_client_says_where_it_stands(
 
 async def test_htmx_viewers_get_out_of_band_swaps(ws_connect, stored, viewer_user, editor_user):
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
-    await comm.send_to(text_data=json.dumps(
-        {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": True}))
+    await comm.send_to(
+        text_data=json.dumps(
+            {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": True}
+        )
+    )
     state = await comm.receive_from(timeout=5)
     assert 'id="live-state"' in state
     result = await database_sync_to_async(label)(stored, editor_user, "a1b2c3d4", "<b>x</b>")
@@ -205,8 +217,11 @@ async def test_cursor_moves_are_shown_and_switch_the_branch_when_not_following(
     from explorer import services
 
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
-    await comm.send_to(text_data=json.dumps(
-        {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": False}))
+    await comm.send_to(
+        text_data=json.dumps(
+            {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": False}
+        )
+    )
     await comm.receive_from(timeout=5)
     await database_sync_to_async(services.move_cursor)(stored, viewer_user, "e5f6a7b8")
     html = await comm.receive_from(timeout=5)
@@ -218,8 +233,9 @@ async def test_cursor_moves_are_shown_and_switch_the_branch_when_not_following(
     await close_all([comm])
 
 
-async def test_the_projection_panel_follows_new_entries(ws_connect, stored, viewer_user,
-                                                         editor_user):
+async def test_the_projection_panel_follows_new_entries(
+    ws_connect, stored, viewer_user, editor_user
+):
     from explorer import services
 
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/?format=json", user=viewer_user)
@@ -236,8 +252,9 @@ async def test_the_projection_panel_follows_new_entries(ws_connect, stored, view
     await close_all([comm])
 
 
-async def test_htmx_viewers_get_the_projection_panel_swapped(ws_connect, stored, viewer_user,
-                                                             editor_user):
+async def test_htmx_viewers_get_the_projection_panel_swapped(
+    ws_connect, stored, viewer_user, editor_user
+):
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
     await comm.send_to(text_data=json.dumps({"type": "resume", "after": "1b2c3d4e"}))
     await comm.receive_from(timeout=5)

@@ -20,7 +20,8 @@ CHUNKS = ["Stream", "ing ", "through ", "daphne", " works", "."]
 async def open_viewer(server: LiveServer, pk: int, user: str = "vera") -> WSClient:
     ws = await WSClient.connect(
         f"{server.ws_base}/ws/sessions/{pk}/?format=json",
-        origin=server.base_url, cookie=server.cookie(user),
+        origin=server.base_url,
+        cookie=server.cookie(user),
     )
     await ws.send(json.dumps({"type": "resume", "after": "999999"}))
     while json.loads(await ws.recv(timeout=10))["type"] != "resumed":
@@ -43,10 +44,12 @@ async def read_turn(ws: WSClient, timeout: float = 20) -> list[dict]:
 def fake_llm():
     usage_small = {"prompt_tokens": 1200, "completion_tokens": 6, "total_tokens": 1206}
     usage_big = {"prompt_tokens": 3700, "completion_tokens": 8, "total_tokens": 3708}
-    with FakeOpenAIServer([
-        Reply(chunks=CHUNKS, usage=usage_small, delay=0.02),
-        Reply(chunks=["Big", " context."], usage=usage_big),
-    ]) as server:
+    with FakeOpenAIServer(
+        [
+            Reply(chunks=CHUNKS, usage=usage_small, delay=0.02),
+            Reply(chunks=["Big", " context."], usage=usage_big),
+        ]
+    ) as server:
         yield server
 
 
@@ -122,22 +125,41 @@ async def test_daphne_refuses_anonymous_and_foreign_origins(daphne):
     assert await ws.recv(timeout=10) is None
     assert ws.close_code == 4401
     with pytest.raises(HandshakeRefused) as refused:
-        await WSClient.connect(f"{daphne.ws_base}/ws/sessions/{pk}/",
-                               origin="http://evil.example", cookie=daphne.cookie("vera"))
+        await WSClient.connect(
+            f"{daphne.ws_base}/ws/sessions/{pk}/",
+            origin="http://evil.example",
+            cookie=daphne.cookie("vera"),
+        )
     assert refused.value.status == 403
 
 
 def assistant_line(i: int) -> str:
-    return json.dumps({
-        "type": "message", "id": f"a{i:07d}", "parentId": f"a{i - 1:07d}",
-        "timestamp": "2025-03-04T05:06:09.000Z",
-        "message": {"role": "assistant", "content": [{"type": "text", "text": f"part {i}"}],
-                    "api": "x", "provider": "p", "model": "m",
-                    "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
-                              "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0,
-                                                         "cacheWrite": 0, "total": 0}},
-                    "stopReason": "stop", "timestamp": 1741064769000},
-    }, separators=(",", ":"))
+    return json.dumps(
+        {
+            "type": "message",
+            "id": f"a{i:07d}",
+            "parentId": f"a{i - 1:07d}",
+            "timestamp": "2025-03-04T05:06:09.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"part {i}"}],
+                "api": "x",
+                "provider": "p",
+                "model": "m",
+                "usage": {
+                    "input": 1,
+                    "output": 1,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 2,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "stopReason": "stop",
+                "timestamp": 1741064769000,
+            },
+        },
+        separators=(",", ":"),
+    )
 
 
 async def test_follow_mode_streams_what_another_process_writes(tmp_path):
@@ -145,10 +167,14 @@ async def test_follow_mode_streams_what_another_process_writes(tmp_path):
     project = sessions_dir / "--home-ana-proj--"
     project.mkdir(parents=True)
     path = project / "2025-03-04T05-06-07-089Z_0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b.jsonl"
-    header = ('{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b",'
-              '"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}')
-    first = ('{"type":"message","id":"a0000001","parentId":null,"timestamp":"2025-03-04T05:06:08.000Z",'
-             '"message":{"role":"user","content":"hi","timestamp":1741064768000}}')
+    header = (
+        '{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b",'
+        '"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}'
+    )
+    first = (
+        '{"type":"message","id":"a0000001","parentId":null,"timestamp":"2025-03-04T05:06:08.000Z",'
+        '"message":{"role":"user","content":"hi","timestamp":1741064768000}}'
+    )
     path.write_text(header + "\n" + first + "\n")
     with LiveServer(tmp_path / "site", follow_dir=str(sessions_dir)) as server:
         pk = None
@@ -162,14 +188,22 @@ async def test_follow_mode_streams_what_another_process_writes(tmp_path):
         ws = await open_viewer(server, pk)
         lines = [assistant_line(i) for i in range(2, 12)]
         # Another process writes the lines, each split in two writes with a pause between.
-        writer = subprocess.Popen([sys.executable, "-c", (
-            "import sys, time\n"
-            "path = sys.argv[1]\n"
-            "for line in sys.argv[2:]:\n"
-            "    with open(path, 'ab', buffering=0) as fh:\n"
-            "        data = (line + '\\n').encode()\n"
-            "        fh.write(data[:40]); time.sleep(0.15); fh.write(data[40:])\n"
-        ), str(path), *lines])
+        writer = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                (
+                    "import sys, time\n"
+                    "path = sys.argv[1]\n"
+                    "for line in sys.argv[2:]:\n"
+                    "    with open(path, 'ab', buffering=0) as fh:\n"
+                    "        data = (line + '\\n').encode()\n"
+                    "        fh.write(data[:40]); time.sleep(0.15); fh.write(data[40:])\n"
+                ),
+                str(path),
+                *lines,
+            ]
+        )
         received = []
         while len(received) < len(lines):
             text = await ws.recv(timeout=20)

@@ -52,7 +52,9 @@ def writer():
     w.close()
 
 
-HEADER = '{"type":"session","version":3,"id":"s1","timestamp":"2025-03-04T05:06:07.089Z","cwd":"/p"}'
+HEADER = (
+    '{"type":"session","version":3,"id":"s1","timestamp":"2025-03-04T05:06:07.089Z","cwd":"/p"}'
+)
 
 
 def entry(i: int, parent: str | None) -> str:

@@ -10,15 +10,19 @@ from explorer.follow_db import FollowIngestor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-HEADER = ('{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-000000000001",'
-          '"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}')
+HEADER = (
+    '{"type":"session","version":3,"id":"0195f3a2-7c41-7d2e-9b1a-000000000001",'
+    '"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/home/ana/proj"}'
+)
 
 
 def msg(i: int, parent: int | None, text: str = "hi") -> str:
     p = "null" if parent is None else f'"m{parent:07d}"'
-    return (f'{{"type":"message","id":"m{i:07d}","parentId":{p},'
-            f'"timestamp":"2025-03-04T05:06:08.000Z","message":{{"role":"user",'
-            f'"content":"{text} {i}","timestamp":1741064768000}}}}')
+    return (
+        f'{{"type":"message","id":"m{i:07d}","parentId":{p},'
+        f'"timestamp":"2025-03-04T05:06:08.000Z","message":{{"role":"user",'
+        f'"content":"{text} {i}","timestamp":1741064768000}}}}'
+    )
 
 
 @pytest.fixture

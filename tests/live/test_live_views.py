@@ -61,15 +61,17 @@ def test_a_turn_without_provider_is_refused_with_a_message(editor_client, stored
 
 def test_an_empty_message_is_refused(editor_client, stored, monkeypatch):
     monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    response = editor_client.post(reverse("explorer:live_turn", args=[stored.pk]), {"text": "  "},
-                                  HTTP_HX_REQUEST="true")
+    response = editor_client.post(
+        reverse("explorer:live_turn", args=[stored.pk]), {"text": "  "}, HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 400
     assert "Type a message first." in response.content.decode()
 
 
 def test_cancel_without_a_running_turn(editor_client, stored):
-    response = editor_client.post(reverse("explorer:live_cancel", args=[stored.pk]),
-                                  HTTP_HX_REQUEST="true")
+    response = editor_client.post(
+        reverse("explorer:live_cancel", args=[stored.pk]), HTTP_HX_REQUEST="true"
+    )
     assert response.status_code == 200
     assert "No turn is running." in response.content.decode()
 

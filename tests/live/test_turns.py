@@ -51,8 +51,9 @@ async def wait_done(turn) -> None:
     assert turn.done.is_set()
 
 
-async def test_a_turn_streams_deltas_in_order_to_every_viewer(ws_connect, stored, viewer_user,
-                                                                editor_user):
+async def test_a_turn_streams_deltas_in_order_to_every_viewer(
+    ws_connect, stored, viewer_user, editor_user
+):
     from explorer import turns
 
     chunks = ["The ", "answer ", "is ", "forty-", "two."]
@@ -122,8 +123,11 @@ async def test_a_second_turn_on_a_busy_session_is_refused(stored, editor_user, a
     from explorer.models import Entry
 
     roles = await database_sync_to_async(
-        lambda: list(Entry.objects.filter(session=stored, author__isnull=False)
-                     .order_by("position").values_list("role", flat=True))
+        lambda: list(
+            Entry.objects.filter(session=stored, author__isnull=False)
+            .order_by("position")
+            .values_list("role", flat=True)
+        )
     )()
     assert roles == ["user", "assistant"]
     assert turns.running_turn(stored.pk) is None
@@ -174,8 +178,9 @@ async def test_a_stale_marker_from_a_dead_worker_does_not_block(stored, editor_u
     )()
 
 
-async def test_cancel_aborts_the_stream_and_records_aborted(ws_connect, stored, viewer_user,
-                                                             editor_user):
+async def test_cancel_aborts_the_stream_and_records_aborted(
+    ws_connect, stored, viewer_user, editor_user
+):
     from explorer import turns
 
     chunks = [f"w{i} " for i in range(200)]
@@ -195,13 +200,18 @@ async def test_cancel_aborts_the_stream_and_records_aborted(ws_connect, stored, 
     assert seen[-1]["stop_reason"] == "aborted"
     stored_answer = await database_sync_to_async(stored_message)(stored, turn.assistant_entry_id)
     assert stored_answer["message"]["stopReason"] == "aborted"
-    text = stored_answer["message"]["content"][0]["text"] if stored_answer["message"]["content"] else ""
+    text = (
+        stored_answer["message"]["content"][0]["text"]
+        if stored_answer["message"]["content"]
+        else ""
+    )
     assert len(text) < len("".join(chunks))
     await close_all([comm])
 
 
-async def test_auto_compaction_fires_past_the_threshold(ws_connect, stored, viewer_user,
-                                                         editor_user, settings):
+async def test_auto_compaction_fires_past_the_threshold(
+    ws_connect, stored, viewer_user, editor_user, settings
+):
     from explorer import turns
     from explorer.models import Entry
     from explorer.session.summarizers import EmbeddedSummarizer
@@ -216,7 +226,10 @@ async def test_auto_compaction_fires_past_the_threshold(ws_connect, stored, view
         provider = OpenAIChatProvider(server.base_url, "fake-model")
         comm = await viewer(ws_connect, stored, viewer_user)
         turn = await database_sync_to_async(turns.start_turn)(
-            stored, editor_user, "Please remember this.", provider=provider,
+            stored,
+            editor_user,
+            "Please remember this.",
+            provider=provider,
             summarizer=EmbeddedSummarizer(),
         )
         seen = await collect_turn(comm)

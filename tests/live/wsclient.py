@@ -27,8 +27,9 @@ class WSClient:
         self.close_code: int | None = None
 
     @classmethod
-    async def connect(cls, url: str, *, origin: str | None = None, cookie: str | None = None,
-                      timeout: float = 10) -> WSClient:
+    async def connect(
+        cls, url: str, *, origin: str | None = None, cookie: str | None = None, timeout: float = 10
+    ) -> WSClient:
         parts = urlsplit(url)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         reader, writer = await asyncio.wait_for(

@@ -53,20 +53,36 @@ def parsed_lines(path: Any) -> list[dict[str, Any]]:
 
 
 def write_lines(path: Any, objects: list[Any]) -> bytes:
-    data = "".join((o if isinstance(o, str) else jsonfmt.dumps(o)) + "\n" for o in objects).encode("utf-8")
+    data = "".join((o if isinstance(o, str) else jsonfmt.dumps(o)) + "\n" for o in objects).encode(
+        "utf-8"
+    )
     with open(path, "wb") as fh:
         fh.write(data)
     return data
 
 
 def header(session_id: str = "s1", cwd: str = "/w/proj", **extra: Any) -> dict[str, Any]:
-    h = {"type": "session", "version": 3, "id": session_id, "timestamp": "2025-01-01T00:00:00.000Z", "cwd": cwd}
+    h = {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": "2025-01-01T00:00:00.000Z",
+        "cwd": cwd,
+    }
     h.update(extra)
     return h
 
 
-def msg_entry(entry_id: str, parent: Any, message: dict[str, Any], ts: str = "2025-01-01T00:00:01.000Z") -> dict[str, Any]:
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": ts, "message": message}
+def msg_entry(
+    entry_id: str, parent: Any, message: dict[str, Any], ts: str = "2025-01-01T00:00:01.000Z"
+) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": ts,
+        "message": message,
+    }
 
 
 def read_bytes(path: Any) -> bytes:

@@ -41,7 +41,12 @@ def test_s91_create_branched_session_persisted(tmp_path):
     h = lines[0]
     assert list(h) == ["type", "version", "id", "timestamp", "cwd", "parentSession"]
     assert h["parentSession"] == old
-    assert [(e["id"], e["parentId"]) for e in lines[1:5]] == [(u1, None), (a1, u1), (u2, a1), (a2, u2)]
+    assert [(e["id"], e["parentId"]) for e in lines[1:5]] == [
+        (u1, None),
+        (a1, u1),
+        (u2, a1),
+        (a2, u2),
+    ]
     new_label = lines[5]
     assert list(new_label) == ["type", "id", "parentId", "timestamp", "targetId", "label"]
     assert new_label["parentId"] == a2 and new_label["timestamp"] == label_ts
@@ -52,7 +57,9 @@ def test_s91_create_branched_session_persisted(tmp_path):
     assert m.get_session_id() == h["id"]
     assert m.get_leaf_id() == new_label["id"]
     assert m.get_label(u1) == "important"
-    assert [e["message"]["content"] for e in m.get_entries() if e["type"] == "message"][-1] == A("ok")["content"]
+    assert [e["message"]["content"] for e in m.get_entries() if e["type"] == "message"][-1] == A(
+        "ok"
+    )["content"]
     # Later appends go to the new file as single lines.
     m.append_message(U("next"))
     assert len(lines_of(p)) == 7
@@ -135,13 +142,19 @@ def test_s95_fork_from_copies_every_branch(tmp_path):
 
 def test_fork_from_reserializes_and_does_not_migrate(tmp_path):
     src = tmp_path / "v1.jsonl"
-    write_lines(src, [
-        {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
-        '{"type":"message", "timestamp":"t","message":{"role":"user","content":"x","timestamp":1.0}}',
-    ])
+    write_lines(
+        src,
+        [
+            {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
+            '{"type":"message", "timestamp":"t","message":{"role":"user","content":"x","timestamp":1.0}}',
+        ],
+    )
     f = SessionManager.fork_from(str(src), "/w2", str(tmp_path / "out"), {"id": "fork-1"})
     lines = lines_of(f.get_session_file())
-    assert lines[1] == '{"type":"message","timestamp":"t","message":{"role":"user","content":"x","timestamp":1}}'
+    assert (
+        lines[1]
+        == '{"type":"message","timestamp":"t","message":{"role":"user","content":"x","timestamp":1}}'
+    )
     assert f.get_session_id() == "fork-1"
     with pytest.raises(SessionError):
         SessionManager.fork_from(str(src), "/w2", str(tmp_path / "out"), {"id": "bad id"})

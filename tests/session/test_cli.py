@@ -39,7 +39,11 @@ def run(*args: str | Path, check_code: int | None = 0) -> subprocess.CompletedPr
         timeout=240,
     )
     if check_code is not None:
-        assert proc.returncode == check_code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert proc.returncode == check_code, (
+            proc.returncode,
+            proc.stdout[-2000:],
+            proc.stderr[-2000:],
+        )
     assert "Traceback" not in proc.stderr
     return proc
 
@@ -101,7 +105,9 @@ HEADER = {
 }
 
 
-def write_session(path: Path, entries: list[dict[str, Any]], header: dict[str, Any] | None = HEADER) -> Path:
+def write_session(
+    path: Path, entries: list[dict[str, Any]], header: dict[str, Any] | None = HEADER
+) -> Path:
     lines = ([dumps(header)] if header else []) + [dumps(e) for e in entries]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
@@ -116,7 +122,14 @@ def branched(tmp_path: Path) -> Path:
         user("u2", "a1", 3, "branch A"),
         assistant("a2", "u2", 4, "answer A", total=150),
         user("u3", "a1", 5, "branch B"),
-        {"type": "label", "id": "l1", "parentId": "u3", "timestamp": ts(6), "targetId": "u1", "label": "start"},
+        {
+            "type": "label",
+            "id": "l1",
+            "parentId": "u3",
+            "timestamp": ts(6),
+            "targetId": "u1",
+            "label": "start",
+        },
     ]
     return write_session(tmp_path / "branched.jsonl", entries)
 
@@ -166,7 +179,9 @@ def test_tree_json_nests_children_and_omits_missing_labels(branched: Path) -> No
         ]
     }
     # Key order is part of the format: id, type, label, children; compact like JSON.stringify.
-    assert proc.stdout.startswith('{"roots":[{"id":"u1","type":"message","label":"start","children":[')
+    assert proc.stdout.startswith(
+        '{"roots":[{"id":"u1","type":"message","label":"start","children":['
+    )
 
 
 def test_context_json_default_leaf(branched: Path) -> None:
@@ -205,7 +220,9 @@ def test_compact_dry_run_json(tmp_path: Path) -> None:
     parent = None
     for i in range(6):
         entries.append(user(f"u{i}", parent, 2 * i + 1, "question " + "x" * 400))
-        entries.append(assistant(f"a{i}", f"u{i}", 2 * i + 2, "answer " + "y" * 400, total=1000 + i))
+        entries.append(
+            assistant(f"a{i}", f"u{i}", 2 * i + 2, "answer " + "y" * 400, total=1000 + i)
+        )
         parent = f"a{i}"
     path = write_session(tmp_path / "long.jsonl", entries)
     (record,) = json_lines(run("compact", path, "--keep-recent", "150", "--dry-run", "--json"))
@@ -283,7 +300,9 @@ def test_header_only_session_has_a_null_leaf(tmp_path: Path) -> None:
     }
     assert json_lines(run("entries", path, "--json")) == [[]]
     assert json_lines(run("tree", path, "--json")) == [{"roots": []}]
-    assert json_lines(run("compact", path, "--dry-run", "--json")) == [{"leafId": None, "preparation": None}]
+    assert json_lines(run("compact", path, "--dry-run", "--json")) == [
+        {"leafId": None, "preparation": None}
+    ]
     assert "leaf (none)" in run("show", path).stdout
 
 
@@ -323,7 +342,9 @@ def test_all_leaves_reports_a_leaf_that_cannot_be_selected_and_goes_on(tmp_path:
     # A hand-written entry whose id is an array: it has no children, but nothing can select it.
     odd = user("ignored", "u1", 2, "odd")
     odd["id"] = [1]
-    path = write_session(tmp_path / "odd.jsonl", [user("u1", None, 1, "hi"), odd, user("u2", "u1", 3, "ok")])
+    path = write_session(
+        tmp_path / "odd.jsonl", [user("u1", None, 1, "hi"), odd, user("u2", "u1", 3, "ok")]
+    )
     before = snapshot(path)
     proc = run("context", path, "--all-leaves", "--json", check_code=1)
     records = json_lines(proc)
@@ -352,7 +373,9 @@ def test_show_marks_the_active_path(branched: Path) -> None:
 
 def test_show_leaf_option_moves_the_marker(branched: Path) -> None:
     lines = run("show", branched, "--leaf", "a2").stdout.splitlines()
-    marked = [line.lstrip("│├└─ ").split()[1] for line in lines if line.lstrip("│├└─ ").startswith("*")]
+    marked = [
+        line.lstrip("│├└─ ").split()[1] for line in lines if line.lstrip("│├└─ ").startswith("*")
+    ]
     assert marked == ["u1", "a1", "u2", "a2"]
 
 
@@ -397,8 +420,22 @@ def test_legacy_file_without_final_newline_is_not_repaired(tmp_path: Path) -> No
     path = tmp_path / "legacy.jsonl"
     lines = [
         {"type": "session", "id": "legacy-1", "timestamp": ts(0), "cwd": "/tmp"},
-        {"type": "message", "timestamp": ts(1), "message": {"role": "user", "content": "hi", "timestamp": 1}},
-        {"type": "message", "timestamp": ts(2), "message": {"role": "hookMessage", "customType": "x", "content": "c", "display": True, "timestamp": 2}},
+        {
+            "type": "message",
+            "timestamp": ts(1),
+            "message": {"role": "user", "content": "hi", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "timestamp": ts(2),
+            "message": {
+                "role": "hookMessage",
+                "customType": "x",
+                "content": "c",
+                "display": True,
+                "timestamp": 2,
+            },
+        },
     ]
     path.write_text("\n".join(dumps(line) for line in lines), encoding="utf-8")
     before = snapshot(path)
@@ -548,10 +585,19 @@ def test_context_of_every_leaf_is_byte_identical_to_pi() -> None:
 @pytest.mark.parametrize("keep", [100, 20000])
 def test_compaction_preview_agrees_with_pi(keep: int) -> None:
     proc = run(
-        "compact", REFERENCE / "session.jsonl", "--all-leaves", "--keep-recent", str(keep), "--dry-run", "--json"
+        "compact",
+        REFERENCE / "session.jsonl",
+        "--all-leaves",
+        "--keep-recent",
+        str(keep),
+        "--dry-run",
+        "--json",
     )
     ours = json_lines(proc)
-    reference = [json.loads(line) for line in (REFERENCE / f"compact-keep{keep}.jsonl").read_text().splitlines()]
+    reference = [
+        json.loads(line)
+        for line in (REFERENCE / f"compact-keep{keep}.jsonl").read_text().splitlines()
+    ]
     assert [r["leafId"] for r in ours] == [r["leafId"] for r in reference]
     for mine, pi in zip(ours, reference, strict=True):
         if pi["preparation"] is None:

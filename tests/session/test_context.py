@@ -565,8 +565,13 @@ def test_unhashable_entry_type_contributes_nothing_instead_of_raising():
     entries = [
         {"type": [], "id": "a", "parentId": None, "timestamp": "x"},
         {"type": {"k": 1}, "id": "b", "parentId": "a", "timestamp": "x"},
-        {"type": "message", "id": "c", "parentId": "b", "timestamp": "x",
-         "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        {
+            "type": "message",
+            "id": "c",
+            "parentId": "b",
+            "timestamp": "x",
+            "message": {"role": "user", "content": "hi", "timestamp": 1},
+        },
     ]
     assert build_session_context(entries).messages == [entries[2]["message"]]
     projection = build_session_projection(entries)

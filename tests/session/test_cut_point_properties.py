@@ -14,7 +14,9 @@ TS = "2025-01-01T00:00:01.000Z"
 op = st.one_of(
     st.tuples(st.just("user"), st.integers(0, 3000)),
     st.tuples(st.just("assistant"), st.integers(0, 3000)),
-    st.tuples(st.just("tools"), st.lists(st.integers(0, 4000), min_size=1, max_size=3), st.booleans()),
+    st.tuples(
+        st.just("tools"), st.lists(st.integers(0, 4000), min_size=1, max_size=3), st.booleans()
+    ),
     st.tuples(st.just("meta")),
     st.tuples(st.just("edit"), st.integers(0, 10_000), st.one_of(st.none(), st.integers(0, 200))),
     st.tuples(st.just("compaction"), st.integers(0, 10_000)),
@@ -28,8 +30,13 @@ def build(ops):
 
     def add(kind, **fields):
         counter["n"] += 1
-        entry = {"type": kind, "id": f"e{counter['n']}", "parentId": entries[-1]["id"] if entries else None,
-                 "timestamp": TS, **fields}
+        entry = {
+            "type": kind,
+            "id": f"e{counter['n']}",
+            "parentId": entries[-1]["id"] if entries else None,
+            "timestamp": TS,
+            **fields,
+        }
         entries.append(entry)
         return entry
 
@@ -41,29 +48,64 @@ def build(ops):
         if kind == "user":
             message({"role": "user", "content": "u" * item[1], "timestamp": 1})
         elif kind == "assistant":
-            message({"role": "assistant", "content": [{"type": "text", "text": "a" * item[1]}],
-                     "stopReason": "stop", "timestamp": 2})
+            message(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "a" * item[1]}],
+                    "stopReason": "stop",
+                    "timestamp": 2,
+                }
+            )
         elif kind == "bash":
-            message({"role": "bashExecution", "command": "ls", "output": "o" * item[1], "exitCode": 0,
-                     "cancelled": False, "truncated": False, "timestamp": 2})
+            message(
+                {
+                    "role": "bashExecution",
+                    "command": "ls",
+                    "output": "o" * item[1],
+                    "exitCode": 0,
+                    "cancelled": False,
+                    "truncated": False,
+                    "timestamp": 2,
+                }
+            )
         elif kind == "tools":
             ids = []
             for _ in item[1]:
                 counter["call"] += 1
                 ids.append(f"call_{counter['call']}")
-            message({"role": "assistant", "content": [
-                {"type": "toolCall", "id": cid, "name": "read", "arguments": {"path": cid}} for cid in ids
-            ], "stopReason": "toolUse", "timestamp": 2})
+            message(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "toolCall", "id": cid, "name": "read", "arguments": {"path": cid}}
+                        for cid in ids
+                    ],
+                    "stopReason": "toolUse",
+                    "timestamp": 2,
+                }
+            )
             for cid, size in zip(ids, item[1], strict=True):
                 if item[2]:
                     add("model_change", provider="p", modelId="m")
-                message({"role": "toolResult", "toolCallId": cid, "toolName": "read",
-                         "content": [{"type": "text", "text": "r" * size}], "isError": False, "timestamp": 3})
+                message(
+                    {
+                        "role": "toolResult",
+                        "toolCallId": cid,
+                        "toolName": "read",
+                        "content": [{"type": "text", "text": "r" * size}],
+                        "isError": False,
+                        "timestamp": 3,
+                    }
+                )
         elif kind == "meta":
             add("label", targetId=entries[-1]["id"] if entries else "x", label="l")
         elif kind == "edit":
-            editable = [e for e in entries if e["type"] == "message"
-                        and e["message"]["role"] in ("user", "assistant", "toolResult")]
+            editable = [
+                e
+                for e in entries
+                if e["type"] == "message"
+                and e["message"]["role"] in ("user", "assistant", "toolResult")
+            ]
             if editable:
                 target = editable[item[1] % len(editable)]
                 replacement = None if item[2] is None else {"content": "z" * item[2]}
@@ -111,8 +153,14 @@ def test_projected_cut_points_are_legal(ops, keep):
     path = build(ops)
     projection = build_session_projection(path)
     projected = projection.entries
-    start = next((i + 1 for i, e in enumerate(projected)
-                  if e.source_entry["type"] == "compaction" and e.messages), 0)
+    start = next(
+        (
+            i + 1
+            for i, e in enumerate(projected)
+            if e.source_entry["type"] == "compaction" and e.messages
+        ),
+        0,
+    )
     cut = find_projected_cut_point(projected, start, len(projected), keep)
     check_legal(projected, start, cut)
 
@@ -122,10 +170,20 @@ def test_projected_cut_points_are_legal(ops, keep):
     first = prep.first_kept_entry_index
     assert projected[first].source_entry["id"] == prep.first_kept_entry_id
     # Summarized history, the turn prefix and the kept range partition the conversation.
-    kept = [m for e in projected[first:] if e.source_entry["type"] != "compaction"
-            for m in e.messages if m.get("role") != "system"]
-    everything = [m for e in projected[start:] if e.source_entry["type"] != "compaction"
-                  for m in e.messages if m.get("role") != "system"]
+    kept = [
+        m
+        for e in projected[first:]
+        if e.source_entry["type"] != "compaction"
+        for m in e.messages
+        if m.get("role") != "system"
+    ]
+    everything = [
+        m
+        for e in projected[start:]
+        if e.source_entry["type"] != "compaction"
+        for m in e.messages
+        if m.get("role") != "system"
+    ]
     combined = prep.messages_to_summarize + prep.turn_prefix_messages + kept
     assert len(combined) == len(everything)
     assert combined == everything
@@ -133,7 +191,10 @@ def test_projected_cut_points_are_legal(ops, keep):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(op.filter(lambda o: o[0] != "compaction"), min_size=1, max_size=30), st.integers(1, 3000))
+@given(
+    st.lists(op.filter(lambda o: o[0] != "compaction"), min_size=1, max_size=30),
+    st.integers(1, 3000),
+)
 def test_raw_cut_points_are_legal(ops, keep):
     path = [e for e in build(ops) if e["type"] != "context_edit"]
     for i, e in enumerate(path):  # re-chain after dropping edits

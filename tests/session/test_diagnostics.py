@@ -20,7 +20,9 @@ def _by_code(report):
 
 
 def test_clean_file_has_no_problems():
-    report = validate_bytes(_data([header(), msg_entry("a", None, U("x")), msg_entry("b", "a", A("y"))]))
+    report = validate_bytes(
+        _data([header(), msg_entry("a", None, U("x")), msg_entry("b", "a", A("y"))])
+    )
     assert report.ok and report.problems == []
     assert report.version == 3 and report.header["id"] == "s1"
     assert report.entry_count == 2 and report.line_count == 3
@@ -40,16 +42,23 @@ def test_not_a_session_is_an_error():
 
 
 def test_tolerated_problems_are_warnings_with_lines():
-    data = _data([
-        "garbage{",
-        header(),
-        msg_entry("a", None, U("x")),
-        "not json",
-        "null",
-        "7",
-        msg_entry("b", "missing", U("y")),
-        {"type": "future_type", "id": "f", "parentId": "a", "timestamp": "2025-01-01T00:00:02.000Z"},
-    ])[:-1]
+    data = _data(
+        [
+            "garbage{",
+            header(),
+            msg_entry("a", None, U("x")),
+            "not json",
+            "null",
+            "7",
+            msg_entry("b", "missing", U("y")),
+            {
+                "type": "future_type",
+                "id": "f",
+                "parentId": "a",
+                "timestamp": "2025-01-01T00:00:02.000Z",
+            },
+        ]
+    )[:-1]
     report = validate_bytes(data)
     assert report.ok
     codes = _by_code(report)
@@ -65,14 +74,16 @@ def test_tolerated_problems_are_warnings_with_lines():
 
 
 def test_duplicate_ids_and_cycles_are_errors():
-    data = _data([
-        header(),
-        msg_entry("a", None, U("x")),
-        msg_entry("a", None, U("again")),
-        msg_entry("c1", "c2", U("x")),
-        msg_entry("c2", "c1", U("y")),
-        msg_entry("self", "self", U("z")),
-    ])
+    data = _data(
+        [
+            header(),
+            msg_entry("a", None, U("x")),
+            msg_entry("a", None, U("again")),
+            msg_entry("c1", "c2", U("x")),
+            msg_entry("c2", "c1", U("y")),
+            msg_entry("self", "self", U("z")),
+        ]
+    )
     report = validate_bytes(data)
     assert not report.ok
     codes = _by_code(report)
@@ -85,11 +96,19 @@ def test_duplicate_ids_and_cycles_are_errors():
 
 
 def test_legacy_version_is_reported_and_checked_after_migration():
-    data = _data([
-        {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
-        {"type": "message", "timestamp": "2025-01-01T00:00:00.000Z", "message": U("x")},
-        {"type": "compaction", "timestamp": "2025-01-01T00:00:00.000Z", "summary": "S", "firstKeptEntryIndex": 1, "tokensBefore": 1},
-    ])
+    data = _data(
+        [
+            {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
+            {"type": "message", "timestamp": "2025-01-01T00:00:00.000Z", "message": U("x")},
+            {
+                "type": "compaction",
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "summary": "S",
+                "firstKeptEntryIndex": 1,
+                "tokensBefore": 1,
+            },
+        ]
+    )
     report = validate_bytes(data)
     assert report.ok
     assert report.codes() == ["legacy-version"]
@@ -97,19 +116,64 @@ def test_legacy_version_is_reported_and_checked_after_migration():
 
 
 def test_context_edit_and_compaction_problems():
-    data = _data([
-        header(),
-        msg_entry("s", None, SYS("p", ts=1)),
-        msg_entry("u", "s", U("x")),
-        msg_entry("a", "u", A("y")),
-        msg_entry("u2", "u", U("other branch")),
-        {"type": "context_edit", "id": "e1", "parentId": "u2", "timestamp": "t", "targetId": "a", "replacement": None},
-        {"type": "context_edit", "id": "e2", "parentId": "e1", "timestamp": "t", "targetId": "s", "replacement": None},
-        {"type": "context_edit", "id": "e3", "parentId": "e2", "timestamp": "t", "targetId": "nope", "replacement": None},
-        {"type": "context_edit", "id": "e4", "parentId": "e3", "timestamp": "t", "targetId": "u"},
-        {"type": "context_edit", "id": "e5", "parentId": "e4", "timestamp": "t", "targetId": "u", "replacement": {"text": "x"}},
-        {"type": "compaction", "id": "c", "parentId": "e5", "timestamp": "t", "summary": "S", "firstKeptEntryId": "a", "tokensBefore": 1, "systemMessage": {"role": "system", "content": None}},
-    ])
+    data = _data(
+        [
+            header(),
+            msg_entry("s", None, SYS("p", ts=1)),
+            msg_entry("u", "s", U("x")),
+            msg_entry("a", "u", A("y")),
+            msg_entry("u2", "u", U("other branch")),
+            {
+                "type": "context_edit",
+                "id": "e1",
+                "parentId": "u2",
+                "timestamp": "t",
+                "targetId": "a",
+                "replacement": None,
+            },
+            {
+                "type": "context_edit",
+                "id": "e2",
+                "parentId": "e1",
+                "timestamp": "t",
+                "targetId": "s",
+                "replacement": None,
+            },
+            {
+                "type": "context_edit",
+                "id": "e3",
+                "parentId": "e2",
+                "timestamp": "t",
+                "targetId": "nope",
+                "replacement": None,
+            },
+            {
+                "type": "context_edit",
+                "id": "e4",
+                "parentId": "e3",
+                "timestamp": "t",
+                "targetId": "u",
+            },
+            {
+                "type": "context_edit",
+                "id": "e5",
+                "parentId": "e4",
+                "timestamp": "t",
+                "targetId": "u",
+                "replacement": {"text": "x"},
+            },
+            {
+                "type": "compaction",
+                "id": "c",
+                "parentId": "e5",
+                "timestamp": "t",
+                "summary": "S",
+                "firstKeptEntryId": "a",
+                "tokensBefore": 1,
+                "systemMessage": {"role": "system", "content": None},
+            },
+        ]
+    )
     codes = _by_code(validate_bytes(data))
     assert codes["edit-off-path"][0].entry_id == "e1"
     assert codes["edit-not-editable"][0].entry_id == "e2"
@@ -122,17 +186,21 @@ def test_context_edit_and_compaction_problems():
 
 
 def test_message_content_sections_and_timestamps():
-    data = _data([
-        header(),
-        msg_entry("r", None, SYS("p", {"n": 5, "ok": "x", "z": 0}, ts=1)),
-        msg_entry("nots", "r", SYS("p")),
-        msg_entry("num", "r", {"role": "user", "content": 5, "timestamp": 1}, "bad time"),
-        msg_entry("null", "r", {"role": "user", "timestamp": 1}),
-        msg_entry("blk", "r", {"role": "assistant", "content": [5]}),
-        {"type": "message", "id": "nomsg", "parentId": "r", "timestamp": "t", "message": None},
-    ])
+    data = _data(
+        [
+            header(),
+            msg_entry("r", None, SYS("p", {"n": 5, "ok": "x", "z": 0}, ts=1)),
+            msg_entry("nots", "r", SYS("p")),
+            msg_entry("num", "r", {"role": "user", "content": 5, "timestamp": 1}, "bad time"),
+            msg_entry("null", "r", {"role": "user", "timestamp": 1}),
+            msg_entry("blk", "r", {"role": "assistant", "content": [5]}),
+            {"type": "message", "id": "nomsg", "parentId": "r", "timestamp": "t", "message": None},
+        ]
+    )
     codes = _by_code(validate_bytes(data))
-    assert [p.entry_id for p in codes["nan-section"]] == ["r"] and '"n"' in codes["nan-section"][0].message
+    assert [p.entry_id for p in codes["nan-section"]] == ["r"] and '"n"' in codes["nan-section"][
+        0
+    ].message
     assert codes["system-without-timestamp"][0].entry_id == "nots"
     assert codes["bad-content"][0].entry_id == "num"
     assert codes["null-content"][0].entry_id == "null"
@@ -142,8 +210,20 @@ def test_message_content_sections_and_timestamps():
 
 
 def test_invalid_utf8_huge_lines_and_empty(tmp_path):
-    big = b'{"type":"message","id":"b","parentId":null,"timestamp":"t","message":{"role":"user","content":"' + b"x" * (6 * 1024 * 1024) + b'"}}'
-    data = _data([header()]) + b'{"bad":"\xff"}\n' + big + b"\n" + b"{" + b"y" * (4 * 1024 * 1024) + b"\n"
+    big = (
+        b'{"type":"message","id":"b","parentId":null,"timestamp":"t","message":{"role":"user","content":"'
+        + b"x" * (6 * 1024 * 1024)
+        + b'"}}'
+    )
+    data = (
+        _data([header()])
+        + b'{"bad":"\xff"}\n'
+        + big
+        + b"\n"
+        + b"{"
+        + b"y" * (4 * 1024 * 1024)
+        + b"\n"
+    )
     report = validate_bytes(data)
     codes = _by_code(report)
     assert codes["invalid-utf8"][0].line == 2
@@ -158,8 +238,17 @@ def test_invalid_utf8_huge_lines_and_empty(tmp_path):
 
 def test_deep_chain_validates_without_recursion():
     lines = [header(), msg_entry("e0", None, U("x"))]
-    lines += [msg_entry(f"e{i}", f"e{i-1}", U("x")) for i in range(1, 20000)]
-    lines.append({"type": "context_edit", "id": "edit", "parentId": "e19999", "timestamp": "t", "targetId": "e0", "replacement": None})
+    lines += [msg_entry(f"e{i}", f"e{i - 1}", U("x")) for i in range(1, 20000)]
+    lines.append(
+        {
+            "type": "context_edit",
+            "id": "edit",
+            "parentId": "e19999",
+            "timestamp": "t",
+            "targetId": "e0",
+            "replacement": None,
+        }
+    )
     report = validate_bytes(_data(lines))
     assert report.ok and report.problems == []
 

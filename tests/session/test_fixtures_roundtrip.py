@@ -102,7 +102,7 @@ def test_version3_round_trip_is_byte_identical(fixture, tmp_path):
     m.append_message(U("one more"))
     after = read_bytes(path)
     assert after.startswith(v3)
-    assert after[len(v3):].count(b"\n") == 1 and after.endswith(b"\n")
+    assert after[len(v3) :].count(b"\n") == 1 and after.endswith(b"\n")
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=os.path.basename)

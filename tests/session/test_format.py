@@ -52,7 +52,11 @@ def test_s01_header_of_a_new_session(tmp_path):
     assert header["cwd"] == "/w/proj"
     assert UUID7_RE.match(header["id"])
     assert m.get_leaf_id() is None
-    assert m.build_session_context().to_json() == {"messages": [], "thinkingLevel": "off", "model": None}
+    assert m.build_session_context().to_json() == {
+        "messages": [],
+        "thinkingLevel": "off",
+        "model": None,
+    }
 
 
 def test_s02_lazy_creation_flushes_everything_at_once(tmp_path):
@@ -63,7 +67,12 @@ def test_s02_lazy_creation_flushes_everything_at_once(tmp_path):
     assert not os.path.exists(path)
     u = m.append_message(U("hi"))
     lines = parsed_lines(path)
-    assert [e["type"] for e in lines] == ["session", "model_change", "thinking_level_change", "message"]
+    assert [e["type"] for e in lines] == [
+        "session",
+        "model_change",
+        "thinking_level_change",
+        "message",
+    ]
     assert [e.get("id") for e in lines[1:]] == [mc, tl, u]
     assert lines[1]["parentId"] is None
     assert lines[2]["parentId"] == mc
@@ -165,9 +174,26 @@ def test_s08_omitted_optional_keys():
     e = m.append_usage("cache_warm", "p", "m", Z, "")
     lines = [jsonfmt.loads(line) for _, line in m.iter_lines()][2:]
     assert list(lines[0]) == ["type", "id", "parentId", "timestamp", "targetId"]
-    assert list(lines[1]) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId", "tokensBefore"]
+    assert list(lines[1]) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+    ]
     assert list(lines[2]) == ["type", "customType", "id", "parentId", "timestamp"]
-    assert list(lines[3]) == ["type", "id", "parentId", "timestamp", "kind", "provider", "model", "usage"]
+    assert list(lines[3]) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "kind",
+        "provider",
+        "model",
+        "usage",
+    ]
     assert isinstance(e, dict) and e["type"] == "usage"
     m.append_label_change(u1, "keep")
     assert m.get_label(u1) == "keep"
@@ -247,23 +273,76 @@ def test_s22_parse_session_entries():
 
 
 def test_entry_builders_key_order():
-    assert list(session_header("s", "t", "/c", "/p")) == ["type", "version", "id", "timestamp", "cwd", "parentSession"]
-    assert list(message_entry("i", None, "t", {})) == ["type", "id", "parentId", "timestamp", "message"]
+    assert list(session_header("s", "t", "/c", "/p")) == [
+        "type",
+        "version",
+        "id",
+        "timestamp",
+        "cwd",
+        "parentSession",
+    ]
+    assert list(message_entry("i", None, "t", {})) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "message",
+    ]
     assert list(thinking_level_change_entry("i", None, "t", "high"))[-1] == "thinkingLevel"
     assert list(model_change_entry("i", None, "t", "p", "m"))[-2:] == ["provider", "modelId"]
     assert list(usage_entry("i", None, "t", "k", "p", "m", Z, "n"))[-1] == "note"
-    assert list(compaction_entry("i", None, "t", "S", "k", 1, {}, Z, False, {"role": "system"})) == [
-        "type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId", "tokensBefore",
-        "details", "usage", "fromHook", "systemMessage",
+    assert list(
+        compaction_entry("i", None, "t", "S", "k", 1, {}, Z, False, {"role": "system"})
+    ) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+        "details",
+        "usage",
+        "fromHook",
+        "systemMessage",
     ]
     assert list(branch_summary_entry("i", None, "t", "root", "S", {}, Z, True)) == [
-        "type", "id", "parentId", "timestamp", "fromId", "summary", "details", "usage", "fromHook",
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "fromId",
+        "summary",
+        "details",
+        "usage",
+        "fromHook",
     ]
-    assert list(custom_entry("c", {"a": 1}, "i", None, "t")) == ["type", "customType", "data", "id", "parentId", "timestamp"]
+    assert list(custom_entry("c", {"a": 1}, "i", None, "t")) == [
+        "type",
+        "customType",
+        "data",
+        "id",
+        "parentId",
+        "timestamp",
+    ]
     assert list(custom_message_entry("c", "x", False, {"d": 1}, "i", None, "t")) == [
-        "type", "customType", "content", "display", "details", "id", "parentId", "timestamp",
+        "type",
+        "customType",
+        "content",
+        "display",
+        "details",
+        "id",
+        "parentId",
+        "timestamp",
     ]
-    assert list(context_edit_entry("i", None, "t", "x", None)) == ["type", "id", "parentId", "timestamp", "targetId", "replacement"]
+    assert list(context_edit_entry("i", None, "t", "x", None)) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "targetId",
+        "replacement",
+    ]
     assert list(label_entry("i", None, "t", "x", "l"))[-2:] == ["targetId", "label"]
     assert list(session_info_entry("i", None, "t", ""))[-1] == "name"
 

@@ -48,7 +48,9 @@ S13_OUTPUT = [
 def test_s13_migration_v1_to_v3(tmp_path):
     path = tmp_path / "v1.jsonl"
     write_lines(path, S13_INPUT)
-    m = SessionManager.open(str(path), rng=SeqRng(["11111111", "22222222", "33333333"]), clock=Clock())
+    m = SessionManager.open(
+        str(path), rng=SeqRng(["11111111", "22222222", "33333333"]), clock=Clock()
+    )
     assert lines_of(path) == S13_OUTPUT
     assert m.get_leaf_id() == "33333333"
     messages = m.build_session_context().messages
@@ -64,13 +66,19 @@ def test_s13_migration_v1_to_v3(tmp_path):
 
 def test_s14_migration_v2_to_v3_keeps_key_positions(tmp_path):
     path = tmp_path / "v2.jsonl"
-    write_lines(path, [
-        '{"type":"session","version":2,"id":"s","timestamp":"2024-01-01T00:00:00.000Z","cwd":"/w"}',
-        '{"type":"message","id":"m1","parentId":null,"timestamp":"2024-01-01T00:00:01.000Z","message":{"role":"hookMessage","customType":"n","content":"x","display":true,"timestamp":1}}',
-    ])
+    write_lines(
+        path,
+        [
+            '{"type":"session","version":2,"id":"s","timestamp":"2024-01-01T00:00:00.000Z","cwd":"/w"}',
+            '{"type":"message","id":"m1","parentId":null,"timestamp":"2024-01-01T00:00:01.000Z","message":{"role":"hookMessage","customType":"n","content":"x","display":true,"timestamp":1}}',
+        ],
+    )
     m = SessionManager.open(str(path))
     lines = lines_of(path)
-    assert lines[0] == '{"type":"session","version":3,"id":"s","timestamp":"2024-01-01T00:00:00.000Z","cwd":"/w"}'
+    assert (
+        lines[0]
+        == '{"type":"session","version":3,"id":"s","timestamp":"2024-01-01T00:00:00.000Z","cwd":"/w"}'
+    )
     assert jsonfmt.loads(lines[1])["message"]["role"] == "custom"
     assert m.get_leaf_id() == "m1"
 
@@ -103,7 +111,14 @@ def test_migrate_list_without_header_counts_as_v1():
 
 def test_s15_no_rewrite_for_current_files(tmp_path):
     path = tmp_path / "v3.jsonl"
-    data = write_lines(path, [header(), msg_entry("e1", None, U("hi")), '{"type":"weird" , "id":"w1","parentId":"e1","timestamp":"t","x":1.0}'])
+    data = write_lines(
+        path,
+        [
+            header(),
+            msg_entry("e1", None, U("hi")),
+            '{"type":"weird" , "id":"w1","parentId":"e1","timestamp":"t","x":1.0}',
+        ],
+    )
     m = SessionManager.open(str(path))
     assert read_bytes(path) == data
     assert m.to_bytes() == data
@@ -112,7 +127,17 @@ def test_s15_no_rewrite_for_current_files(tmp_path):
 
 def test_s16_malformed_lines_are_skipped(tmp_path):
     path = tmp_path / "m.jsonl"
-    data = write_lines(path, [header(), msg_entry("e1", None, U("a")), "not json", "", "   ", msg_entry("e2", "e1", A("b"))])
+    data = write_lines(
+        path,
+        [
+            header(),
+            msg_entry("e1", None, U("a")),
+            "not json",
+            "",
+            "   ",
+            msg_entry("e2", "e1", A("b")),
+        ],
+    )
     m = SessionManager.open(str(path))
     assert [e["id"] for e in m.get_entries()] == ["e1", "e2"]
     assert m.get_leaf_id() == "e2"
@@ -152,7 +177,10 @@ def test_s18_invalid_non_empty_file(tmp_path, content):
 
 def test_falsy_values_before_header_are_harmless(tmp_path):
     path = tmp_path / "f.jsonl"
-    write_lines(path, ["null", "0", "false", '""', header(), "null", msg_entry("e1", None, U("a")), "7", "[2]"])
+    write_lines(
+        path,
+        ["null", "0", "false", '""', header(), "null", msg_entry("e1", None, U("a")), "7", "[2]"],
+    )
     m = SessionManager.open(str(path))
     assert [e["id"] for e in m.get_entries()] == ["e1"]
     assert m.get_leaf_id() == "e1"  # the stray 7 and [2] are dropped, not made the leaf
@@ -217,7 +245,18 @@ def test_invalid_utf8_and_bom_and_crlf(tmp_path):
     bad_utf8 = jsonfmt.dumps(msg_entry("e2", "e1", U("X"))).encode().replace(b"X", b"\xff\xfe")
     bom = b"\xef\xbb\xbf" + jsonfmt.dumps(msg_entry("e3", "e2", U("bom"))).encode()
     crlf = jsonfmt.dumps(msg_entry("e4", "e2", U("crlf"))).encode() + b"\r"
-    data = jsonfmt.dumps(header()).encode() + b"\n" + good + b"\n" + bad_utf8 + b"\n" + bom + b"\n" + crlf + b"\n"
+    data = (
+        jsonfmt.dumps(header()).encode()
+        + b"\n"
+        + good
+        + b"\n"
+        + bad_utf8
+        + b"\n"
+        + bom
+        + b"\n"
+        + crlf
+        + b"\n"
+    )
     path.write_bytes(data)
     m = SessionManager.open(str(path))
     assert [e["id"] for e in m.get_entries()] == ["e1", "e2", "e4"]
@@ -228,7 +267,10 @@ def test_invalid_utf8_and_bom_and_crlf(tmp_path):
 
 
 def test_integer_like_keys_parse_in_javascript_order():
-    data = (jsonfmt.dumps(header()) + '\n{"type":"custom","customType":"c","data":{"b":1,"10":2,"2":3},"id":"x","parentId":null,"timestamp":"t"}\n').encode()
+    data = (
+        jsonfmt.dumps(header())
+        + '\n{"type":"custom","customType":"c","data":{"b":1,"10":2,"2":3},"id":"x","parentId":null,"timestamp":"t"}\n'
+    ).encode()
     loaded = parse_bytes(data)
     assert list(loaded.entries[1]["data"]) == ["2", "10", "b"]
     assert loaded.raw_lines[1].endswith('"timestamp":"t"}')
@@ -245,7 +287,9 @@ def test_very_long_line(tmp_path):
 
 def test_header_discovery_scan_limit(tmp_path):
     path = tmp_path / "h.jsonl"
-    path.write_bytes(b" " * (HEADER_SCAN_LIMIT + 10) + b"\n" + jsonfmt.dumps(header()).encode() + b"\n")
+    path.write_bytes(
+        b" " * (HEADER_SCAN_LIMIT + 10) + b"\n" + jsonfmt.dumps(header()).encode() + b"\n"
+    )
     with pytest.raises(HeaderScanLimitError):
         read_session_header(str(path))
     assert discover_header(str(path)) is None
@@ -263,7 +307,10 @@ def test_header_discovery_scan_limit(tmp_path):
 
 
 def test_in_memory_entries_with_and_without_header():
-    entries = [{"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"}, {"type": "message", "timestamp": "t", "message": U("a")}]
+    entries = [
+        {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
+        {"type": "message", "timestamp": "t", "message": U("a")},
+    ]
     m = SessionManager.in_memory("/w", entries=entries, rng=SeqRng(["aaaa0000"]))
     assert m.get_session_id() == "s"
     assert m.get_leaf_id() == "aaaa0000"
@@ -301,27 +348,42 @@ def test_parse_file_matches_parse_bytes_across_chunk_boundaries(tmp_path, monkey
         path.write_bytes(data)
         a = loading.parse_file(str(path))
         b = parse_bytes(data)
-        for field_name in ("entries", "raw_lines", "line_numbers", "valid", "size", "line_count",
-                           "missing_final_newline", "malformed", "invalid_utf8", "falsy", "non_objects"):
+        for field_name in (
+            "entries",
+            "raw_lines",
+            "line_numbers",
+            "valid",
+            "size",
+            "line_count",
+            "missing_final_newline",
+            "malformed",
+            "invalid_utf8",
+            "falsy",
+            "non_objects",
+        ):
             assert getattr(a, field_name) == getattr(b, field_name), field_name
 
 
 def _mixed_content() -> bytes:
     return (
         b"garbage{\n"
-        + jsonfmt.dumps(header()).encode() + b"\n"
+        + jsonfmt.dumps(header()).encode()
+        + b"\n"
         + b'{"type":"custom","customType":"c","data":{"b":1,"10":2},"id":"k","parentId":null,"timestamp":"t"}\n'
         + b"\n   \nnull\n7\n"
-        + jsonfmt.dumps(msg_entry("e1", None, U("caf\u00e9 \u2028 x"))).encode() + b"\n"
+        + jsonfmt.dumps(msg_entry("e1", None, U("caf\u00e9 \u2028 x"))).encode()
+        + b"\n"
         + b'{"bad":"\xff"}\n'
-        + jsonfmt.dumps(msg_entry("e2", "e1", U("y" * 300))).encode() + b"\n"
+        + jsonfmt.dumps(msg_entry("e2", "e1", U("y" * 300))).encode()
+        + b"\n"
     )
 
 
 def test_to_bytes_reproduces_lines_read_back_from_the_file(tmp_path):
     path = tmp_path / "raw.jsonl"
     data = (
-        jsonfmt.dumps(header()).encode() + b"\n"
+        jsonfmt.dumps(header()).encode()
+        + b"\n"
         + b'{"type":"message","id":"e1","parentId":null,"timestamp":"t","message":{"role":"user","content":"\xff\xfe caf\xc3\xa9","timestamp":1.0}}\n'
         + b'{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}\n'
     )
@@ -332,7 +394,9 @@ def test_to_bytes_reproduces_lines_read_back_from_the_file(tmp_path):
     assert m.to_bytes() == data
     m.append_message(U("more"))
     assert m.to_bytes() == read_bytes(path)
-    assert [line for _, line in m.iter_lines()][2] == '{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}'
+    assert [line for _, line in m.iter_lines()][
+        2
+    ] == '{"type":"x" ,  "id":"e2","parentId":"e1","timestamp":"t","n":1e2}'
 
 
 def test_load_readonly_v3_path_keeps_bytes_and_never_repairs(tmp_path):

@@ -139,12 +139,15 @@ def test_s34_label_target_must_exist():
 
 def test_s35_tree_ordering(tmp_path):
     path = tmp_path / "t.jsonl"
-    write_lines(path, [
-        header(),
-        msg_entry("r", None, U("r"), "2025-01-01T00:00:01.000Z"),
-        msg_entry("c2", "r", U("c2"), "2025-01-01T00:00:05.000Z"),
-        msg_entry("c1", "r", U("c1"), "2025-01-01T00:00:03.000Z"),
-    ])
+    write_lines(
+        path,
+        [
+            header(),
+            msg_entry("r", None, U("r"), "2025-01-01T00:00:01.000Z"),
+            msg_entry("c2", "r", U("c2"), "2025-01-01T00:00:05.000Z"),
+            msg_entry("c1", "r", U("c1"), "2025-01-01T00:00:03.000Z"),
+        ],
+    )
     m = SessionManager.open(str(path))
     assert [c.entry["id"] for c in m.get_tree()[0].children] == ["c1", "c2"]
     assert m.get_leaf_id() == "c1"
@@ -220,9 +223,15 @@ def test_s38_context_edit_validation():
         (("nope", None), "Entry nope not found"),
         ((a1, None), f"Entry {a1} is not on the active branch"),
         ((s1, None), f"Entry {s1} does not contribute editable model content"),
-        ((u1, {"content": 5}), "Context edit replacement must be null or contain string/array content"),
+        (
+            (u1, {"content": 5}),
+            "Context edit replacement must be null or contain string/array content",
+        ),
         ((u1, "x"), "Context edit replacement must be null or contain string/array content"),
-        ((u1, {"text": "x"}), "Context edit replacement must be null or contain string/array content"),
+        (
+            (u1, {"text": "x"}),
+            "Context edit replacement must be null or contain string/array content",
+        ),
     ]
     for args, message in cases:
         with pytest.raises(SessionError) as info:
@@ -247,7 +256,10 @@ def test_context_edit_normalizes_assistant_strings():
 
 
 def _write_session(path, cwd, ts="2025-01-01T00:00:00.000Z", session_id="s"):
-    write_lines(path, [header(session_id, cwd, timestamp=ts), msg_entry(f"{session_id}-e", None, U(session_id))])
+    write_lines(
+        path,
+        [header(session_id, cwd, timestamp=ts), msg_entry(f"{session_id}-e", None, U(session_id))],
+    )
 
 
 def test_s39_continue_recent_picks_newest_valid(tmp_path):
@@ -296,11 +308,22 @@ def test_s40_continue_recent_cwd_filter(tmp_path, monkeypatch):
 def test_s41_list(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
-    write_lines(d / "f1.jsonl", [
-        header("f1", timestamp="2025-01-01T00:00:00.000Z"),
-        msg_entry("u", None, {"role": "user", "content": "fix bug", "timestamp": 1738454400000}),
-        {"type": "session_info", "id": "i", "parentId": "u", "timestamp": "2025-02-02T00:00:01.000Z", "name": "Bugfix"},
-    ])
+    write_lines(
+        d / "f1.jsonl",
+        [
+            header("f1", timestamp="2025-01-01T00:00:00.000Z"),
+            msg_entry(
+                "u", None, {"role": "user", "content": "fix bug", "timestamp": 1738454400000}
+            ),
+            {
+                "type": "session_info",
+                "id": "i",
+                "parentId": "u",
+                "timestamp": "2025-02-02T00:00:01.000Z",
+                "name": "Bugfix",
+            },
+        ],
+    )
     write_lines(d / "f2.jsonl", [header("f2", timestamp="2025-01-15T00:00:00.000Z")])
     (d / "junk.jsonl").write_text('{"type":"message"}\n')
     write_lines(d / "throws.jsonl", [header("t"), {"type": "message", "id": "x", "message": None}])
@@ -368,7 +391,12 @@ def test_append_compaction_stores_system_checkpoint():
     m.append_message(SYS("", {"a": "2"}, ts=20))
     c = m.append_compaction("S", u, 5, {"readFiles": [], "modifiedFiles": []}, False)
     entry = m.get_entry(c)
-    assert entry["systemMessage"] == {"role": "system", "content": "base", "sections": {"a": "2"}, "timestamp": 1_741_068_000_000}
+    assert entry["systemMessage"] == {
+        "role": "system",
+        "content": "base",
+        "sections": {"a": "2"},
+        "timestamp": 1_741_068_000_000,
+    }
     assert list(entry)[-1] == "systemMessage"
     messages = m.build_session_context().messages
     assert messages[0] == entry["systemMessage"]
@@ -428,7 +456,13 @@ def test_storage_protocol_round_trip(tmp_path):
 
 def test_open_migrated_fixture_like_file_is_rewritten_once(tmp_path):
     path = tmp_path / "v1.jsonl"
-    write_lines(path, [{"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"}, {"type": "message", "timestamp": "t", "message": U("a")}])
+    write_lines(
+        path,
+        [
+            {"type": "session", "id": "s", "timestamp": "t", "cwd": "/w"},
+            {"type": "message", "timestamp": "t", "message": U("a")},
+        ],
+    )
     m = SessionManager.open(str(path))
     first = read_bytes(path)
     assert parsed_lines(path)[1]["id"] == m.get_leaf_id()

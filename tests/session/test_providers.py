@@ -25,13 +25,20 @@ def _run(provider, messages, **kwargs):
 
 
 def test_streams_deltas_usage_and_done():
-    script = Reply(chunks=["Hel", "lo ", "world"], usage={
-        "prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107,
-        "prompt_tokens_details": {"cached_tokens": 40},
-        "completion_tokens_details": {"reasoning_tokens": 2},
-    })
+    script = Reply(
+        chunks=["Hel", "lo ", "world"],
+        usage={
+            "prompt_tokens": 100,
+            "completion_tokens": 7,
+            "total_tokens": 107,
+            "prompt_tokens_details": {"cached_tokens": 40},
+            "completion_tokens_details": {"reasoning_tokens": 2},
+        },
+    )
     with FakeOpenAIServer(script) as server:
-        provider = OpenAIChatProvider(server.base_url, "fake-model", api_key="sk-test", clock=lambda: 1234)
+        provider = OpenAIChatProvider(
+            server.base_url, "fake-model", api_key="sk-test", clock=lambda: 1234
+        )
         deltas, message = _run(provider, [U("hi")], max_tokens=50)
         request = server.requests[0]
     assert deltas == ["Hel", "lo ", "world"]
@@ -42,7 +49,12 @@ def test_streams_deltas_usage_and_done():
         "provider": "openai-compatible",
         "model": "fake-model",
         "usage": {
-            "input": 60, "output": 7, "cacheRead": 40, "cacheWrite": 0, "reasoning": 2, "totalTokens": 107,
+            "input": 60,
+            "output": 7,
+            "cacheRead": 40,
+            "cacheWrite": 0,
+            "reasoning": 2,
+            "totalTokens": 107,
             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
         },
         "stopReason": "stop",
@@ -59,16 +71,25 @@ def test_streams_deltas_usage_and_done():
 
 
 def test_finish_reason_length_and_tool_calls():
-    with FakeOpenAIServer([Reply("cut", finish_reason="length"),
-                           Reply("", tool_calls=[{"id": "c9", "name": "read", "arguments": {"path": "a.py"}}],
-                                 finish_reason="tool_calls")]) as server:
+    with FakeOpenAIServer(
+        [
+            Reply("cut", finish_reason="length"),
+            Reply(
+                "",
+                tool_calls=[{"id": "c9", "name": "read", "arguments": {"path": "a.py"}}],
+                finish_reason="tool_calls",
+            ),
+        ]
+    ) as server:
         provider = OpenAIChatProvider(server.base_url, "m")
         _, first = _run(provider, [U("a")])
         _, second = _run(provider, [U("b")])
     assert first["stopReason"] == "length"
     assert first["content"] == [{"type": "text", "text": "cut"}]
     assert second["stopReason"] == "toolUse"
-    assert second["content"] == [{"type": "toolCall", "id": "c9", "name": "read", "arguments": {"path": "a.py"}}]
+    assert second["content"] == [
+        {"type": "toolCall", "id": "c9", "name": "read", "arguments": {"path": "a.py"}}
+    ]
 
 
 def test_reasoning_deltas_become_a_thinking_block():
@@ -81,7 +102,9 @@ def test_reasoning_deltas_become_a_thinking_block():
 
 
 def test_http_error_becomes_error_message():
-    with FakeOpenAIServer(Reply(status=401, error_body={"error": {"message": "invalid api key"}})) as server:
+    with FakeOpenAIServer(
+        Reply(status=401, error_body={"error": {"message": "invalid api key"}})
+    ) as server:
         deltas, message = _run(OpenAIChatProvider(server.base_url, "m"), [U("q")])
     assert deltas == []
     assert message["stopReason"] == "error"
@@ -90,8 +113,12 @@ def test_http_error_becomes_error_message():
 
 
 def test_unknown_finish_reason_and_missing_finish_reason():
-    with FakeOpenAIServer([Reply("x", finish_reason="content_filter"),
-                           Reply("x", finish_reason=None, send_done=False, usage=None)]) as server:
+    with FakeOpenAIServer(
+        [
+            Reply("x", finish_reason="content_filter"),
+            Reply("x", finish_reason=None, send_done=False, usage=None),
+        ]
+    ) as server:
         provider = OpenAIChatProvider(server.base_url, "m")
         _, filtered = _run(provider, [U("q")])
         _, truncated = _run(provider, [U("q")])
@@ -102,7 +129,10 @@ def test_unknown_finish_reason_and_missing_finish_reason():
 
 
 def test_error_event_inside_stream():
-    raw = ['{"choices":[{"index":0,"delta":{"content":"par"}}]}', '{"error":{"message":"overloaded"}}']
+    raw = [
+        '{"choices":[{"index":0,"delta":{"content":"par"}}]}',
+        '{"error":{"message":"overloaded"}}',
+    ]
     with FakeOpenAIServer(Reply(raw_events=raw)) as server:
         deltas, message = _run(OpenAIChatProvider(server.base_url, "m"), [U("q")])
     assert deltas == ["par"]
@@ -149,22 +179,53 @@ def test_message_conversion():
     unanswered = AC("bash", {"command": "ls"})
     unanswered["content"][0]["id"] = "call_2"
     failed = A("oops", stop="error")
-    system = {"role": "system", "content": "base", "sections": {"policy": "be careful", "gone": None}, "timestamp": 1}
-    image_user = U([{"type": "text", "text": "see"}, {"type": "image", "data": "AAA", "mimeType": "image/png"}])
-    out = to_openai_messages([system, U("hi"), call, R("file text"), unanswered, failed, image_user], system_prompt="SP")
+    system = {
+        "role": "system",
+        "content": "base",
+        "sections": {"policy": "be careful", "gone": None},
+        "timestamp": 1,
+    }
+    image_user = U(
+        [{"type": "text", "text": "see"}, {"type": "image", "data": "AAA", "mimeType": "image/png"}]
+    )
+    out = to_openai_messages(
+        [system, U("hi"), call, R("file text"), unanswered, failed, image_user], system_prompt="SP"
+    )
     assert out == [
         {"role": "system", "content": "SP"},
         {"role": "system", "content": "base\n\nbe careful"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path":"a.py"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "read", "arguments": '{"path":"a.py"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "file text"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_2", "type": "function", "function": {"name": "bash", "arguments": '{"command":"ls"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command":"ls"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_2", "content": "No result provided"},
-        {"role": "user", "content": [
-            {"type": "text", "text": "see"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "see"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}},
+            ],
+        },
     ]
 
 
@@ -178,16 +239,29 @@ def test_usage_and_finish_reason_mapping():
 
 def test_provider_from_env():
     assert provider_from_env({}) is None
-    provider = provider_from_env({"SESSIONS_LLM_BASE_URL": "http://h:1/v1/", "SESSIONS_LLM_MODEL": "gpt",
-                                  "SESSIONS_LLM_API_KEY": "k"})
+    provider = provider_from_env(
+        {
+            "SESSIONS_LLM_BASE_URL": "http://h:1/v1/",
+            "SESSIONS_LLM_MODEL": "gpt",
+            "SESSIONS_LLM_API_KEY": "k",
+        }
+    )
     assert provider.endpoint == "http://h:1/v1/chat/completions"
     assert (provider.model, provider.api_key) == ("gpt", "k")
 
 
 def test_projection_roles_are_converted_first():
     summary = {"role": "compactionSummary", "summary": "S", "tokensBefore": 1, "timestamp": 5}
-    bash = {"role": "bashExecution", "command": "ls", "output": "a", "exitCode": 0, "cancelled": False,
-            "truncated": False, "excludeFromContext": True, "timestamp": 6}
+    bash = {
+        "role": "bashExecution",
+        "command": "ls",
+        "output": "a",
+        "exitCode": 0,
+        "cancelled": False,
+        "truncated": False,
+        "excludeFromContext": True,
+        "timestamp": 6,
+    }
     out = to_openai_messages([summary, bash, U("go")])
     assert out[0]["role"] == "user"
     assert out[0]["content"].startswith("The conversation history before this point was compacted")

@@ -94,7 +94,9 @@ def test_random_trees_round_trip_losslessly(operations):
         assert _dump(reopened.get_entries()) == _dump(m.get_entries())
         assert reopened.get_leaf_id() == m.get_entries()[-1]["id"]
         assert reopened.get_labels() == m.get_labels()
-        assert _dump([n.to_json() for n in reopened.get_tree()]) == _dump([n.to_json() for n in m.get_tree()])
+        assert _dump([n.to_json() for n in reopened.get_tree()]) == _dump(
+            [n.to_json() for n in m.get_tree()]
+        )
         assert validate_bytes(data).ok
         readonly = SessionManager.load_readonly(data)
         assert _dump(readonly.get_entries()) == _dump(m.get_entries())
@@ -151,9 +153,29 @@ def test_unknown_fields_and_types_survive_reopen(payload, text):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "s.jsonl")
         lines = [
-            jsonfmt.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/w", "extra": payload}),
-            jsonfmt.dumps({"type": "message", "id": "a", "parentId": None, "timestamp": "t", "message": U(text), "zz": payload}),
-            jsonfmt.dumps({"type": "future", "id": "b", "parentId": "a", "timestamp": "t", "data": payload}),
+            jsonfmt.dumps(
+                {
+                    "type": "session",
+                    "version": 3,
+                    "id": "s",
+                    "timestamp": "t",
+                    "cwd": "/w",
+                    "extra": payload,
+                }
+            ),
+            jsonfmt.dumps(
+                {
+                    "type": "message",
+                    "id": "a",
+                    "parentId": None,
+                    "timestamp": "t",
+                    "message": U(text),
+                    "zz": payload,
+                }
+            ),
+            jsonfmt.dumps(
+                {"type": "future", "id": "b", "parentId": "a", "timestamp": "t", "data": payload}
+            ),
         ]
         data = ("\n".join(lines) + "\n").encode("utf-8")
         with open(path, "wb") as fh:
@@ -204,7 +226,15 @@ def test_deep_cycle_is_reported_and_walks_stop():
     entries = [{"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/w"}]
     n = 11_000
     for i in range(n):
-        entries.append({"type": "message", "id": f"e{i}", "parentId": f"e{(i + 1) % n}", "timestamp": "t", "message": U("x")})
+        entries.append(
+            {
+                "type": "message",
+                "id": f"e{i}",
+                "parentId": f"e{(i + 1) % n}",
+                "timestamp": "t",
+                "message": U("x"),
+            }
+        )
     m = SessionManager.in_memory("/w", entries=entries)
     assert len(m.get_branch()) == n
     assert m.get_tree() == []
@@ -226,7 +256,18 @@ _odd_entry = st.fixed_dictionaries(
     {},
     optional={
         "type": st.one_of(
-            st.sampled_from(["message", "label", "compaction", "context_edit", "custom_message", "session_info", "session", "weird"]),
+            st.sampled_from(
+                [
+                    "message",
+                    "label",
+                    "compaction",
+                    "context_edit",
+                    "custom_message",
+                    "session_info",
+                    "session",
+                    "weird",
+                ]
+            ),
             json_values,
         ),
         "id": _odd_ids,

@@ -49,8 +49,10 @@ def test_it_uploads_several_files_with_progress_and_shows_each_result(admin_page
     good = tmp_path / "good.jsonl"
     good.write_bytes(SMALL_SESSION)
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(SMALL_SESSION.replace(b"0195f3a2", b"bad-0195") + (
-        b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x"}\n'))
+    bad.write_bytes(
+        SMALL_SESSION.replace(b"0195f3a2", b"bad-0195")
+        + (b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x"}\n')
+    )
     page.goto(f"{base}/import/")
     progress_seen = page.evaluate_handle("""() => {
         const seen = {value: false};

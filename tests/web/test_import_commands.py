@@ -24,7 +24,9 @@ def test_it_imports_a_pi_sessions_directory_keeping_cwd_groups(tmp_path, capsys)
     call_command("import_sessions", str(root))
     assert Session.objects.count() == 2
     assert set(Session.objects.values_list("cwd", flat=True)) == {
-        "/home/ana/proj", "/Users/badlogic/workspaces/pi-mono"}
+        "/home/ana/proj",
+        "/Users/badlogic/workspaces/pi-mono",
+    }
     out = capsys.readouterr().out
     assert "2 new, 0 grown, 0 unchanged, 0 rejected" in out
     call_command("import_sessions", str(root))
@@ -55,8 +57,16 @@ def test_demo_sessions_show_every_feature(capsys):
     assert Session.objects.count() == 2
     login = Session.objects.get(name="Fix the flaky login test")
     types = set(Entry.objects.filter(session=login).values_list("type", flat=True))
-    assert {"message", "compaction", "branch_summary", "label", "context_edit",
-            "session_info", "model_change", "thinking_level_change"} <= types
+    assert {
+        "message",
+        "compaction",
+        "branch_summary",
+        "label",
+        "context_edit",
+        "session_info",
+        "model_change",
+        "thinking_level_change",
+    } <= types
     assert login.leaf_count >= 2 and login.compaction_count == 1
     compaction = Entry.objects.get(session=login, type="compaction").data()
     assert compaction["firstKeptEntryId"] != compaction["id"]  # a kept tail

@@ -25,9 +25,12 @@ def test_the_import_page_offers_drag_and_drop(admin_client):
 
 def test_it_imports_several_files_at_once(admin_client):
     other = SMALL_SESSION.replace(b"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b", b"other-session-id")
-    response = admin_client.post(reverse("explorer:import"), {
-        "files": [_upload("a.jsonl", SMALL_SESSION), _upload("b.jsonl", other)],
-    })
+    response = admin_client.post(
+        reverse("explorer:import"),
+        {
+            "files": [_upload("a.jsonl", SMALL_SESSION), _upload("b.jsonl", other)],
+        },
+    )
     assert response.status_code == 200
     assert Session.objects.count() == 2
     assert b"Imported 8 entries" in response.content
@@ -48,8 +51,9 @@ def test_a_bad_line_rejects_the_file_and_shows_each_problem(admin_client):
 
 def test_tolerated_defects_import_with_warnings(admin_client):
     data = SMALL_SESSION + b"{oops this is not json\n"
-    response = admin_client.post(reverse("explorer:import"), {"files": _upload("w.jsonl", data)},
-                                 HTTP_X_UPLOAD="1")
+    response = admin_client.post(
+        reverse("explorer:import"), {"files": _upload("w.jsonl", data)}, HTTP_X_UPLOAD="1"
+    )
     assert response.status_code == 200
     text = response.content.decode()
     assert "<html" not in text  # the XHR gets the result fragment only
@@ -64,16 +68,18 @@ def test_tolerated_defects_import_with_warnings(admin_client):
 
 def test_reimport_reports_nothing_new(admin_client, make_session):
     make_session()
-    response = admin_client.post(reverse("explorer:import"),
-                                 {"files": _upload("a.jsonl", SMALL_SESSION)})
+    response = admin_client.post(
+        reverse("explorer:import"), {"files": _upload("a.jsonl", SMALL_SESSION)}
+    )
     assert b"Already imported" in response.content
     assert Entry.objects.count() == 8
 
 
 def test_oversized_uploads_get_a_clear_message(admin_client, settings):
     settings.SESSIONS_MAX_UPLOAD_BYTES = 50
-    response = admin_client.post(reverse("explorer:import"),
-                                 {"files": _upload("big.jsonl", SMALL_SESSION)})
+    response = admin_client.post(
+        reverse("explorer:import"), {"files": _upload("big.jsonl", SMALL_SESSION)}
+    )
     assert response.status_code in (413, 422)
     assert b"SESSIONS_MAX_UPLOAD_BYTES" in response.content
     assert Session.objects.count() == 0
@@ -89,8 +95,9 @@ def test_export_is_a_download_of_the_stored_bytes(viewer_client, make_session):
 
 def test_branch_download_is_a_new_session_file(viewer_client, make_session):
     session = make_session()
-    response = viewer_client.get(reverse("explorer:branch_download", args=[session.pk]),
-                                 {"leaf": "e5f6a7b8"})
+    response = viewer_client.get(
+        reverse("explorer:branch_download", args=[session.pk]), {"leaf": "e5f6a7b8"}
+    )
     body = b"".join(response.streaming_content).decode()
     lines = body.splitlines()
     assert '"type":"session"' in lines[0] and "parentSession" in lines[0]
@@ -101,7 +108,8 @@ def test_branch_download_is_a_new_session_file(viewer_client, make_session):
 def test_list_groups_sessions_by_working_directory(viewer_client, make_session):
     make_session()
     other = SMALL_SESSION.replace(b"0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b", b"s2").replace(
-        b'"cwd":"/home/ana/proj"', b'"cwd":"/srv/other"')
+        b'"cwd":"/home/ana/proj"', b'"cwd":"/srv/other"'
+    )
     make_session(other)
     text = viewer_client.get(reverse("explorer:session_list")).content.decode()
     assert "/home/ana/proj" in text and "/srv/other" in text
@@ -112,8 +120,9 @@ def test_list_groups_sessions_by_working_directory(viewer_client, make_session):
 
 def test_uploads_spooled_to_disk_are_imported_from_the_temporary_file(admin_client, settings):
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10  # force a TemporaryUploadedFile
-    response = admin_client.post(reverse("explorer:import"),
-                                 {"files": _upload("spooled.jsonl", SMALL_SESSION)})
+    response = admin_client.post(
+        reverse("explorer:import"), {"files": _upload("spooled.jsonl", SMALL_SESSION)}
+    )
     assert response.status_code == 200
     session = Session.objects.get()
     assert session.source_path == "spooled.jsonl"
@@ -132,5 +141,7 @@ def test_a_legacy_session_also_downloads_as_originally_imported(viewer_client, m
     original = viewer_client.get(url, {"original": "1"})
     assert b"".join(original.streaming_content) == data
     v3 = make_session()
-    assert viewer_client.get(reverse("explorer:export", args=[v3.pk]),
-                             {"original": "1"}).status_code == 404
+    assert (
+        viewer_client.get(reverse("explorer:export", args=[v3.pk]), {"original": "1"}).status_code
+        == 404
+    )

@@ -82,7 +82,9 @@ def test_viewers_read_but_cannot_post_any_write(viewer_client, make_session, sma
     assert Session.objects.count() == 1
 
 
-def test_editors_append_but_cannot_import_or_delete(editor_client, make_session, small_session_bytes):
+def test_editors_append_but_cannot_import_or_delete(
+    editor_client, make_session, small_session_bytes
+):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from explorer.models import Session
@@ -132,8 +134,9 @@ def test_csrf_is_enforced_on_posts(admin_user, editor_user, csrf_client_factory,
     # with the token from the page the same request works
     page = admin.get(reverse("explorer:delete", args=[session.pk]))
     token = page.context["csrf_token"]
-    response = admin.post(reverse("explorer:delete", args=[session.pk]),
-                          {"csrfmiddlewaretoken": str(token)})
+    response = admin.post(
+        reverse("explorer:delete", args=[session.pk]), {"csrfmiddlewaretoken": str(token)}
+    )
     assert response.status_code == 302
 
 
@@ -148,6 +151,7 @@ def test_login_form_needs_csrf(db, django_user_model):
 
 # --- deployment settings ---------------------------------------------------------------------
 
+
 def _run_check(env_extra: dict, *args: str):
     import os
     import subprocess
@@ -155,33 +159,59 @@ def _run_check(env_extra: dict, *args: str):
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in (
-        "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "REDIS_URL",
-        "DJANGO_ALLOW_ASYNC_UNSAFE")}  # (browser tests set the last one for the whole run)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "DEBUG",
+            "SECRET_KEY",
+            "ALLOWED_HOSTS",
+            "DATABASE_URL",
+            "REDIS_URL",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",
+        )
+    }  # (browser tests set the last one for the whole run)
     env.update(env_extra)
-    return subprocess.run([sys.executable, "manage.py", "check", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_deploy_check_is_clean_when_debug_is_off():
     import secrets
 
-    result = _run_check({"DEBUG": "false", "SECRET_KEY": secrets.token_urlsafe(50),
-                         "ALLOWED_HOSTS": "sessions.example.com"},
-                        "--deploy", "--fail-level", "WARNING")
+    result = _run_check(
+        {
+            "DEBUG": "false",
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "sessions.example.com",
+        },
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"DEBUG": "maybe"}, "DEBUG must be one of"),
-    ({"DEBUG": "false"}, "SECRET_KEY must be set"),
-    ({"DEBUG": "false", "SECRET_KEY": "short"}, "at least 50 characters"),
-    ({"SESSIONS_MAX_UPLOAD_BYTES": "lots"}, "must be an integer"),
-    ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must start with"),
-    ({"SESSIONS_CACHE": "memcached"}, "SESSIONS_CACHE must be redis, file or locmem"),
-    ({"SESSIONS_CACHE": "redis"}, "SESSIONS_CACHE=redis needs REDIS_URL"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"DEBUG": "maybe"}, "DEBUG must be one of"),
+        ({"DEBUG": "false"}, "SECRET_KEY must be set"),
+        ({"DEBUG": "false", "SECRET_KEY": "short"}, "at least 50 characters"),
+        ({"SESSIONS_MAX_UPLOAD_BYTES": "lots"}, "must be an integer"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must start with"),
+        ({"SESSIONS_CACHE": "memcached"}, "SESSIONS_CACHE must be redis, file or locmem"),
+        ({"SESSIONS_CACHE": "redis"}, "SESSIONS_CACHE=redis needs REDIS_URL"),
+    ],
+)
 def test_bad_environment_values_fail_loudly(env, message):
     result = _run_check(env)
     assert result.returncode != 0
@@ -221,7 +251,9 @@ def test_every_role_finds_global_search_in_the_nav(viewer_client):
     assert f'<a href="{reverse("explorer:search")}"' in html
 
 
-def test_a_refusal_explains_itself_and_still_offers_log_out(norole_user, viewer_client, make_session):
+def test_a_refusal_explains_itself_and_still_offers_log_out(
+    norole_user, viewer_client, make_session
+):
     from django.test import Client
 
     c = Client()

@@ -33,8 +33,9 @@ def test_it_round_trips_a_v3_file_byte_for_byte(make_session):
 
 def test_it_keeps_malformed_blank_and_odd_lines_verbatim(db):
     data = (
-        SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
-        + b"\n   \n{not json\n5\n\"text\"\nnull\n"
+        SMALL_SESSION.split(b"\n", 1)[0]
+        + b"\n"
+        + b'\n   \n{not json\n5\n"text"\nnull\n'
         + b'{"type":"message","id":"x1","parentId":null,"timestamp":"t","message":{"role":"user","content":"caf\xff"}}\r\n'
         + b'{"no":"id"}\n'
         + b'{"type":"custom","customType":"k","id":"x2","parentId":"x1","timestamp":"t"}'
@@ -121,7 +122,10 @@ def test_it_appends_only_the_new_entries_of_a_grown_file(make_session):
 
 
 def test_a_bad_file_leaves_nothing_behind(db):
-    bad = SMALL_SESSION + b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x","label":"dup"}\n'
+    bad = (
+        SMALL_SESSION
+        + b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x","label":"dup"}\n'
+    )
     result = store.import_bytes(bad)
     assert not result.ok
     err = result.errors[0]
@@ -219,8 +223,11 @@ def test_stored_index_columns_match_the_tree(path):
     from collections import Counter
 
     session = store.import_bytes(path.read_bytes(), source_path=str(path)).session
-    rows = list(Entry.objects.filter(session=session).values_list(
-        "entry_id", "parent_id", "depth", "child_count"))
+    rows = list(
+        Entry.objects.filter(session=session).values_list(
+            "entry_id", "parent_id", "depth", "child_count"
+        )
+    )
     children = Counter(parent for _id, parent, _d, _c in rows if parent)
     depth = {}
     for entry_id, parent, _d, _c in rows:  # parents precede children in these files
@@ -249,10 +256,14 @@ def test_child_counts_follow_incremental_imports_and_appends(make_session, edito
 
 def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_twice(make_session):
     session = make_session()
-    line1 = (b'{"type":"custom","customType":"k","id":"99999991","parentId":"1b2c3d4e",'
-             b'"timestamp":"2025-03-04T05:12:00.000Z"}\n')
-    line2 = (b'{"type":"custom","customType":"k","id":"99999992","parentId":"99999991",'
-             b'"timestamp":"2025-03-04T05:13:00.000Z"}\n')
+    line1 = (
+        b'{"type":"custom","customType":"k","id":"99999991","parentId":"1b2c3d4e",'
+        b'"timestamp":"2025-03-04T05:12:00.000Z"}\n'
+    )
+    line2 = (
+        b'{"type":"custom","customType":"k","id":"99999992","parentId":"99999991",'
+        b'"timestamp":"2025-03-04T05:13:00.000Z"}\n'
+    )
     store.append_lines(session, line1)  # e.g. the follower stored it as Pi wrote it
     result = store.import_bytes(SMALL_SESSION + line1 + line2)
     assert result.ok, result.problems
@@ -265,8 +276,13 @@ def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_tw
 
 def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, monkeypatch):
     monkeypatch.setattr(store, "FULL_VALIDATION_LIMIT", 100)  # every file counts as big
-    odd = SMALL_SESSION + b"{broken\n" + (
-        b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}')
+    odd = (
+        SMALL_SESSION
+        + b"{broken\n"
+        + (
+            b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}'
+        )
+    )
     path = tmp_path / "big.jsonl"
     path.write_bytes(odd)
     result = store.import_file(str(path))
@@ -275,8 +291,13 @@ def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, mon
     session = result.session
     assert store.export_bytes(session) == odd
     # grown on disk: only the new line is added, still line by line
-    grown = odd + b"\n" + (
-        b'{"type":"custom","customType":"k","id":"c0ffee01","parentId":"c0ffee00","timestamp":"t"}\n')
+    grown = (
+        odd
+        + b"\n"
+        + (
+            b'{"type":"custom","customType":"k","id":"c0ffee01","parentId":"c0ffee00","timestamp":"t"}\n'
+        )
+    )
     path.write_bytes(grown)
     again = store.import_file(str(path))
     assert again.ok and again.added == 1
@@ -291,7 +312,8 @@ def test_an_unfinished_last_line_can_wait_for_the_writer(db):
     assert result.ok and result.added == 8
     assert store.export_bytes(result.session) == SMALL_SESSION
     done = SMALL_SESSION + (
-        b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}\n')
+        b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}\n'
+    )
     later = store.import_bytes(done, defer_incomplete_tail=True)
     assert later.ok and later.added == 1
     assert store.export_bytes(later.session) == done
@@ -306,14 +328,16 @@ def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
         session = store.import_bytes(data).session
         engine = SessionManager.load_readonly(data)
         leaves = Entry.objects.filter(session=session, child_count=0).values_list(
-            "entry_id", flat=True)
+            "entry_id", flat=True
+        )
         assert len(leaves) >= 2
         for leaf in leaves:
             engine.branch(leaf)
             expected = engine.build_session_projection().to_json()
             assert projection_from_path(store.path_to(session, leaf)).to_json() == expected
             assert [e["id"] for e in store.path_to(session, leaf)] == [
-                e["id"] for e in engine.get_branch(leaf)]
+                e["id"] for e in engine.get_branch(leaf)
+            ]
 
 
 def test_a_legacy_file_rewritten_by_pi_is_not_merged_twice(tmp_path):
@@ -332,7 +356,10 @@ def test_a_legacy_file_rewritten_by_pi_is_not_merged_twice(tmp_path):
 def test_another_history_under_the_same_id_is_refused(make_session):
     session = make_session()
     head = SMALL_SESSION.split(b"\n", 1)[0] + b"\n"
-    other = head + b'{"type":"custom","customType":"k","id":"ffffffff","parentId":null,"timestamp":"t"}\n'
+    other = (
+        head
+        + b'{"type":"custom","customType":"k","id":"ffffffff","parentId":null,"timestamp":"t"}\n'
+    )
     result = store.import_bytes(other)
     assert not result.ok and result.errors[0].code == "conflict"
     assert Entry.objects.filter(session=session).count() == 8

@@ -163,8 +163,11 @@ def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_mod
         signals.entries_appended.sender_receivers_cache.clear()
         signals.cursor_moved.sender_receivers_cache.clear()
     assert not errors
-    positions = list(Entry.objects.filter(session=session).order_by("position")
-                     .values_list("position", flat=True))
+    positions = list(
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("position", flat=True)
+    )
     assert positions == list(range(1, 18))
     session.refresh_from_db()
     assert session.entry_count == 17

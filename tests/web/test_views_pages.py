@@ -280,7 +280,11 @@ def test_compare_says_when_route_a_matches_nothing(viewer_client, session):
 
 @pytest.mark.parametrize("scoped", [True, False])
 def test_search_without_a_query_says_what_it_searches(viewer_client, session, scoped):
-    url = reverse("explorer:session_search", args=[session.pk]) if scoped else reverse("explorer:search")
+    url = (
+        reverse("explorer:session_search", args=[session.pk])
+        if scoped
+        else reverse("explorer:search")
+    )
     html = viewer_client.get(url).content.decode()
     results = re.search(r'<section id="search-results".*?</section>', html, re.S).group(0)
     assert 'class="empty-state"' in results and "summaries and labels" in results

@@ -22,17 +22,27 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("directory", help="Pi sessions directory, e.g. ~/.pi/agent/sessions")
-        parser.add_argument("--interval", type=float, default=0.25,
-                            help="Seconds between polls (default 0.25)")
-        parser.add_argument("--once", action="store_true",
-                            help="Ingest what is there now and exit")
-        parser.add_argument("--serve", action="store_true",
-                            help="Also run the web server (daphne) in this process")
+        parser.add_argument(
+            "--interval", type=float, default=0.25, help="Seconds between polls (default 0.25)"
+        )
+        parser.add_argument("--once", action="store_true", help="Ingest what is there now and exit")
+        parser.add_argument(
+            "--serve", action="store_true", help="Also run the web server (daphne) in this process"
+        )
         parser.add_argument("--bind", default="127.0.0.1", help="Address for --serve")
         parser.add_argument("--port", type=int, default=8000, help="Port for --serve")
 
-    def handle(self, *args, directory: str, interval: float, once: bool, serve: bool,
-               bind: str, port: int, **options) -> None:
+    def handle(
+        self,
+        *args,
+        directory: str,
+        interval: float,
+        once: bool,
+        serve: bool,
+        bind: str,
+        port: int,
+        **options,
+    ) -> None:
         directory = os.path.abspath(os.path.expanduser(directory))
         if not os.path.isdir(directory):
             raise CommandError(f"Not a directory: {directory}")

@@ -30,8 +30,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("paths", nargs="+", help="session files or directories")
-        parser.add_argument("--quiet-warnings", action="store_true",
-                            help="do not list tolerated problems")
+        parser.add_argument(
+            "--quiet-warnings", action="store_true", help="do not list tolerated problems"
+        )
 
     def handle(self, *args, **options) -> None:
         failed = 0
