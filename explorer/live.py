@@ -29,7 +29,7 @@ from django.dispatch import receiver
 from django.utils.html import escape
 
 from explorer import signals
-from explorer.session.messages import content_text
+from explorer.session.describe import transcript_text
 
 logger = logging.getLogger(__name__)
 
@@ -72,43 +72,6 @@ def _entry_data(entry) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def entry_text(data: dict[str, Any]) -> str:
-    """The human-readable text of an entry, for snippets and the transcript."""
-    kind = data.get("type")
-    if kind == "message":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
-        text = content_text(message.get("content"))
-        if message.get("role") == "assistant" and isinstance(message.get("content"), list):
-            calls = [
-                b.get("name")
-                for b in message["content"]
-                if isinstance(b, dict) and b.get("type") == "toolCall"
-            ]
-            if calls:
-                text += ("\n" if text else "") + "→ " + ", ".join(str(c) for c in calls)
-        if not text and message.get("role") == "bashExecution":
-            text = f"$ {message.get('command', '')}\n{message.get('output', '')}"
-        return text
-    if kind in ("compaction", "branch_summary"):
-        return str(data.get("summary", ""))
-    if kind == "custom_message":
-        return content_text(data.get("content"))
-    if kind == "label":
-        return f"label {data.get('label')!r} on {data.get('targetId')}"
-    if kind == "context_edit":
-        action = "hidden from the model" if data.get("replacement") is None else "replaced"
-        return f"context edit: {data.get('targetId')} {action}"
-    if kind == "session_info":
-        return f"name: {data.get('name', '')}"
-    if kind == "model_change":
-        return f"model: {data.get('provider', '')}/{data.get('modelId', '')}"
-    if kind == "thinking_level_change":
-        return f"thinking: {data.get('thinkingLevel', '')}"
-    if isinstance(data.get("customType"), str):
-        return str(data["customType"])
-    return ""
-
-
 def _usage_line(message: dict[str, Any]) -> str:
     usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
     parts = []
@@ -127,7 +90,7 @@ def _usage_line(message: dict[str, Any]) -> str:
 def render_tree_node(entry, data: dict[str, Any]) -> str:
     role = entry.role or ""
     label = entry.type + (f" · {role}" if role else "")
-    snippet = _clip(" ".join(entry_text(data).split()), SNIPPET_LIMIT)
+    snippet = _clip(" ".join(transcript_text(data).split()), SNIPPET_LIMIT)
     did = dom_id(entry.entry_id)
     return (
         f'<li id="tree-node-{did}" class="live-node type-{escape(entry.type)}" '
@@ -143,7 +106,7 @@ def render_transcript_item(entry, data: dict[str, Any]) -> str:
     from explorer.rendering import render_markdown, render_plain
 
     role = entry.role or ""
-    text = _clip(entry_text(data), ITEM_TEXT_LIMIT)
+    text = _clip(transcript_text(data), ITEM_TEXT_LIMIT)
     if role == "assistant" or entry.type in ("compaction", "branch_summary"):
         body = f'<div class="item-body markdown">{render_markdown(text)}</div>'
     else:

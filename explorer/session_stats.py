@@ -14,9 +14,9 @@ from django.core.cache import cache
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from explorer import treedata
-from explorer.explore import cost_of, entry_text, total_tokens_of
 from explorer.models import Entry, Session
 from explorer.session import jsonfmt
+from explorer.session.describe import cost_of, entry_text, total_tokens_of
 
 SORTS = {
     "activity": ("-last_activity", "Last activity"),

@@ -17,9 +17,9 @@ from typing import Any
 from django.core.cache import cache
 from django.db import connection
 
-from explorer.explore import entry_role, entry_title
 from explorer.models import Entry, Leaf, Session
 from explorer.session import jsonfmt
+from explorer.session.describe import entry_role, entry_title
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
 
 TREE_CACHE_SECONDS = 3600

@@ -17,14 +17,10 @@ from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from explorer import services, treedata
-from explorer.explore import (
-    align_projection,
-    common_ancestor_index,
-    entry_message,
-    entry_text,
-    entry_title,
-)
+from explorer.analysis.compare import common_ancestor_index
+from explorer.analysis.projection import align_projection
 from explorer.permissions import editor_required, get_session_for_user
+from explorer.session.describe import entry_message, entry_text, entry_title
 from explorer.session.errors import SessionError
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 

@@ -8,9 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import compaction_info, compaction_ranges, entry_title, survival_for
+from explorer.analysis.compactions import compaction_info, compaction_ranges, survival_for
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
+from explorer.session.describe import entry_title
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/compactions.html"

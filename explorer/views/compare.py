@@ -8,9 +8,10 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import common_ancestor_index, entry_title, projection_diff, route_stats
+from explorer.analysis.compare import common_ancestor_index, projection_diff, route_stats
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session.describe import entry_title
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/compare.html"

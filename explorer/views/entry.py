@@ -10,11 +10,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import cost_of, entry_message, entry_title, usage_of
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
+from explorer.session.describe import cost_of, entry_message, entry_title, usage_of
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
 from explorer.views.common import render_panel, resolve_cursor, session_frame

@@ -15,8 +15,9 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import _message_preview, align_projection, entry_role, entry_title
+from explorer.analysis.projection import align_projection
 from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session.describe import entry_role, entry_title, message_preview
 from explorer.session.tokens import CompactionSettings
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
@@ -70,7 +71,7 @@ def context_summary(session, cursor: str | None, window: int, reserve: int) -> d
                 "projected_tokens": r.projected_tokens,
                 "raw_text": entry_title(e, 220),
                 "projected": [
-                    (o, str(m.get("role", "")), _message_preview(m, 220))
+                    (o, str(m.get("role", "")), message_preview(m, 220))
                     for o, m in zip(r.order, r.projected, strict=False)
                 ],
                 "editable": e.get("type") == "custom_message" or role in EDITABLE_ROLES,

@@ -12,10 +12,10 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
-from explorer.explore import entry_text
 from explorer.models import Entry, Session
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session import jsonfmt
+from explorer.session.describe import entry_text
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 
 MAX_RESULTS = 50

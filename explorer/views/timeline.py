@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import timeline, timeline_svg_data
+from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import render_panel, resolve_cursor, session_frame
 

@@ -14,9 +14,9 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from explorer import treedata
-from explorer.explore import entry_role, entry_title
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
+from explorer.session.describe import entry_role, entry_title
 from explorer.session.graph import FoldedItem, chain_caption, to_dot
 from explorer.views.common import render_panel, resolve_cursor, session_frame, warn_missing_entry
 from explorer.views.entry import entry_panel_context

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from explorer.explore import (
-    align_projection,
-    common_ancestor_index,
+from explorer.analysis.compactions import (
     compaction_info,
     compaction_ranges,
     extract_references,
-    projection_diff,
     reference_survival,
-    route_stats,
     survival_for,
-    timeline,
-    timeline_svg_data,
 )
+from explorer.analysis.compare import common_ancestor_index, projection_diff, route_stats
+from explorer.analysis.projection import align_projection
+from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.session.tokens import CompactionSettings
 
 USAGE = {"input": 100, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 110,

@@ -1,0 +1,299 @@
+"""Compactions beside what they replaced, and which references of the replaced history the
+summary kept (the survival check)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from explorer.session.describe import (
+    entry_message,
+    entry_role,
+    entry_text,
+    finite,
+    tokens_of,
+    tool_calls_of,
+)
+from explorer.session.messages import session_entry_to_context_messages
+
+# --- compaction view and the reference survival check ------------------------------------
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.I)
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:~?/?(?:[\w@.+-]+/)+[\w@.+-]+|[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|json|jsonl|md|"
+    r"txt|toml|yaml|yml|css|html|sh|rs|go|java|c|h|cpp|rb|sql|lock|cfg|ini|env))(?![\w/])"
+)
+_HEX_ID = re.compile(r"\b[0-9a-f]{8}\b")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d_,]*(?:\.\d+)?(?![\w.])")
+_BACKTICK = re.compile(r"`([^`\n]{2,200})`")
+_PROMPT = re.compile(r"^\s*\$ (.{2,200})$", re.M)
+_COMMAND_WORDS = frozenset(
+    [
+        "git",
+        "npm",
+        "npx",
+        "pnpm",
+        "yarn",
+        "node",
+        "python",
+        "python3",
+        "pip",
+        "uv",
+        "pytest",
+        "make",
+        "cargo",
+        "go",
+        "ls",
+        "cat",
+        "grep",
+        "rg",
+        "sed",
+        "awk",
+        "find",
+        "curl",
+        "wget",
+        "docker",
+        "kubectl",
+        "cd",
+        "mkdir",
+        "rm",
+        "mv",
+        "cp",
+        "chmod",
+        "tsc",
+        "ruff",
+        "mypy",
+        "bash",
+        "sh",
+        "echo",
+        "jq",
+        "tar",
+        "ssh",
+        "psql",
+        "sqlite3",
+        "just",
+        "deno",
+        "bun",
+    ]
+)
+REFERENCE_KINDS = ("path", "entry_id", "url", "command", "number")
+_MAX_PER_KIND = 150
+
+
+def _is_command(text: str) -> bool:
+    word = text.strip().split(" ", 1)[0]
+    return word in _COMMAND_WORDS
+
+
+def extract_references(
+    texts: Iterable[str],
+    *,
+    commands: Iterable[str] = (),
+    known_ids: Iterable[str] = (),
+    outputs: Iterable[str] = (),
+) -> dict[str, list[str]]:
+    """The checkable facts in some history: file paths, entry ids, URLs, commands, numbers.
+
+    Entry ids are only recognised when they name a real entry (8 hex digits are too common
+    otherwise). Numbers are kept when they carry information (three or more digits, or a
+    decimal), so list markers and small counts do not drown the check. `outputs` (tool
+    results) are scanned for paths, URLs and entry ids but not for numbers or commands: line
+    numbers and listings there are noise no summary should be expected to keep.
+    """
+    ids = set(known_ids)
+    found: dict[str, dict[str, None]] = {k: {} for k in REFERENCE_KINDS}
+
+    def add(kind: str, value: str) -> None:
+        value = value.strip().rstrip(".,;:")
+        if value and len(found[kind]) < _MAX_PER_KIND:
+            found[kind][value] = None
+
+    for cmd in commands:
+        first = cmd.strip().splitlines()[0] if cmd.strip() else ""
+        if first:
+            add("command", first[:200])
+    quiet = [(t, True) for t in outputs]
+    for text, is_output in [*((t, False) for t in texts), *quiet]:
+        if not text:
+            continue
+        rest = text
+        for m in _URL.finditer(text):
+            add("url", m.group(0).rstrip(".,;:!?"))
+        rest = _URL.sub(" ", rest)
+        if not is_output:
+            for m in _BACKTICK.finditer(rest):
+                if _is_command(m.group(1)):
+                    add("command", m.group(1))
+            for m in _PROMPT.finditer(rest):
+                add("command", m.group(1))
+        for m in _PATH.finditer(rest):
+            v = m.group(0)
+            if "/" in v or "." in v:
+                add("path", v)
+        for m in _HEX_ID.finditer(rest):
+            if m.group(0) in ids:
+                add("entry_id", m.group(0))
+        if is_output:
+            continue
+        scrub = _PATH.sub(" ", _HEX_ID.sub(" ", rest))
+        for m in _NUMBER.finditer(scrub):
+            v = m.group(0).rstrip(",")
+            digits = v.replace(",", "").replace("_", "")
+            if "." in digits or len(digits) >= 3:
+                add("number", v)
+    return {k: list(v) for k, v in found.items()}
+
+
+@dataclass
+class SurvivalItem:
+    kind: str
+    value: str
+    survived: bool
+    partial: bool = False  # e.g. only the file's base name appears
+
+
+@dataclass
+class SurvivalReport:
+    items: list[SurvivalItem]
+
+    def by_kind(self) -> list[tuple[str, list[SurvivalItem], int, int]]:
+        out = []
+        for kind in REFERENCE_KINDS:
+            its = [i for i in self.items if i.kind == kind]
+            out.append((kind, its, sum(1 for i in its if i.survived), len(its)))
+        return out
+
+    @property
+    def total(self) -> int:
+        return len(self.items)
+
+    @property
+    def survived(self) -> int:
+        return sum(1 for i in self.items if i.survived)
+
+    @property
+    def rate(self) -> float | None:
+        return self.survived / self.total if self.items else None
+
+
+def _normalise(s: str) -> str:
+    return " ".join(s.split())
+
+
+def reference_survival(references: dict[str, list[str]], summary: str) -> SurvivalReport:
+    """Which references of the replaced history still appear in the summary text."""
+    summary = summary or ""
+    flat = _normalise(summary)
+    items: list[SurvivalItem] = []
+    for kind in REFERENCE_KINDS:
+        for value in references.get(kind, []):
+            if kind == "command":
+                ok = _normalise(value) in flat
+            elif kind == "number":
+                ok = re.search(r"(?<![\d.])" + re.escape(value) + r"(?![\d])", summary) is not None
+            else:
+                ok = value in summary
+            partial = False
+            if not ok and kind == "path":
+                base = value.rstrip("/").rsplit("/", 1)[-1]
+                partial = bool(base) and base != value and base in summary
+            items.append(SurvivalItem(kind, value, ok, partial))
+    return SurvivalReport(items)
+
+
+@dataclass
+class CompactionInfo:
+    entry: dict
+    index: int  # on the path
+    replaced_start: int  # path index where the replaced history starts
+    first_kept_index: int | None  # None: retain-none or first kept entry not on the path
+    replaced: list[dict]
+    kept: list[dict]
+    tokens_before: float
+    tokens_after: int
+    read_files: list[str]
+    modified_files: list[str]
+    off_path: bool
+
+
+def compaction_ranges(path: Sequence[dict]) -> list[tuple[int, int, int | None]]:
+    """(compaction index, replaced start, first kept index) for each compaction on a path.
+
+    A compaction summarises everything the model saw before its first kept entry: the
+    history since the previous compaction's first kept entry (cumulative summaries), so that
+    is where its replaced range starts.
+    """
+    index = {e.get("id"): i for i, e in enumerate(path)}
+    out = []
+    prev_start = 0
+    for i, e in enumerate(path):
+        if e.get("type") != "compaction":
+            continue
+        fk = e.get("firstKeptEntryId")
+        fk_i = index.get(fk)
+        if fk_i is None or fk_i >= i:
+            fk_i = None
+        out.append((i, prev_start, fk_i))
+        prev_start = fk_i if fk_i is not None else i + 1
+    return out
+
+
+def compaction_info(
+    path: Sequence[dict], comp_index: int, start: int, fk: int | None
+) -> CompactionInfo:
+    comp = path[comp_index]
+    end = fk if fk is not None else comp_index
+    replaced = [e for e in path[start:end] if e.get("type") != "compaction"]
+    kept = list(path[fk:comp_index]) if fk is not None else []
+    details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
+    read = (
+        [p for p in details.get("readFiles", []) if isinstance(p, str)]
+        if isinstance(details.get("readFiles"), list)
+        else []
+    )
+    mod = (
+        [p for p in details.get("modifiedFiles", []) if isinstance(p, str)]
+        if isinstance(details.get("modifiedFiles"), list)
+        else []
+    )
+    after_msgs = session_entry_to_context_messages(comp)
+    for e in kept:
+        if not (e.get("type") == "message" and entry_role(e) == "system"):
+            after_msgs = after_msgs + session_entry_to_context_messages(e)
+    fk_id = comp.get("firstKeptEntryId")
+    return CompactionInfo(
+        entry=comp,
+        index=comp_index,
+        replaced_start=start,
+        first_kept_index=fk,
+        replaced=replaced,
+        kept=kept,
+        tokens_before=finite(comp.get("tokensBefore")),
+        tokens_after=tokens_of(after_msgs),
+        read_files=read,
+        modified_files=mod,
+        off_path=fk is None and fk_id != comp.get("id"),
+    )
+
+
+def survival_for(info: CompactionInfo, known_ids: Iterable[str] = ()) -> SurvivalReport:
+    texts = [
+        entry_text(e) for e in info.replaced if entry_role(e) not in ("toolResult", "bashExecution")
+    ]
+    outputs = [
+        entry_text(e) for e in info.replaced if entry_role(e) in ("toolResult", "bashExecution")
+    ]
+    commands = []
+    for e in info.replaced:
+        for call in tool_calls_of(e):
+            args = call.get("arguments")
+            if isinstance(args, dict) and isinstance(args.get("command"), str):
+                commands.append(args["command"])
+        m = entry_message(e)
+        if m is not None and m.get("role") == "bashExecution" and isinstance(m.get("command"), str):
+            commands.append(m["command"])
+    ids = set(known_ids) | {str(e.get("id")) for e in info.replaced}
+    refs = extract_references(texts, commands=commands, known_ids=ids, outputs=outputs)
+    summary = info.entry.get("summary") if isinstance(info.entry.get("summary"), str) else ""
+    return reference_survival(refs, summary)

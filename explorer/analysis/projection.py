@@ -1,0 +1,220 @@
+"""Raw versus projected: every raw entry of a route beside what it gives the model, and why."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from explorer.session.context import projection_from_path
+from explorer.session.describe import (
+    entry_role,
+    finite,
+    tokens_of,
+)
+from explorer.session.messages import session_entry_to_context_messages
+from explorer.session.tokens import (
+    CompactionSettings,
+    estimate_projected_context,
+    should_compact,
+)
+
+# --- raw versus projected ----------------------------------------------------------------
+
+NOT_MODEL_TYPES = {
+    "label": "label (UI metadata)",
+    "session_info": "session name (UI metadata)",
+    "custom": "extension state",
+    "usage": "cost accounting",
+    "model_change": "settings change",
+    "thinking_level_change": "settings change",
+    "context_edit": "context edit (changes another entry)",
+}
+
+
+@dataclass
+class AlignedRow:
+    """One raw path entry beside what it contributes to the model context."""
+
+    entry: dict
+    index: int  # position on the raw path
+    status: str  # same | replaced | hidden | compacted | summary | superseded | metadata | inert
+    reason: str  # human explanation of the difference ("" when the same)
+    projected: list[dict] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # message numbers in model order
+    raw_tokens: int = 0
+    projected_tokens: int = 0
+    cause_id: str | None = None  # the edit or compaction responsible
+
+    @property
+    def id(self) -> str:
+        return str(self.entry.get("id", ""))
+
+    @property
+    def differs(self) -> bool:
+        return self.status != "same"
+
+
+@dataclass
+class AlignedView:
+    rows: list[AlignedRow]
+    raw_tokens: int
+    projected_tokens: int  # as the agent estimates it (usage-aware)
+    projected_sum: int  # plain sum of the projected message estimates
+    message_count: int
+    thinking_level: str
+    model: dict | None
+    compaction_id: str | None
+    differences: int
+    would_compact: bool
+    context_window: int
+    threshold: int
+
+
+def align_projection(
+    path: Sequence[dict],
+    *,
+    context_window: int = 200_000,
+    settings: CompactionSettings | None = None,
+) -> AlignedView:
+    """Pair every raw path entry with its projected messages and explain each difference."""
+    settings = settings or CompactionSettings()
+    projection = projection_from_path(list(path))
+    contributed: dict[int, list[dict]] = {}
+    order_of: dict[int, list[int]] = {}
+    n = 0
+    context_ids: set[int] = set()
+    for pe in projection.entries:
+        key = id(pe.source_entry)
+        context_ids.add(key)
+        contributed[key] = pe.messages
+        order_of[key] = list(range(n + 1, n + 1 + len(pe.messages)))
+        n += len(pe.messages)
+
+    latest_index = next(
+        (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") == "compaction"), -1
+    )
+    latest = path[latest_index] if latest_index >= 0 else None
+    latest_id = latest.get("id") if latest else None
+    edits: dict[Any, dict] = {}
+    for pe in projection.entries:
+        src = pe.source_entry
+        if src.get("type") == "context_edit":
+            edits[src.get("targetId")] = src
+
+    context_target_ids = {pe.source_entry.get("id") for pe in projection.entries}
+    rows: list[AlignedRow] = []
+    for i, entry in enumerate(path):
+        raw_msgs = session_entry_to_context_messages(entry)
+        raw_tokens = tokens_of(raw_msgs) if entry.get("type") != "compaction" else 0
+        key = id(entry)
+        kind = entry.get("type")
+        row = AlignedRow(entry, i, "same", "", raw_tokens=raw_tokens)
+        if key not in context_ids:
+            row.cause_id = latest_id
+            if latest is None:
+                row.status, row.reason = "compacted", "not in context"
+            elif kind == "message" and entry_role(entry) == "system" and i < latest_index:
+                row.status = "superseded"
+                row.reason = (
+                    f"system message superseded by the checkpoint of compaction {latest_id}"
+                )
+            else:
+                row.status, row.reason = "compacted", f"folded into compaction {latest_id}"
+                if not raw_msgs:
+                    row.reason += " · not model content"
+            rows.append(row)
+            continue
+        msgs = contributed.get(key, [])
+        row.projected = msgs
+        row.order = order_of.get(key, [])
+        row.projected_tokens = tokens_of(msgs)
+        edit = edits.get(entry.get("id"))
+        if kind == "compaction":
+            if entry.get("id") == latest_id and msgs:
+                row.status = "summary"
+                first = entry.get("firstKeptEntryId")
+                row.reason = (
+                    "compaction summary"
+                    + (" and system checkpoint" if len(msgs) > 1 else "")
+                    + f"; sent first, keeps history from {first}"
+                )
+            elif (
+                edit is not None
+                and edit.get("replacement") is None
+                and entry.get("id") == latest_id
+            ):
+                row.status, row.reason, row.cause_id = (
+                    "hidden",
+                    f"hidden by context edit {edit.get('id')}",
+                    edit.get("id"),
+                )
+            else:
+                row.status, row.reason = (
+                    "inert",
+                    "older compaction inside the kept range: contributes nothing",
+                )
+        elif edit is not None:
+            rep = edit.get("replacement")
+            if rep is None:
+                row.status, row.reason = "hidden", f"hidden by context edit {edit.get('id')}"
+            elif msgs and any(m is not r for m, r in zip(msgs, raw_msgs, strict=False)):
+                if len(msgs) == len(raw_msgs) and all(
+                    m.get("content") == r.get("content")
+                    for m, r in zip(msgs, raw_msgs, strict=False)
+                ):
+                    # An undo appends the original content as the replacement: the model sees
+                    # exactly the raw message again, so this is no longer a difference.
+                    row.status, row.reason = (
+                        "same",
+                        f"original content restored by context edit {edit.get('id')}",
+                    )
+                else:
+                    row.status, row.reason = (
+                        "replaced",
+                        f"content replaced by context edit {edit.get('id')}",
+                    )
+            else:
+                row.status, row.reason = (
+                    "same",
+                    f"edit {edit.get('id')} does not apply to this role",
+                )
+            row.cause_id = edit.get("id")
+        elif not msgs:
+            if kind == "context_edit":
+                target = entry.get("targetId")
+                winner = edits.get(target)
+                row.status = "metadata"
+                if target not in context_target_ids:
+                    row.reason = (
+                        f"context edit of {target}: no effect, the target is not in context"
+                    )
+                elif winner is not entry:
+                    row.reason = f"context edit of {target}: superseded by the later edit {winner.get('id') if winner else '?'}"
+                else:
+                    row.reason = f"context edit: {'hides' if entry.get('replacement') is None else 'replaces'} {target}"
+            elif kind in NOT_MODEL_TYPES:
+                row.status, row.reason = "metadata", f"not model content: {NOT_MODEL_TYPES[kind]}"
+            elif kind == "branch_summary":
+                row.status, row.reason = "metadata", "empty branch summary: contributes nothing"
+            else:
+                row.status, row.reason = "metadata", f"{kind}: not model content"
+        rows.append(row)
+
+    est = estimate_projected_context(projection, path)
+    projected_tokens = int(finite(est.tokens))
+    threshold = context_window - settings.reserve_tokens
+    return AlignedView(
+        rows=rows,
+        raw_tokens=sum(r.raw_tokens for r in rows),
+        projected_tokens=projected_tokens,
+        projected_sum=tokens_of(projection.messages),
+        message_count=len(projection.messages),
+        thinking_level=projection.thinking_level,
+        model=projection.model,
+        compaction_id=latest_id,
+        differences=sum(1 for r in rows if r.differs),
+        would_compact=should_compact(est.tokens, context_window, settings),
+        context_window=context_window,
+        threshold=threshold,
+    )

@@ -1,0 +1,155 @@
+"""Context size per turn along a route: the projection's estimate against what the provider
+reported, with compactions and edits marked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from explorer.session.context import projection_from_path
+from explorer.session.describe import (
+    entry_role,
+    finite,
+    provider_input_tokens,
+)
+from explorer.session.tokens import estimate_projected_context
+
+# --- context-size timeline ---------------------------------------------------------------
+
+
+@dataclass
+class TimelinePoint:
+    index: int  # path index of the assistant reply
+    entry_id: str
+    projected: int  # estimated context the projection gives the model here
+    reported: float | None  # provider-reported input (+ cache) tokens
+
+
+@dataclass
+class TimelineMark:
+    index: int
+    entry_id: str
+    kind: str  # "compaction" | "edit" | "branch_summary"
+    label: str
+
+
+def timeline(
+    path: Sequence[dict], *, max_points: int = 240
+) -> tuple[list[TimelinePoint], list[TimelineMark]]:
+    """Projected context per turn against the provider's reported input tokens.
+
+    The projection is recomputed at each sampled turn from the path prefix that can still
+    reach the model (from the newest compaction's kept range on), so long paths stay cheap.
+    """
+    turns = [i for i, e in enumerate(path) if entry_role(e) == "assistant"]
+    if len(turns) > max_points:
+        step = len(turns) / max_points
+        sampled = sorted({turns[int(k * step)] for k in range(max_points)} | {turns[-1]})
+    else:
+        sampled = turns
+    marks = []
+    for i, e in enumerate(path):
+        t = e.get("type")
+        if t == "compaction":
+            marks.append(TimelineMark(i, str(e.get("id")), "compaction", "compaction"))
+        elif t == "context_edit":
+            rep = e.get("replacement")
+            marks.append(
+                TimelineMark(i, str(e.get("id")), "edit", "hide" if rep is None else "replace")
+            )
+        elif t == "branch_summary":
+            marks.append(TimelineMark(i, str(e.get("id")), "branch_summary", "branch summary"))
+    points: list[TimelinePoint] = []
+    last_comp = -1
+    comp_positions = [m.index for m in marks if m.kind == "compaction"]
+    index_of = {e.get("id"): i for i, e in enumerate(path)}
+    settings_idx: list[int] = []
+    for i in sampled:
+        while comp_positions and comp_positions[0] <= i:
+            last_comp = comp_positions.pop(0)
+        prefix = _relevant_prefix(path, i, last_comp, index_of, settings_idx)
+        p = projection_from_path(prefix)
+        est = estimate_projected_context(p, prefix)
+        points.append(
+            TimelinePoint(
+                i, str(path[i].get("id")), int(finite(est.tokens)), provider_input_tokens(path[i])
+            )
+        )
+    return points, marks
+
+
+def _relevant_prefix(
+    path: Sequence[dict], end: int, last_comp: int, index_of: dict, _cache: list[int]
+) -> list[dict]:
+    if last_comp < 0:
+        return list(path[: end + 1])
+    fk = index_of.get(path[last_comp].get("firstKeptEntryId"))
+    start = fk if fk is not None and fk < last_comp else last_comp
+    return list(path[start : end + 1])
+
+
+def timeline_svg_data(
+    points: Sequence[TimelinePoint],
+    marks: Sequence[TimelineMark],
+    path_len: int,
+    *,
+    width: int = 900,
+    height: int = 260,
+) -> dict[str, Any]:
+    """Coordinates for an inline SVG chart (the template draws it; no JS library)."""
+    pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 28
+    w, h = width - pad_l - pad_r, height - pad_t - pad_b
+    top = max([p.projected for p in points] + [p.reported or 0 for p in points] + [1])
+    top = _nice(top)
+    span = max(path_len - 1, 1)
+
+    def x(i: int) -> float:
+        return round(pad_l + w * i / span, 1)
+
+    def y(v: float) -> float:
+        return round(pad_t + h - h * v / top, 1)
+
+    proj = " ".join(f"{x(p.index)},{y(p.projected)}" for p in points)
+    rep = " ".join(f"{x(p.index)},{y(p.reported)}" for p in points if p.reported is not None)
+    ticks = [{"y": y(top * k / 4), "label": _short(top * k / 4)} for k in range(5)]
+    return {
+        "width": width,
+        "height": height,
+        "projected": proj,
+        "reported": rep,
+        "ticks": ticks,
+        "marks": [
+            {"x": x(m.index), "kind": m.kind, "label": m.label, "id": m.entry_id} for m in marks
+        ],
+        "dots": [
+            {
+                "x": x(p.index),
+                "y": y(p.projected),
+                "id": p.entry_id,
+                "v": p.projected,
+                "r": p.reported,
+            }
+            for p in points
+        ],
+        "left": pad_l,
+        "right": width - pad_r,
+        "bottom": pad_t + h,
+        "top": pad_t,
+    }
+
+
+def _nice(v: float) -> float:
+    exp = 10 ** max(0, len(str(int(v))) - 1)
+    for m in (1, 2, 2.5, 5, 10):
+        if v <= m * exp:
+            return m * exp
+    return v
+
+
+def _short(v: float) -> str:
+    if v >= 1_000_000:
+        return f"{v / 1_000_000:.1f}M"
+    if v >= 1000:
+        return f"{v / 1000:.0f}k"
+    return str(int(v))

@@ -1,0 +1,246 @@
+"""An entry in words: the one place that says what an entry is, for people.
+
+The CLI, the explorer pages, the live view and search all describe entries; they call these
+functions so an entry reads the same everywhere (role, text, title, usage, cost, tool calls,
+files touched). Plain functions over entry dicts; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from explorer.session import jsonfmt
+from explorer.session.messages import content_text
+from explorer.session.tokens import estimate_tokens
+
+
+def finite(x: Any) -> float:
+    """Numbers from JSON may be NaN or absent; pages show 0 rather than failing."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return 0.0
+    return 0.0 if math.isnan(x) or math.isinf(x) else float(x)
+
+
+def tokens_of(messages: Iterable[Any]) -> int:
+    return int(sum(finite(estimate_tokens(m)) for m in messages))
+
+
+def entry_message(entry: dict) -> dict | None:
+    m = entry.get("message") if entry.get("type") == "message" else None
+    return m if isinstance(m, dict) else None
+
+
+def entry_role(entry: dict) -> str:
+    m = entry_message(entry)
+    if m is not None:
+        r = m.get("role")
+        return r if isinstance(r, str) else ""
+    return ""
+
+
+def entry_text(entry: dict, limit: int | None = None) -> str:
+    """The human-readable text of an entry (for snippets, titles and reference scans)."""
+    kind = entry.get("type")
+    text = ""
+    m = entry_message(entry)
+    if m is not None:
+        role = m.get("role")
+        if role == "bashExecution":
+            text = f"$ {m.get('command', '')}\n{m.get('output', '')}"
+        else:
+            content = m.get("content")
+            if isinstance(content, str | list):
+                parts: list[str] = []
+                if isinstance(content, str):
+                    parts.append(content)
+                else:
+                    for block in content:
+                        if not isinstance(block, dict):
+                            continue
+                        t = block.get("type")
+                        if t == "text" and isinstance(block.get("text"), str):
+                            parts.append(block["text"])
+                        elif t == "toolCall":
+                            args = block.get("arguments")
+                            parts.append(f"{block.get('name', '')} {compact_json(args)}")
+                text = "\n".join(parts)
+    elif kind in ("compaction", "branch_summary"):
+        text = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
+    elif kind == "custom_message":
+        c = entry.get("content")
+        text = c if isinstance(c, str) else content_text(c) if isinstance(c, list) else ""
+    elif kind == "label":
+        text = str(entry.get("label") or "")
+    elif kind == "session_info":
+        text = str(entry.get("name") or "")
+    elif kind == "model_change":
+        text = f"{entry.get('provider', '')}/{entry.get('modelId', '')}"
+    elif kind == "thinking_level_change":
+        text = str(entry.get("thinkingLevel", ""))
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "…"
+    return text
+
+
+def compact_json(value: Any) -> str:
+    try:
+        return jsonfmt.dumps(value)
+    except (TypeError, ValueError):
+        return ""
+
+
+def entry_title(entry: dict, limit: int = 80) -> str:
+    """One line describing an entry, for tree rows and graph nodes."""
+    kind = entry.get("type")
+    m = entry_message(entry)
+    if m is not None and m.get("role") == "assistant":
+        content = m.get("content") if isinstance(m.get("content"), list) else []
+        calls = [
+            b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
+        ]
+        texts = [
+            b.get("text")
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
+        head = " ".join(t.strip() for t in texts if t.strip())
+        if calls:
+            names = ", ".join(str(c) for c in calls[:3]) + ("…" if len(calls) > 3 else "")
+            head = (head + " " if head else "") + f"[{names}]"
+        text = head or (m.get("errorMessage") or m.get("stopReason") or "")
+    elif kind == "context_edit":
+        rep = entry.get("replacement")
+        text = f"{'hide' if rep is None else 'replace'} {entry.get('targetId', '')}"
+    elif kind == "label":
+        lab = entry.get("label")
+        text = (
+            f"{entry.get('targetId', '')} ← {lab!r}"
+            if lab
+            else f"clear {entry.get('targetId', '')}"
+        )
+    elif kind == "usage":
+        text = f"{entry.get('kind', '')} {entry.get('model', '')}"
+    elif kind == "custom":
+        text = str(entry.get("customType", ""))
+    else:
+        text = entry_text(entry)
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def usage_of(entry: dict) -> dict | None:
+    """The spend recorded by an entry: assistant usage, usage entries, summary requests."""
+    m = entry_message(entry)
+    u = m.get("usage") if m is not None and m.get("role") == "assistant" else None
+    if u is None and entry.get("type") in ("usage", "compaction", "branch_summary"):
+        u = entry.get("usage")
+    return u if isinstance(u, dict) else None
+
+
+def cost_of(entry: dict) -> float:
+    u = usage_of(entry)
+    if not u:
+        return 0.0
+    c = u.get("cost")
+    return finite(c.get("total")) if isinstance(c, dict) else 0.0
+
+
+def total_tokens_of(entry: dict) -> float:
+    u = usage_of(entry)
+    if not u:
+        return 0.0
+    t = finite(u.get("totalTokens"))
+    if t:
+        return t
+    return sum(finite(u.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite"))
+
+
+def provider_input_tokens(entry: dict) -> float | None:
+    """What the provider billed as context for an assistant reply (input + cache)."""
+    m = entry_message(entry)
+    if m is None or m.get("role") != "assistant" or m.get("stopReason") in ("error", "aborted"):
+        return None
+    u = m.get("usage")
+    if not isinstance(u, dict):
+        return None
+    total = sum(finite(u.get(k)) for k in ("input", "cacheRead", "cacheWrite"))
+    return total or None
+
+
+def tool_calls_of(entry: dict) -> list[dict]:
+    m = entry_message(entry)
+    if m is None or m.get("role") != "assistant" or not isinstance(m.get("content"), list):
+        return []
+    return [b for b in m["content"] if isinstance(b, dict) and b.get("type") == "toolCall"]
+
+
+_FILE_TOOLS = {"read": "read", "write": "modified", "edit": "modified"}
+
+
+def files_touched(entries: Iterable[dict]) -> dict[str, list[str]]:
+    """Files read and modified by tool calls, in first-seen order."""
+    read: dict[str, None] = {}
+    modified: dict[str, None] = {}
+    for e in entries:
+        for call in tool_calls_of(e):
+            kind = _FILE_TOOLS.get(call.get("name"))  # type: ignore[arg-type]
+            args = call.get("arguments")
+            path = args.get("path") if isinstance(args, dict) else None
+            if kind and isinstance(path, str) and path:
+                (read if kind == "read" else modified)[path] = None
+    return {"read": [p for p in read if p not in modified], "modified": list(modified)}
+
+
+def transcript_text(data: dict[str, Any]) -> str:
+    """An entry as the live transcript and tree snippets show it: the text, then the tools
+    an assistant called (``→ read, bash``), and a sentence for metadata entries."""
+    kind = data.get("type")
+    if kind == "message":
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        text = content_text(message.get("content"))
+        if message.get("role") == "assistant" and isinstance(message.get("content"), list):
+            calls = [
+                b.get("name")
+                for b in message["content"]
+                if isinstance(b, dict) and b.get("type") == "toolCall"
+            ]
+            if calls:
+                text += ("\n" if text else "") + "→ " + ", ".join(str(c) for c in calls)
+        if not text and message.get("role") == "bashExecution":
+            text = f"$ {message.get('command', '')}\n{message.get('output', '')}"
+        return text
+    if kind in ("compaction", "branch_summary"):
+        return str(data.get("summary", ""))
+    if kind == "custom_message":
+        return content_text(data.get("content"))
+    if kind == "label":
+        return f"label {data.get('label')!r} on {data.get('targetId')}"
+    if kind == "context_edit":
+        action = "hidden from the model" if data.get("replacement") is None else "replaced"
+        return f"context edit: {data.get('targetId')} {action}"
+    if kind == "session_info":
+        return f"name: {data.get('name', '')}"
+    if kind == "model_change":
+        return f"model: {data.get('provider', '')}/{data.get('modelId', '')}"
+    if kind == "thinking_level_change":
+        return f"thinking: {data.get('thinkingLevel', '')}"
+    if isinstance(data.get("customType"), str):
+        return str(data["customType"])
+    return ""
+
+
+def message_preview(m: Any, limit: int = 160) -> str:
+    """One line for a projected message (summaries show their summary)."""
+    if not isinstance(m, dict):
+        return ""
+    role = m.get("role")
+    if role in ("compactionSummary", "branchSummary"):
+        text = str(m.get("summary", ""))
+    elif role == "bashExecution":
+        text = f"$ {m.get('command', '')}"
+    else:
+        text = entry_text({"type": "message", "message": m})
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
