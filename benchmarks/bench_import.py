@@ -127,14 +127,12 @@ def make_big_file(path: str, total_mb: int, line_mb: int = 5) -> int:
 
 def child_memory(path: str, db_path: str, live: str) -> dict[str, Any]:
     """Runs in a fresh process: peak RSS growth while importing ``path``. With ``live`` off,
-    the receivers of ``entries_appended`` (live broadcasting) are disconnected, so the import
-    is measured alone."""
+    the live broadcast of the new entries is switched off, so the import is measured alone."""
     _setup_django(db_path)
-    from explorer import services, signals
+    from explorer import broadcast, services
 
     if live == "off":
-        signals.entries_appended.receivers = []
-        signals.session_created.receivers = []
+        broadcast.entries_appended = lambda *args, **kwargs: None
 
     gc.collect()
     before = _rss_kb()

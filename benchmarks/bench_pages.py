@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
     from django.urls import reverse
 
-    from explorer import rendering, store
+    from explorer import rendering, services
     from explorer.models import Session
     from explorer.permissions import set_role
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         path = tmp / f"{label}.jsonl"
         generate_session(str(path), entries=n, branch_points=bp, seed=seed)
         t = time.perf_counter()
-        result = store.import_bytes(path.read_bytes(), source_path=str(path), user=None)
+        result = services.import_bytes(path.read_bytes(), source_path=str(path), user=None)
         print(f"imported {label}: {n} entries in {time.perf_counter() - t:.1f}s", flush=True)
         sessions[label] = result.session
 

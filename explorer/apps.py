@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import importlib
-
 from django.apps import AppConfig
 
 
@@ -21,10 +19,3 @@ class ExplorerConfig(AppConfig):
             sender=get_user_model().groups.through,
             dispatch_uid="explorer.sync_admin_staff",
         )
-        # Live broadcasting connects its signal receivers when present; the site works
-        # without it (e.g. in a checkout that only has the core).
-        try:
-            importlib.import_module("explorer.live")
-        except ModuleNotFoundError as exc:
-            if exc.name != "explorer.live":
-                raise

@@ -22,12 +22,26 @@ from urllib.parse import parse_qs
 import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.utils.html import escape
 
-from explorer import live
+from explorer import broadcast, conf, html, queries
+from explorer.models import Session
 from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
+# The projection panel costs a path walk; a viewer refreshes it at most this often.
+PROJECTION_INTERVAL = 0.5
+
+
+def _projection(session_pk: int, leaf_id: str | None) -> dict:
+    """The live meter's figures at ``leaf_id`` (shared by every viewer through the cache)."""
+    session = Session.objects.get(pk=session_pk)
+    return queries.projection_summary(
+        session,
+        leaf_id,
+        window=conf.context_window(),
+        reserve=conf.compaction_settings().reserve_tokens,
+    )
+
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -83,7 +97,7 @@ def _fragments_between(session_pk: int, after: int, before: int | None, limit: i
     qs = Entry.objects.filter(session_id=session_pk, position__gt=after)
     if before is not None:
         qs = qs.filter(position__lt=before)
-    return live.entry_fragments(list(qs.order_by("position")[:limit]))
+    return html.entry_fragments(list(qs.order_by("position")[:limit]))
 
 
 def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int, int]:
@@ -101,23 +115,22 @@ def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int
 
 def _transcript_items(session_pk: int, leaf_id: str | None) -> tuple[list[str], str | None]:
     """Rendered items of the path root → ``leaf_id`` (the newest ``TRANSCRIPT_LIMIT``)."""
-    from explorer import store
-    from explorer.models import Entry, Session
+    from explorer.models import Entry
 
     if not leaf_id:
         return [], None
     session = Session.objects.get(pk=session_pk)
-    ids = [e.get("id") for e in store.path_to(session, leaf_id)]
+    ids = [e.entry_id for e in queries.light_path(session, leaf_id)]
     skipped = max(0, len(ids) - TRANSCRIPT_LIMIT)
     ids = ids[skipped:]
     rows = {e.entry_id: e for e in Entry.objects.filter(session_id=session_pk, entry_id__in=ids)}
     items = []
     if skipped:
-        items.append(f'<p class="transcript-skipped">{skipped} earlier entries not shown.</p>')
+        items.append(str(html.skipped_note(skipped)))
     for entry_id in ids:
         row = rows.get(entry_id)
         if row is not None:
-            items.append(live.entry_fragment(row)["item"])
+            items.append(html.entry_fragment(row)["item"])
     return items, (ids[-1] if ids else None)
 
 
@@ -140,7 +153,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.projection_due: list | None = None  # [leaf id, position] not yet shown
         self.projection_handle: asyncio.TimerHandle | None = None
         self.projection_task: asyncio.Task | None = None
-        live.remember_loop(asyncio.get_running_loop())
+        broadcast.remember_loop(asyncio.get_running_loop())
         # Accept first, then close with a code: a refused handshake reaches the browser as
         # 1006, which the htmx extension retries forever; 44xx tells it to stop.
         await self.accept()
@@ -226,7 +239,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
 
     async def send_state(self) -> None:
         if not self.json_mode:
-            await self.send_text(live.compose_state(self.last_position, self.tip, self.follow))
+            await self.send_text(html.live_state(self.last_position, self.tip, self.follow))
 
     async def send_entries(self, fragments: list[dict], *, sync: bool = False) -> None:
         """Deliver ``fragments`` (new, in position order) after whatever is missing before
@@ -295,18 +308,22 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         parts = []
         rebuild_to = None
         for f in fragments:
-            parts.append(live.oob_append(f"tree-children-{live.dom_id(f['parent_id'])}", f["tree"]))
+            parts.append(
+                html.oob_append(
+                    f"tree-children-{html.dom_id(f['parent_id'])}", html.trusted(f["tree"])
+                )
+            )
             if self.tip is None or f["parent_id"] == self.tip:
-                parts.append(live.oob_append("transcript", f["item"]))
+                parts.append(html.oob_append("transcript", html.trusted(f["item"])))
                 self.tip = f["id"]
             elif self.follow:
                 rebuild_to = f["id"]
         if rebuild_to is not None:
             newest = fragments[-1]["id"]
             items, tip = await database_sync_to_async(_transcript_items)(self.session_pk, newest)
-            parts.append(live.compose_transcript(items))
+            parts.append(html.transcript_swap(html.trusted(i) for i in items))
             self.tip = tip
-        parts.append(live.compose_state(self.last_position, self.tip, self.follow))
+        parts.append(html.live_state(self.last_position, self.tip, self.follow))
         await self.send_text("".join(parts))
 
     async def send_running_turn(self) -> None:
@@ -339,9 +356,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.projection_due = target
         if self.projection_handle is None and self.projection_task is None:
             loop = asyncio.get_running_loop()
-            self.projection_handle = loop.call_later(
-                live.PROJECTION_INTERVAL, self._start_projection
-            )
+            self.projection_handle = loop.call_later(PROJECTION_INTERVAL, self._start_projection)
 
     def _start_projection(self) -> None:
         self.projection_handle = None
@@ -353,16 +368,14 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             if target is None:
                 return
             try:
-                summary, html = await database_sync_to_async(live.cached_projection)(
-                    self.session_pk, target[0], target[1]
-                )
+                summary = await database_sync_to_async(_projection)(self.session_pk, target[0])
             except Exception as exc:  # a malformed or deleted session: keep the old panel
                 logger.warning("projection of session %s failed: %s", self.session_pk, exc)
                 return
             if self.json_mode:
                 await self.send_json({"type": "projection", **summary})
             else:
-                await self.send_text(html)
+                await self.send_text(str(html.projection_panel(summary)))
         finally:
             self.projection_task = None
             if self.projection_due is not None:
@@ -380,10 +393,12 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             )
         else:
             await self.send_text(
-                f'<div id="live-notice" class="live-notice" hx-swap-oob="true" role="status">'
-                f"{event['count']} entries were added at once. "
-                f'<a href="">Reload the page</a> to see them.</div>'
-                + live.compose_state(self.last_position, self.tip, self.follow)
+                html.join(
+                    [
+                        html.reset_notice(event["count"]),
+                        html.live_state(self.last_position, self.tip, self.follow),
+                    ]
+                )
             )
 
     async def live_cursor(self, event: dict) -> None:
@@ -398,15 +413,15 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                 }
             )
             return
-        parts = [live.compose_cursor(event, mine=mine)]
+        parts = [html.cursor_status(event, mine=mine)]
         if mine and not self.follow and self.ready:
             # A branch switch: show the transcript of the branch the cursor moved to.
             items, tip = await database_sync_to_async(_transcript_items)(
                 self.session_pk, event["entry_id"]
             )
-            parts.append(live.compose_transcript(items))
+            parts.append(html.transcript_swap(html.trusted(i) for i in items))
             self.tip = tip
-            parts.append(live.compose_state(self.last_position, self.tip, self.follow))
+            parts.append(html.live_state(self.last_position, self.tip, self.follow))
         await self.send_text("".join(parts))
 
     async def live_turn(self, event: dict) -> None:
@@ -441,44 +456,4 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         if self.json_mode:
             await self.send_json({"type": "turn", **event})
             return
-        await self.send_text(compose_turn(event))
-
-
-def compose_turn(event: dict) -> str:
-    """Out-of-band swaps for one turn event."""
-    kind = event["event"]
-    if kind == "delta":
-        return live.oob_append("turn-stream-text", escape(event.get("text", "")))
-    if kind == "start":
-        who = escape(event.get("user_name") or "someone")
-        return (
-            f'<div id="turn-stream" class="turn-stream active" hx-swap-oob="true" '
-            f'data-turn="{escape(event.get("turn_id", ""))}">'
-            f'<header class="item-head"><span class="item-who">assistant</span> '
-            f'<span class="streaming-note">answering {who}…</span></header>'
-            f'<div id="turn-stream-text" class="stream-text"></div></div>'
-            f'<div id="turn-status" class="turn-status busy" hx-swap-oob="true" role="status">'
-            f"The model is answering {who}.</div>"
-        )
-    if kind == "end":
-        reason = escape(str(event.get("stop_reason", "")))
-        note = f"Last turn ended: {reason}." if reason else "Ready."
-        if event.get("compacted"):
-            note += " The session was compacted."
-        if event.get("error_message"):
-            note += f" {escape(str(event['error_message']))}"
-        return (
-            '<div id="turn-stream" class="turn-stream" hx-swap-oob="true" hidden></div>'
-            f'<div id="turn-status" class="turn-status" hx-swap-oob="true" role="status">{note}</div>'
-        )
-    if kind == "compacting":
-        return (
-            '<div id="turn-status" class="turn-status busy" hx-swap-oob="true" role="status">'
-            "Compacting the session…</div>"
-        )
-    # "error" and anything else: a plain status line.
-    return (
-        '<div id="turn-stream" class="turn-stream" hx-swap-oob="true" hidden></div>'
-        f'<div id="turn-status" class="turn-status error" hx-swap-oob="true" role="alert">'
-        f"{escape(str(event.get('message', 'The turn failed.')))}</div>"
-    )
+        await self.send_text(html.turn_swap(event))

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections
 
 from explorer.follow import DirectoryFollower, FileState, FollowEvent, follow_forever
 from explorer.session import jsonfmt
@@ -58,7 +58,7 @@ class FollowIngestor:
 
         data = b"".join(line + b"\n" for line in event.lines)
         result = services.import_bytes(
-            data, source_path=event.path, user=self.user, signal_source="follow"
+            data, source_path=event.path, user=self.user, source="follow"
         )
         state = self._state(event.path)
         if not result.ok or result.session is None:
@@ -94,8 +94,7 @@ class FollowIngestor:
 
     def _append_fast(self, session, lines: tuple[bytes, ...]) -> int | None:
         """Insert well-formed, new entry lines verbatim; None when the slow path is needed."""
-        from explorer import services, signals, store
-        from explorer.models import Entry
+        from explorer import services
 
         ids = []
         for line in lines:
@@ -114,17 +113,7 @@ class FollowIngestor:
             line_text = [line.decode("utf-8") for line in lines]
         except UnicodeDecodeError:
             return None
-        with services.session_lock(session.session_id), transaction.atomic():
-            if Entry.objects.filter(session=session, entry_id__in=ids).exists():
-                return None
-            data = ("\n".join(line_text) + "\n").encode("utf-8")
-            created = store.append_lines(session, data)
-            transaction.on_commit(
-                lambda: signals.entries_appended.send(
-                    sender=type(session), session=session, entries=created, source="follow"
-                )
-            )
-        return len(created)
+        return services.append_lines_verbatim(session, line_text, ids, source="follow")
 
     def _reimport(self, event: FollowEvent, *, reason: str) -> None:
         from explorer import services
@@ -137,7 +126,7 @@ class FollowIngestor:
             self.report("warning", f"{event.path}: cannot read: {exc}")
             return
         result = services.import_bytes(
-            data, source_path=event.path, user=self.user, signal_source="follow"
+            data, source_path=event.path, user=self.user, source="follow"
         )
         if not result.ok or result.session is None:
             problems = "; ".join(str(p) for p in result.errors)

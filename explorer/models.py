@@ -194,6 +194,23 @@ class Leaf(models.Model):
         return f"{self.name} → {self.entry_id}"
 
 
+class TurnLock(models.Model):
+    """The one running turn of a session, across every worker.
+
+    A row exists while a turn runs (unique per session, so a second worker's insert fails);
+    the running worker refreshes ``updated`` as a heartbeat, so a row nobody refreshed for a
+    while belongs to a dead worker and may be taken over. A cancel from another worker sets
+    ``cancel_requested``, which the running turn reads at its next heartbeat."""
+
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="turn_lock")
+    turn_id = models.CharField(max_length=64)
+    cancel_requested = models.BooleanField(default=False)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_id} in {self.session_id}"
+
+
 class ImportProblem(models.Model):
     """Warnings found when a file was imported (errors block the import and are never
     stored), kept so the session page can list them with their line numbers."""

@@ -1,10 +1,14 @@
-"""Every write to stored sessions, and the signals that follow it.
+"""Every write to stored sessions; after each one, one call to ``explorer.broadcast``.
 
 One writer per session (SPEC section 9.3): a process lock serialises threads of this process,
 the transaction (``BEGIN IMMEDIATE`` on SQLite, a row lock on PostgreSQL) serialises
 processes. Inside it the engine's ``SessionManager`` appends through ``DatabaseStorage``,
 loaded with only the header and the path to the writer's cursor, so an edit on a 50,000-entry
-session never reads the whole session. Signals are sent after the commit.
+session never reads the whole session. Broadcasts are scheduled for after the commit.
+
+A newcomer looking for "where is an append written and sent" reads this module: imports
+(``import_bytes`` / ``import_file`` around ``explorer.files``), form edits, follow appends,
+turn messages, cursor moves, forks, deletes and the turn lock all live here.
 """
 
 from __future__ import annotations
@@ -15,23 +19,30 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
-from explorer import signals, store
-from explorer.models import Entry, Leaf, Session
+from explorer import broadcast, files, queries
+from explorer.models import Entry, Leaf, Session, TurnLock
+from explorer.session.errors import SessionError
 from explorer.session.sentinel import UNSET
+from explorer.storage import DatabaseStorage, IdCollision, append_lines
 
 __all__ = [
     "AppendResult",
     "add_context_edit",
+    "append_lines_verbatim",
+    "append_message",
     "append_via_manager",
     "branch_session",
     "branch_with_summary",
     "compact_now",
+    "cursor_for",
     "delete_session",
     "fork_session",
+    "import_bytes",
+    "import_file",
     "move_cursor",
-    "notify_import",
     "rename_session",
     "session_lock",
     "set_label",
@@ -71,6 +82,41 @@ def _writer(session: Session) -> Iterator[Session]:
         yield _lock_row(session)
 
 
+# ---------------------------------------------------------------------------------------------
+# Cursors
+
+
+def cursor_for(session: Session, user) -> Leaf:
+    """The user's navigation cursor row, created at the file's leaf on first use; anonymous
+    or missing users get the file's own leaf. (Reads use ``queries.cursor_id``.)"""
+    if user is None or not getattr(user, "is_authenticated", False):
+        leaf = Leaf.objects.filter(session=session, name=Leaf.DEFAULT).first()
+        return leaf or files.sync_default_leaf(session)
+    leaf, _ = Leaf.objects.get_or_create(
+        session=session,
+        name=f"user:{user.pk}",
+        defaults={"user": user, "entry_id": queries.default_leaf_id(session)},
+    )
+    return leaf
+
+
+def move_cursor(session: Session, user, entry_id: str | None) -> Leaf:
+    """Point the user's cursor at ``entry_id`` (None: before the first entry). Appends
+    nothing, like the engine's ``branch`` / ``reset_leaf``."""
+    if entry_id is not None and not queries.entry_exists(session, entry_id):
+        raise SessionError(f"Entry {entry_id} not found")
+    with transaction.atomic():
+        leaf = cursor_for(session, user)
+        leaf.entry_id = entry_id
+        leaf.save(update_fields=["entry_id", "updated"])
+        broadcast.cursor_moved(session, leaf, user)
+    return leaf
+
+
+# ---------------------------------------------------------------------------------------------
+# Appends through the engine
+
+
 @dataclass
 class AppendResult:
     session: Session
@@ -85,28 +131,27 @@ class AppendResult:
 
 def _manager_for(
     session: Session, leaf_id: str | None, author, path_only: bool = True, targets: tuple = ()
-) -> tuple[Any, store.DatabaseStorage]:
+) -> tuple[Any, DatabaseStorage]:
     """A manager with its leaf at ``leaf_id`` that knows the header, the path to it and the
     ``targets`` (entries an operation names) — or the whole session when not ``path_only``."""
-    from explorer.session.errors import SessionError
     from explorer.session.manager import SessionManager
 
-    storage = store.DatabaseStorage(
+    store = DatabaseStorage(
         session, author=author, view_leaf=leaf_id, path_only=path_only, extra_ids=targets
     )
-    manager = SessionManager.from_storage(storage, cwd=session.cwd or None)
+    manager = SessionManager.from_storage(store, cwd=session.cwd or None)
     if leaf_id is None:
         manager.reset_leaf()
     elif manager.get_entry(leaf_id) is None:
         raise SessionError(f"Entry {leaf_id} not found")
     else:
         manager.branch(leaf_id)  # extra entries or a whole-session read move the file's leaf
-    return manager, storage
+    return manager, store
 
 
 def _resolve_leaf(session: Session, user, leaf_id) -> str | None:
     if leaf_id is UNSET:
-        return store.cursor_for(session, user).entry_id
+        return cursor_for(session, user).entry_id
     return leaf_id
 
 
@@ -129,7 +174,7 @@ def append_via_manager(
     (``SessionError``) propagate with nothing written.
     """
     last_error: Exception | None = None
-    # The process lock spans the transaction, the signals sent at its commit and the final
+    # The process lock spans the transaction, the broadcasts sent at its commit and the final
     # refresh: every database access of a write happens while this thread is the writer.
     with session_lock(session.session_id):
         for _attempt in range(5):
@@ -137,38 +182,22 @@ def append_via_manager(
                 with transaction.atomic():
                     locked = _lock_row(session)
                     target = _resolve_leaf(locked, user, leaf_id)
-                    manager, storage = _manager_for(locked, target, user, path_only, targets)
+                    manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
                     leaf = None
-                    if (
-                        move_cursor
-                        and user is not None
-                        and getattr(user, "is_authenticated", False)
-                    ):
-                        leaf = store.cursor_for(locked, user)
+                    if move_cursor and user is not None and user.is_authenticated:
+                        leaf = cursor_for(locked, user)
                         leaf.entry_id = manager.get_leaf_id()
                         leaf.save(update_fields=["entry_id", "updated"])
-                    result = AppendResult(locked, list(storage.appended), leaf, value)
-                    _on_commit_appended(result, user, source)
+                    result = AppendResult(locked, list(store.appended), leaf, value)
+                    broadcast.entries_appended(locked, result.entries, source=source)
+                    if leaf is not None:
+                        broadcast.cursor_moved(locked, leaf, user)
                 session.refresh_from_db()
                 return result
-            except store.IdCollision as exc:  # an 8-hex id already used off this path
+            except IdCollision as exc:  # an 8-hex id already used off this path
                 last_error = exc
     raise RuntimeError(f"could not allocate a unique entry id: {last_error}")
-
-
-def _on_commit_appended(result: AppendResult, user, source: str) -> None:
-    session, entries, leaf = result.session, result.entries, result.leaf
-
-    def send() -> None:
-        if entries:
-            signals.entries_appended.send(
-                sender=Session, session=session, entries=entries, source=source
-            )
-        if leaf is not None:
-            signals.cursor_moved.send(sender=Session, session=session, leaf=leaf, user=user)
-
-    transaction.on_commit(send)
 
 
 def add_context_edit(
@@ -245,20 +274,18 @@ def compact_now(
     """Compact the path at ``leaf_id`` with the engine. The summary is computed outside the
     writer lock (a model call may take minutes); the compaction is then appended at that same
     entry, so concurrent appends elsewhere do not interfere."""
+    from explorer import conf
     from explorer.session import compaction, tokens
-    from explorer.session.errors import SessionError
 
     target = _resolve_leaf(session, user, leaf_id)
-    path = store.path_to(session, target)
+    path = queries.path_to(session, target)
     prep = compaction.prepare_compaction(path, settings or tokens.DEFAULT_COMPACTION_SETTINGS)
     if prep is None:
         if path and path[-1].get("type") == "compaction":
             raise SessionError("Already compacted")
         raise SessionError("Nothing to compact (session too small)")
     if summarizer is None:
-        from explorer.session.summarizers import summarizer_from_env
-
-        summarizer = summarizer_from_env()
+        summarizer = conf.summarizer()
     result = compaction.compact(prep, summarizer, custom_instructions=custom_instructions)
     return append_via_manager(
         session,
@@ -276,51 +303,30 @@ def compact_now(
     )
 
 
-def move_cursor(session: Session, user, entry_id: str | None) -> Leaf:
-    """Point the user's cursor at ``entry_id`` (None: before the first entry). Appends
-    nothing, like the engine's ``branch`` / ``reset_leaf``."""
-    from explorer.session.errors import SessionError
-
-    if (
-        entry_id is not None
-        and not Entry.objects.filter(session=session, entry_id=entry_id).exists()
-    ):
-        raise SessionError(f"Entry {entry_id} not found")
-    with transaction.atomic():
-        leaf = store.cursor_for(session, user)
-        leaf.entry_id = entry_id
-        leaf.save(update_fields=["entry_id", "updated"])
-        transaction.on_commit(
-            lambda: signals.cursor_moved.send(sender=Session, session=session, leaf=leaf, user=user)
-        )
-    return leaf
+def append_lines_verbatim(
+    session: Session, lines: list[str], ids: list[str], *, source: str
+) -> int | None:
+    """Store complete entry lines (with these ``ids``) exactly as another writer wrote them:
+    the follower's fast path. None, with nothing written, when an id is already stored."""
+    with session_lock(session.session_id), transaction.atomic():
+        locked = _lock_row(session)
+        if Entry.objects.filter(session=locked, entry_id__in=ids).exists():
+            return None
+        created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
+        broadcast.entries_appended(locked, created, source=source)
+    session.refresh_from_db()
+    return len(created)
 
 
-def notify_import(result: store.ImportResult, source: str = "import") -> None:
-    """Signals for an import that has committed."""
-    session = result.session
-    if session is None:
-        return
-
-    def send() -> None:
-        if result.created:
-            signals.session_created.send(sender=Session, session=session, source=source)
-        if result.added:
-            entries = result.new_entries
-            if entries is None:
-                entries = _newest_entries(session, result.added)
-            signals.entries_appended.send(
-                sender=Session, session=session, entries=entries, source=source
-            )
-
-    transaction.on_commit(send)
+# ---------------------------------------------------------------------------------------------
+# Files in: imports, forks and branches as new sessions
 
 
 def _newest_entries(
     session: Session, added: int, *, limit: int = 200, max_bytes: int = 8 * 1024 * 1024
 ) -> list[Entry]:
-    """The newest rows of a big import, bounded in count and in payload size, so listeners
-    never pull a whole 200 MB import into memory."""
+    """The newest rows of a big import, bounded in count and in payload size, so the
+    broadcast never pulls a whole 200 MB import into memory."""
     picked: list[int] = []
     total = 0
     rows = Entry.objects.filter(session=session).order_by("-position").values_list("pk", "size")
@@ -332,42 +338,52 @@ def _newest_entries(
     return list(Entry.objects.filter(pk__in=picked).order_by("position"))
 
 
+def _announce_import(result: files.ImportResult, source: str) -> None:
+    session = result.session
+    if session is None or not result.added:
+        return
+    entries = result.new_entries
+    if entries is None:
+        entries = _newest_entries(session, result.added)
+    broadcast.entries_appended(session, entries, source=source)
+
+
+def import_bytes(
+    data: bytes, *, source_path: str = "", user=None, source: str = "import", **kwargs
+) -> files.ImportResult:
+    """Import one file's content under the single-writer lock of its session, then tell
+    its viewers (``source`` says who wrote it: import, follow, fork, branch)."""
+    header, _i, _l, _p = files.find_header(bytes(data[: 1024 * 1024]))
+    key = header["id"] if header else "-"
+    with session_lock(key):
+        result = files.import_bytes(data, source_path=source_path, user=user, **kwargs)
+    _announce_import(result, source)
+    return result
+
+
 def import_file(
-    path: str, *, source_path: str | None = None, user=None, **kwargs
-) -> store.ImportResult:
+    path: str, *, source_path: str | None = None, user=None, source: str = "import", **kwargs
+) -> files.ImportResult:
     """Import a file from disk under the single-writer lock of its session."""
     with open(path, "rb") as fh:
         first = fh.read(1024 * 1024)
-    header, _i, _l, _p = store._find_header(first)
+    header, _i, _l, _p = files.find_header(first)
     key = header["id"] if header else "-"
     with session_lock(key):
-        return store.import_file(path, source_path=source_path, user=user, **kwargs)
-
-
-def import_bytes(data: bytes, *, source_path: str = "", user=None, **kwargs) -> store.ImportResult:
-    """Import under the single-writer lock of the file's session."""
-    header, _i, _l, _p = store._find_header(data)
-    key = header["id"] if header else "-"
-    with session_lock(key):
-        return store.import_bytes(data, source_path=source_path, user=user, **kwargs)
+        result = files.import_file(path, source_path=source_path, user=user, **kwargs)
+    _announce_import(result, source)
+    return result
 
 
 def delete_session(session: Session, user) -> None:
-    pk, session_id = session.pk, session.session_id
     with _writer(session) as locked:
         locked.delete()
-        transaction.on_commit(
-            lambda: signals.session_deleted.send(
-                sender=Session, session_pk=pk, session_id=session_id
-            )
-        )
 
 
 def fork_session(session: Session, user, *, cwd: str | None = None) -> Session:
     """A new stored session holding every entry of this one under a new header (the
     ``fork_from`` semantics)."""
-    data = store.fork_bytes(session, cwd=cwd)
-    result = import_bytes(data, source_path="", user=user, signal_source="fork")
+    result = import_bytes(files.fork_bytes(session, cwd=cwd), user=user, source="fork")
     if not result.ok or result.session is None:
         raise ValueError("; ".join(str(p) for p in result.errors))
     return result.session
@@ -375,8 +391,52 @@ def fork_session(session: Session, user, *, cwd: str | None = None) -> Session:
 
 def branch_session(session: Session, user, leaf_id: str) -> Session:
     """A new stored session holding only the path to ``leaf_id`` (``create_branched_session``)."""
-    data = store.branch_bytes(session, leaf_id)
-    result = import_bytes(data, source_path="", user=user, signal_source="branch")
+    result = import_bytes(files.branch_bytes(session, leaf_id), user=user, source="branch")
     if not result.ok or result.session is None:
         raise ValueError("; ".join(str(p) for p in result.errors))
     return result.session
+
+
+# ---------------------------------------------------------------------------------------------
+# The turn lock: one running turn per session across every worker
+
+
+class TurnLockBusy(Exception):
+    """Another turn holds the session's lock (and refreshed it recently)."""
+
+
+def acquire_turn_lock(session: Session, turn_id: str, *, stale_after: float) -> None:
+    """Take the session's turn lock for ``turn_id``; a lock nobody refreshed for
+    ``stale_after`` seconds belongs to a dead worker and is taken over."""
+    for _attempt in range(2):
+        try:
+            with transaction.atomic():
+                TurnLock.objects.create(session=session, turn_id=turn_id)
+            return
+        except IntegrityError:
+            stale = timezone.now() - timezone.timedelta(seconds=stale_after)
+            if not TurnLock.objects.filter(session=session, updated__lt=stale).delete()[0]:
+                raise TurnLockBusy() from None
+    raise TurnLockBusy()
+
+
+def release_turn_lock(session_pk: int, turn_id: str) -> None:
+    TurnLock.objects.filter(session_id=session_pk, turn_id=turn_id).delete()
+
+
+def refresh_turn_lock(session_pk: int, turn_id: str) -> bool:
+    """The running turn's heartbeat; True when another worker asked it to stop."""
+    row = TurnLock.objects.filter(session_id=session_pk, turn_id=turn_id).first()
+    if row is None:
+        return False
+    row.save(update_fields=["updated"])
+    return row.cancel_requested
+
+
+def request_turn_cancel(session_pk: int) -> bool:
+    """Flag the running turn (on whichever worker runs it); True when there was one."""
+    return bool(
+        TurnLock.objects.filter(session_id=session_pk, cancel_requested=False).update(
+            cancel_requested=True
+        )
+    )

@@ -1,15 +1,15 @@
 """The turn runner: an editor's message, the model's streamed answer, automatic compaction.
 
 One turn at a time per session. The in-process registry refuses a second turn in this worker
-at once; a marker row in the database (a reserved ``Leaf`` name, unique per session) refuses
-it in every other worker. A turn runs in its own thread: the provider call blocks on the
+at once; the session's ``TurnLock`` row (unique per session) refuses it in every other
+worker. A turn runs in its own thread: the provider call blocks on the
 network, and the page that started it must not wait. Deltas go to the session's group as they
 arrive; the messages themselves are appended through ``explorer.services`` (the single
-writer), whose signals broadcast them like any other write.
+writer), which broadcasts them like any other write.
 
 Cancelling sets an Event the provider watches (it closes the connection); the answer is then
 recorded with ``stopReason: "aborted"``. A cancel that reaches another worker is passed on
-through the marker row, which the running turn checks between deltas.
+through the lock row, which the running turn checks at its heartbeat.
 """
 
 from __future__ import annotations
@@ -21,19 +21,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError, close_old_connections, connection, transaction
-from django.utils import timezone
+from django.db import close_old_connections, connection
 
-from explorer import live
+from explorer import broadcast, conf, queries, services
 from explorer.session.sentinel import UNSET
 
 logger = logging.getLogger(__name__)
 
-# Leaf names starting with "__" are internal markers, never user cursors.
-TURN_MARKER = "__turn__"
-CANCEL_PREFIX = "cancel:"
-# A marker older than this (a worker died mid-turn) no longer blocks new turns; a running
-# turn refreshes its marker every HEARTBEAT seconds.
+# A lock older than this (a worker died mid-turn) no longer blocks new turns; a running
+# turn refreshes its lock every HEARTBEAT seconds.
 STALE_AFTER = 300.0
 HEARTBEAT = 2.0
 
@@ -95,58 +91,17 @@ def running_turn(session_pk: int) -> RunningTurn | None:
 
 
 def provider_configured() -> bool:
-    from explorer.session.providers import provider_from_env
-
-    return provider_from_env() is not None
-
-
-# ---------------------------------------------------------------------------------------------
-# The database marker
-
-
-def _acquire_marker(session, turn_id: str) -> None:
-    from explorer.models import Leaf
-
-    for _attempt in range(2):
-        try:
-            with transaction.atomic():
-                Leaf.objects.create(session=session, name=TURN_MARKER, entry_id=turn_id)
-            return
-        except IntegrityError:
-            stale = timezone.now() - timezone.timedelta(seconds=STALE_AFTER)
-            # A marker nobody refreshed for a long time belongs to a dead worker.
-            if not Leaf.objects.filter(
-                session=session, name=TURN_MARKER, updated__lt=stale
-            ).delete()[0]:
-                raise TurnBusy() from None
-    raise TurnBusy()
-
-
-def _release_marker(session_pk: int, turn_id: str) -> None:
-    from explorer.models import Leaf
-
-    Leaf.objects.filter(session_id=session_pk, name=TURN_MARKER).filter(
-        entry_id__in=[turn_id, CANCEL_PREFIX + turn_id]
-    ).delete()
+    return conf.provider_configured()
 
 
 def _heartbeat(turn: RunningTurn) -> None:
-    """Refresh the marker; notice a cancel requested through another worker."""
-    from explorer.models import Leaf
-
-    row = Leaf.objects.filter(session_id=turn.session_pk, name=TURN_MARKER).first()
-    if row is None:
-        return
-    if row.entry_id == CANCEL_PREFIX + turn.turn_id:
+    """Refresh the lock; notice a cancel requested through another worker."""
+    if services.refresh_turn_lock(turn.session_pk, turn.turn_id):
         turn.cancel.set()
-    row.save(update_fields=["updated"])
 
 
 def turn_busy_elsewhere(session_pk: int) -> bool:
-    from explorer.models import Leaf
-
-    stale = timezone.now() - timezone.timedelta(seconds=STALE_AFTER)
-    return Leaf.objects.filter(session_id=session_pk, name=TURN_MARKER, updated__gte=stale).exists()
+    return queries.turn_running(session_pk, stale_after=STALE_AFTER)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,11 +119,9 @@ def start_turn(
     background: bool = True,
 ) -> RunningTurn:
     """Start a turn at the user's cursor (or ``leaf_id``); raises :class:`TurnError`."""
-    from explorer.session.providers import provider_from_env
-
     if not isinstance(text, str) or not text.strip():
         raise TurnError("Type a message first.")
-    provider = provider if provider is not None else provider_from_env()
+    provider = provider if provider is not None else conf.provider()
     if provider is None:
         raise NoProvider()
     turn = RunningTurn(
@@ -181,7 +134,10 @@ def start_turn(
     with _registry_lock:
         if session.pk in _registry:
             raise TurnBusy()
-        _acquire_marker(session, turn.turn_id)
+        try:
+            services.acquire_turn_lock(session, turn.turn_id, stale_after=STALE_AFTER)
+        except services.TurnLockBusy:
+            raise TurnBusy() from None
         _registry[session.pk] = turn
     args = (turn, session, user, text, provider, summarizer, leaf_id)
     if background:
@@ -196,20 +152,12 @@ def start_turn(
 
 def cancel_turn(session_pk: int) -> bool:
     """Ask the running turn to stop; True when there was one to ask."""
-    from explorer.models import Leaf
-
     turn = _registry.get(session_pk)
     if turn is not None:
         turn.cancel.set()
         return True
-    # Maybe it runs in another worker: flag its marker.
-    row = Leaf.objects.filter(session_id=session_pk, name=TURN_MARKER).first()
-    if row is None or not row.entry_id or row.entry_id.startswith(CANCEL_PREFIX):
-        return False
-    Leaf.objects.filter(pk=row.pk, entry_id=row.entry_id).update(
-        entry_id=CANCEL_PREFIX + row.entry_id
-    )
-    return True
+    # Maybe it runs in another worker: flag its lock.
+    return services.request_turn_cancel(session_pk)
 
 
 def _thread_main(*args) -> None:
@@ -229,12 +177,11 @@ def _now_ms() -> int:
 
 
 def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf_id) -> None:
-    from explorer import services, store
     from explorer.session.context import context_from_path
     from explorer.session.messages import convert_to_llm
 
     try:
-        live.send_turn_event(session, "start", **turn.describe())
+        broadcast.turn_event(session, "start", **turn.describe())
         user_message = {
             "role": "user",
             "content": [{"type": "text", "text": text}],
@@ -248,7 +195,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
             source="turn",
         )
         turn.user_entry_id = appended.entry.entry_id
-        path = store.path_to(session, turn.user_entry_id)
+        path = queries.path_to(session, turn.user_entry_id)
         messages = convert_to_llm(context_from_path(path).messages)
 
         final: dict | None = None
@@ -257,7 +204,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
             if kind == "delta":
                 offset = len(turn.text)
                 turn.text += value
-                live.send_turn_event(
+                broadcast.turn_event(
                     session, "delta", turn_id=turn.turn_id, text=value, offset=offset
                 )
             elif kind == "done":
@@ -274,7 +221,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
             session, user, final, leaf_id=turn.user_entry_id, source="turn"
         ).entry.entry_id
         turn.compacted = _maybe_compact(session, user, turn, summarizer)
-        live.send_turn_event(
+        broadcast.turn_event(
             session,
             "end",
             turn_id=turn.turn_id,
@@ -285,12 +232,12 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
     except Exception as exc:
         logger.exception("turn %s in session %s failed", turn.turn_id, session.pk)
         turn.error = str(exc) or type(exc).__name__
-        live.send_turn_event(
+        broadcast.turn_event(
             session, "error", turn_id=turn.turn_id, message=f"The turn failed: {turn.error}"
         )
     finally:
         try:
-            _release_marker(session.pk, turn.turn_id)
+            services.release_turn_lock(session.pk, turn.turn_id)
         finally:
             with _registry_lock:
                 if _registry.get(session.pk) is turn:
@@ -321,7 +268,6 @@ def _failed_message(provider, text: str, error: str) -> dict:
 
 def _maybe_compact(session, user, turn: RunningTurn, summarizer) -> bool:
     """After a successful answer: compact when its usage says the context is nearly full."""
-    from explorer import services
     from explorer.session.tokens import calculate_context_tokens, should_compact
 
     message = turn.assistant_message or {}
@@ -331,18 +277,16 @@ def _maybe_compact(session, user, turn: RunningTurn, summarizer) -> bool:
     if not isinstance(usage, dict):
         return False
     tokens = calculate_context_tokens(usage)
-    if not should_compact(tokens, live.context_window(), live.compaction_settings()):
+    if not should_compact(tokens, conf.context_window(), conf.compaction_settings()):
         return False
-    live.send_turn_event(session, "compacting", turn_id=turn.turn_id)
+    broadcast.turn_event(session, "compacting", turn_id=turn.turn_id)
     if summarizer is None:
-        from explorer.session.summarizers import summarizer_from_env
-
-        summarizer = summarizer_from_env()
+        summarizer = conf.summarizer()
     services.compact_now(
         session,
         user,
         leaf_id=turn.assistant_entry_id,
         summarizer=summarizer,
-        settings=live.compaction_settings(),
+        settings=conf.compaction_settings(),
     )
     return True

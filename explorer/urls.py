@@ -1,45 +1,68 @@
-from __future__ import annotations
+"""Every URL of the app, in the ``explorer`` namespace, grouped by what the page is for.
 
-import importlib
-import logging
+Entry ids are arbitrary strings in Pi files, so they travel in the query string (``?id=``),
+never in the path.
+"""
+
+from __future__ import annotations
 
 from django.urls import path
 
-from explorer.views import sessions
-
-logger = logging.getLogger(__name__)
+from explorer.views import (
+    actions,
+    compaction_view,
+    compare,
+    entry,
+    integrity,
+    live,
+    projection,
+    search,
+    sessions,
+    stats,
+    timeline,
+    tree,
+)
 
 app_name = "explorer"
 
-urlpatterns = [
+session_urls = [
     path("", sessions.session_list, name="session_list"),
     path("import/", sessions.import_view, name="import"),
+    path("search/", search.global_search, name="search"),
     path("sessions/<int:pk>/export.jsonl", sessions.export_view, name="export"),
     path("sessions/<int:pk>/branch.jsonl", sessions.branch_download, name="branch_download"),
     path("sessions/<int:pk>/fork/", sessions.fork_view, name="fork"),
     path("sessions/<int:pk>/delete/", sessions.delete_view, name="delete"),
     path("sessions/<int:pk>/problems/", sessions.problems_view, name="problems"),
+    path("sessions/<int:pk>/stats/", stats.session_stats, name="session_stats"),
 ]
 
+tab_urls = [
+    path("sessions/<int:pk>/", tree.session_detail, name="session_detail"),
+    path("sessions/<int:pk>/graph.svg", tree.graph_svg, name="graph_svg"),
+    path("sessions/<int:pk>/tree/chain/", tree.chain_rows, name="tree_chain"),
+    path("sessions/<int:pk>/entry/", entry.entry_view, name="entry"),
+    path("sessions/<int:pk>/context/", projection.context_view, name="context"),
+    path("sessions/<int:pk>/compactions/", compaction_view.compactions_view, name="compactions"),
+    path("sessions/<int:pk>/compare/", compare.compare_view, name="compare"),
+    path("sessions/<int:pk>/timeline/", timeline.timeline_view, name="timeline"),
+    path("sessions/<int:pk>/search/", search.session_search, name="session_search"),
+    path("sessions/<int:pk>/integrity/", integrity.integrity_view, name="integrity"),
+]
 
-def _explorer_urls() -> list:
-    """The visual explorer's pages (session detail and friends) when they are installed;
-    until then ``session_detail`` falls back to a plain summary page."""
-    try:
-        module = importlib.import_module("explorer.urls_explorer")
-    except ImportError as exc:
-        if getattr(exc, "name", None) != "explorer.urls_explorer":
-            logger.exception("explorer.urls_explorer failed to import; using the summary page")
-        return [path("sessions/<int:pk>/", sessions.session_summary, name="session_detail")]
-    patterns = list(module.urlpatterns)
-    if not any(getattr(p, "name", None) == "session_detail" for p in patterns):
-        patterns.append(path("sessions/<int:pk>/", sessions.session_summary, name="session_detail"))
-    return patterns
+edit_urls = [
+    path("sessions/<int:pk>/edit/", actions.edit_view, name="edit"),
+    path("sessions/<int:pk>/undo/", actions.undo_view, name="undo"),
+    path("sessions/<int:pk>/label/", actions.label_view, name="label"),
+    path("sessions/<int:pk>/rename/", actions.rename_view, name="rename"),
+    path("sessions/<int:pk>/navigate/", actions.navigate_view, name="navigate"),
+    path("sessions/<int:pk>/compact/", actions.compact_view, name="compact"),
+]
 
+live_urls = [
+    path("sessions/<int:pk>/live/", live.live_page, name="live"),
+    path("sessions/<int:pk>/live/turn/", live.turn_view, name="live_turn"),
+    path("sessions/<int:pk>/live/cancel/", live.cancel_view, name="live_cancel"),
+]
 
-urlpatterns += _explorer_urls()
-
-# The live page (transcript, text tree, turns); owned by the live feature.
-from explorer import urls_live  # noqa: E402
-
-urlpatterns += urls_live.urlpatterns
+urlpatterns = session_urls + tab_urls + edit_urls + live_urls

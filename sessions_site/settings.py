@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS
 from sessions_site.env import envbool, envint, envlist, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -200,6 +201,25 @@ STORAGES = {
 }
 
 # --- Uploads --------------------------------------------------------------------------
+# The model and its context, for the token meter, compaction and turns (the engine's defaults
+# unless the environment says otherwise). Read through ``explorer.conf``.
+SESSIONS_CONTEXT_WINDOW = envint("SESSIONS_CONTEXT_WINDOW", 128000, minimum=1)
+SESSIONS_COMPACTION = {
+    "enabled": envbool("SESSIONS_COMPACTION_ENABLED", DEFAULT_COMPACTION_SETTINGS.enabled),
+    "reserve_tokens": envint(
+        "SESSIONS_COMPACTION_RESERVE_TOKENS", DEFAULT_COMPACTION_SETTINGS.reserve_tokens, minimum=0
+    ),
+    "keep_recent_tokens": envint(
+        "SESSIONS_COMPACTION_KEEP_RECENT_TOKENS",
+        DEFAULT_COMPACTION_SETTINGS.keep_recent_tokens,
+        minimum=0,
+    ),
+}
+# An OpenAI-compatible endpoint for summaries and turns; none means the embedded summarizer.
+SESSIONS_LLM = {
+    name: envstr(name).strip()
+    for name in ("SESSIONS_LLM_BASE_URL", "SESSIONS_LLM_MODEL", "SESSIONS_LLM_API_KEY")
+}
 SESSIONS_MAX_UPLOAD_BYTES = envint("SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
 # Files above this go to a temporary file instead of memory while uploading.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024

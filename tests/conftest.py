@@ -45,6 +45,22 @@ def _memory_cache():
 
 
 @pytest.fixture
+def sent_broadcasts(monkeypatch) -> list[dict]:
+    """Every message ``explorer.broadcast`` hands to the channel layer (still sent)."""
+    from explorer import broadcast
+
+    seen: list[dict] = []
+    real = broadcast.send
+
+    def spy(session, message):
+        seen.append(message)
+        real(session, message)
+
+    monkeypatch.setattr(broadcast, "send", spy)
+    return seen
+
+
+@pytest.fixture
 def small_session_bytes() -> bytes:
     return SMALL_SESSION
 
@@ -118,10 +134,10 @@ def csrf_client_factory(db):
 @pytest.fixture
 def make_session(db) -> Callable:
     """Import bytes (default: the small session) and return the stored ``Session``."""
-    from explorer import store
+    from explorer import services
 
     def make(data: bytes | None = None, *, source_path: str = "", user=None):
-        result = store.import_bytes(
+        result = services.import_bytes(
             SMALL_SESSION if data is None else data, source_path=source_path, user=user
         )
         assert result.ok, [str(p) for p in result.problems]

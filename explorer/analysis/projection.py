@@ -218,3 +218,22 @@ def align_projection(
         context_window=context_window,
         threshold=threshold,
     )
+
+
+def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:
+    """Message count and the engine's estimate of the context tokens the model sees at the
+    end of ``path``, against the window and the compaction threshold (the live meter)."""
+    from explorer.session.context import context_from_path
+    from explorer.session.tokens import estimate_context_tokens
+
+    ctx = context_from_path(list(path))
+    tokens = estimate_context_tokens(ctx.messages).tokens
+    tokens = 0 if tokens != tokens else int(tokens)  # NaN (malformed content) shows as 0
+    return {
+        "leaf_id": path[-1].get("id") if path else None,
+        "messages": len(ctx.messages),
+        "tokens": tokens,
+        "window": window,
+        "threshold": max(window - reserve, 0),
+        "percent": min(100, round(100 * tokens / window)) if window else 0,
+    }

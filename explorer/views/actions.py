@@ -16,7 +16,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from explorer import services, treedata
+from explorer import queries, services
 from explorer.analysis.compare import common_ancestor_index
 from explorer.analysis.projection import align_projection
 from explorer.permissions import editor_required, get_session_for_user
@@ -62,13 +62,13 @@ def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
 
 def _context_edits_on_path(session, light) -> list[dict]:
     ids = [e.entry_id for e in light if e.type == "context_edit"]
-    data = treedata.load_entries(session, ids)
+    data = queries.load_entries(session, ids)
     return [data[i] for i in ids if i in data]
 
 
 def _preview(session, cursor: str | None, target: str, replacement: Any) -> dict[str, Any]:
-    light = treedata.light_path(session, cursor)
-    path, _ = treedata.context_path(session, light)
+    light = queries.light_path(session, cursor)
+    path, _ = queries.context_path(session, light)
     before = align_projection(path)
     after = align_projection([*path, _edit_entry(cursor, target, replacement)])
     changed = [r for r in after.rows if r.id == target]
@@ -90,10 +90,10 @@ def edit_view(request: HttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     src = request.POST if request.method == "POST" else request.GET
     target = src.get("target", "")
-    data = treedata.load_entries(session, [target]).get(target)
+    data = queries.load_entries(session, [target]).get(target)
     if data is None:
         raise Http404("No such entry")
-    on_path = any(e.entry_id == target for e in treedata.light_path(session, cursor))
+    on_path = any(e.entry_id == target for e in queries.light_path(session, cursor))
     mode = src.get("mode") or "hide"
     original = _original_content(data)
     content = src.get("content")
@@ -159,7 +159,7 @@ def undo_view(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method != "POST":
         return redirect(reverse("explorer:context", args=[session.pk]))
     target = request.POST.get("target", "")
-    data = treedata.load_entries(session, [target]).get(target)
+    data = queries.load_entries(session, [target]).get(target)
     if data is None:
         raise Http404("No such entry")
     try:
@@ -181,10 +181,10 @@ def label_view(request: HttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     src = request.POST if request.method == "POST" else request.GET
     target = src.get("target", "")
-    data = treedata.load_entries(session, [target]).get(target)
+    data = queries.load_entries(session, [target]).get(target)
     if data is None:
         raise Http404("No such entry")
-    current = treedata.current_labels(session).get(target, "")
+    current = queries.current_labels(session).get(target, "")
     errors: list[str] = []
     if request.method == "POST":
         label = (src.get("label") or "").strip()[:200]
@@ -252,9 +252,9 @@ def rename_view(request: HttpRequest, pk: int) -> HttpResponse:
 def _abandoned(session, old: str | None, target: str) -> list[dict]:
     if not old:
         return []
-    lo, lt = treedata.light_path(session, old), treedata.light_path(session, target)
+    lo, lt = queries.light_path(session, old), queries.light_path(session, target)
     k = common_ancestor_index([e.entry_id for e in lo], [e.entry_id for e in lt])
-    return treedata.full_path(session, lo[k + 1 :])
+    return queries.full_path(session, lo[k + 1 :])
 
 
 @editor_required
@@ -264,7 +264,7 @@ def navigate_view(request: HttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     src = request.POST if request.method == "POST" else request.GET
     target = src.get("target", "")
-    if not treedata.entry_exists(session, target):
+    if not queries.entry_exists(session, target):
         raise Http404("No such entry")
     summary_mode = src.get("summary") or "none"
     errors: list[str] = []
@@ -307,7 +307,7 @@ def navigate_view(request: HttpRequest, pk: int) -> HttpResponse:
                 + urlencode({"entry": target}),
             )
     ctx = session_frame(request, session, "tree", cursor)
-    data = treedata.load_entries(session, [target]).get(target, {})
+    data = queries.load_entries(session, [target]).get(target, {})
     ctx.update(
         {
             "target": target,
@@ -364,8 +364,8 @@ def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, "Compaction appended.")
             return _done(request, reverse("explorer:compactions", args=[session.pk]))
-    light = treedata.light_path(session, cursor)
-    path, _ = treedata.context_path(session, light)
+    light = queries.light_path(session, cursor)
+    path, _ = queries.context_path(session, light)
     prep = compaction.prepare_compaction(path, settings)
     dry: dict[str, Any] | None = None
     already = bool(light) and light[-1].type == "compaction"
@@ -383,7 +383,7 @@ def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
         except SessionError as exc:
             errors.append(str(exc))
     first = (
-        treedata.load_entries(session, [prep.first_kept_entry_id]).get(prep.first_kept_entry_id, {})
+        queries.load_entries(session, [prep.first_kept_entry_id]).get(prep.first_kept_entry_id, {})
         if prep
         else {}
     )

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from explorer import store, treedata
+from explorer import queries, services
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -42,14 +42,14 @@ def render_panel(
 def resolve_cursor(request: HttpRequest, session: Session) -> str | None:
     """`?leaf=` (a permalink to a leaf) when it names an entry; else the user's cursor."""
     leaf = request.GET.get("leaf") or request.POST.get("leaf")
-    if leaf and treedata.entry_exists(session, leaf):
+    if leaf and queries.entry_exists(session, leaf):
         return leaf
     if leaf:
         warn_missing_entry(request, leaf, "your cursor")
-    cursor = store.cursor_for(session, request.user).entry_id
-    if cursor and treedata.entry_exists(session, cursor):
+    cursor = services.cursor_for(session, request.user).entry_id
+    if cursor and queries.entry_exists(session, cursor):
         return cursor
-    return treedata.default_leaf_id(session)
+    return queries.default_leaf_id(session)
 
 
 def warn_missing_entry(request: HttpRequest, entry_id: str, instead: str) -> None:

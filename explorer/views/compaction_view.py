@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import treedata
+from explorer import queries
 from explorer.analysis.compactions import compaction_info, compaction_ranges, survival_for
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
@@ -19,9 +19,9 @@ REPLACED_SHOWN = 400
 
 
 def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    light = treedata.light_path(session, cursor)
+    light = queries.light_path(session, cursor)
     comps = [i for i, e in enumerate(light) if e.type == "compaction"]
-    comp_data = treedata.load_entries(session, [light[i].entry_id for i in comps])
+    comp_data = queries.load_entries(session, [light[i].entry_id for i in comps])
     # Ranges need only ids, types and firstKeptEntryId: build them from light rows.
     stub = []
     for e in light:
@@ -51,7 +51,7 @@ def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict
             end = fk if fk is not None else ci
             lo = max(start, end - REPLACED_SHOWN)
             ids = [e.entry_id for e in light[lo : ci + 1]]
-            data = treedata.load_entries(session, ids)
+            data = queries.load_entries(session, ids)
             sub = [data[i] for i in ids if i in data]
             offset = lo
             info = compaction_info(sub, ci - offset, 0, (fk - offset) if fk is not None else None)

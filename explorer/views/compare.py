@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import treedata
+from explorer import queries
 from explorer.analysis.compare import common_ancestor_index, projection_diff, route_stats
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
@@ -22,7 +22,7 @@ def _resolve(session, value: str | None, labels: dict[str, str]) -> str | None:
     """A leaf id, or a label text naming an entry."""
     if not value:
         return None
-    if treedata.entry_exists(session, value):
+    if queries.entry_exists(session, value):
         return value
     for target, text in labels.items():
         if text == value:
@@ -36,7 +36,7 @@ def leaf_choices(session, labels: dict[str, str], limit: int = 200) -> list[dict
         .order_by("-position")
         .values_list("entry_id", "type", "role")[:limit]
     )
-    data = treedata.load_entries(session, [r[0] for r in rows])
+    data = queries.load_entries(session, [r[0] for r in rows])
     out = [
         {"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"}
         for r in rows
@@ -51,7 +51,7 @@ def _role(d: dict) -> str:
 
 
 def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    labels = treedata.current_labels(session)
+    labels = queries.current_labels(session)
     asked_a = _resolve(session, request.GET.get("a"), labels)
     a = asked_a or cursor
     b = _resolve(session, request.GET.get("b"), labels)
@@ -65,24 +65,24 @@ def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
     }
     if not (a and b):
         return ctx
-    la, lb = treedata.light_path(session, a), treedata.light_path(session, b)
+    la, lb = queries.light_path(session, a), queries.light_path(session, b)
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
-    data = treedata.load_entries(
+    data = queries.load_entries(
         session, [e.entry_id for e in ra[-ROUTE_SHOWN:]] + [e.entry_id for e in rb[-ROUTE_SHOWN:]]
     )
     stats_data = (
-        treedata.load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+        queries.load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
         if len(ra) + len(rb) <= 4000
         else data
     )
     route_a = [stats_data[e.entry_id] for e in ra if e.entry_id in stats_data]
     route_b = [stats_data[e.entry_id] for e in rb if e.entry_id in stats_data]
     sa, sb = route_stats(route_a), route_stats(route_b)
-    pa, _ = treedata.context_path(session, la)
-    pb, _ = treedata.context_path(session, lb)
+    pa, _ = queries.context_path(session, la)
+    pb, _ = queries.context_path(session, lb)
     diff = projection_diff(pa, pb)
-    on_cursor = {e.entry_id for e in treedata.light_path(session, cursor)} if cursor else set()
+    on_cursor = {e.entry_id for e in queries.light_path(session, cursor)} if cursor else set()
     ancestor = la[k].entry_id if k >= 0 else None
 
     def rows(route):
@@ -100,7 +100,7 @@ def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
     ctx["result"] = {
         "ancestor": ancestor,
         "ancestor_title": entry_title(
-            treedata.load_entries(session, [ancestor]).get(ancestor, {}), 100
+            queries.load_entries(session, [ancestor]).get(ancestor, {}), 100
         )
         if ancestor
         else "",

@@ -9,7 +9,7 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import treedata
+from explorer import queries
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import image_data_uri, render_markdown
@@ -105,7 +105,7 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
         )
         frontier = []
         wanted = [k for k, role in kids if role == "toolResult"]
-        data = treedata.load_entries(session, wanted)
+        data = queries.load_entries(session, wanted)
         for k, role in kids:
             if role == "toolResult":
                 m = entry_message(data.get(k, {})) or {}
@@ -162,7 +162,7 @@ def entry_panel_context(
                 if b["kind"] == "toolCall":
                     b["result"] = results.get(b["call_id"])
         if role == "toolResult" and row.parent_id:
-            parent = treedata.load_entries(session, [row.parent_id]).get(row.parent_id)
+            parent = queries.load_entries(session, [row.parent_id]).get(row.parent_id)
             pm = entry_message(parent or {}) or {}
             for b in pm.get("content") or [] if isinstance(pm.get("content"), list) else []:
                 if (
@@ -182,7 +182,7 @@ def entry_panel_context(
     msgs = session_entry_to_context_messages(data) if data else []
     tokens = sum(t for t in (estimate_tokens(x) for x in msgs) if t == t)
     usage = usage_of(data)
-    labels = treedata.current_labels(session)
+    labels = queries.current_labels(session)
     raw_text = row.raw
     raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
     raw_pretty = ""
@@ -196,7 +196,7 @@ def entry_panel_context(
         except ValueError:
             raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
     if path_ids is None:
-        path_ids = [e.entry_id for e in treedata.light_path(session, cursor)] if cursor else []
+        path_ids = [e.entry_id for e in queries.light_path(session, cursor)] if cursor else []
     on_path = entry_id in path_ids
     return {
         "entry": data,
@@ -237,7 +237,7 @@ def entry_panel_context(
 def entry_view(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     entry_id = request.GET.get("id", "")
-    if not treedata.entry_exists(session, entry_id):
+    if not queries.entry_exists(session, entry_id):
         raise Http404("No such entry")
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)

@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import treedata
+from explorer import queries
 from explorer.models import Entry, ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session import jsonfmt
@@ -22,7 +22,7 @@ LIMIT = 200
 def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
     """Dangling parents, cycles, compactions keeping an off-path entry, edits whose target
     cannot be edited, tool results without a call. Cached until the session changes."""
-    key = "explorer:integrity:" + treedata.content_key(session)
+    key = "explorer:integrity:" + queries.content_key(session)
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -72,7 +72,7 @@ def check_integrity(session) -> dict[str, list[dict[str, Any]]]:
 
     special = {r[0] for r in rows if r[2] in ("compaction", "context_edit") or r[3] == "toolResult"}
     special |= {r[0] for r in rows if r[3] == "assistant"}
-    data = treedata.load_entries(
+    data = queries.load_entries(
         session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")]
     )
     for eid, d in data.items():
@@ -130,7 +130,7 @@ def check_tool_results(session) -> list[dict[str, Any]]:
     """Tool results whose call id appears in no assistant message above them (within the
     turn). Reads every tool result and assistant line, so it runs on request and is cached;
     ids are matched on the JSON text (both sides spelled the same way)."""
-    key = "explorer:integrity-tools:" + treedata.content_key(session)
+    key = "explorer:integrity-tools:" + queries.content_key(session)
     hit = cache.get(key)
     if hit is not None:
         return hit

@@ -7,10 +7,9 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import escape
 from django.views.decorators.http import require_http_methods, require_POST
 
-from explorer import live, turns
+from explorer import conf, html, queries, turns
 from explorer.models import Entry
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 
@@ -19,8 +18,7 @@ TREE_LIMIT = 2000
 
 
 def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
-    html = f'<div id="turn-status" class="turn-status {css}" role="status">{escape(message)}</div>'
-    return HttpResponse(html, status=status)
+    return HttpResponse(html.turn_status(message, css=css), status=status)
 
 
 @viewer_required
@@ -33,16 +31,21 @@ def live_page(request: HttpRequest, pk: int) -> HttpResponse:
     rows.reverse()
     newest = rows[-1] if rows else None
     items, tip = _transcript_items(session.pk, newest.entry_id if newest else None)
-    summary = live.projection_summary(session, tip)
+    summary = queries.projection_summary(
+        session,
+        tip,
+        window=conf.context_window(),
+        reserve=conf.compaction_settings().reserve_tokens,
+    )
     running = turns.running_turn(session.pk)
     context = {
         "session": session,
-        "tree_html": live.render_tree(rows),
+        "tree_html": html.live_tree(rows),
         "tree_hidden": max(0, total - len(rows)),
-        "transcript_html": "".join(items),
+        "transcript_html": html.join(html.trusted(i) for i in items),
         "tip": tip or "",
         "last_position": newest.position if newest else 0,
-        "projection_html": live.render_projection_panel(summary),
+        "projection_html": html.projection_panel(summary),
         "provider_configured": turns.provider_configured(),
         "no_provider_message": turns.NO_PROVIDER_MESSAGE,
         "can_edit": can_edit(request.user),

@@ -8,10 +8,9 @@ from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from explorer import html
 from explorer.models import Entry, Session
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session import jsonfmt
@@ -27,21 +26,6 @@ TYPES = (
     ("label", "Labels"),
     ("custom_message", "Custom messages"),
 )
-
-
-def highlight(text: str, query: str, width: int = 90) -> SafeString:
-    """An escaped snippet around the first match with every match wrapped in <mark>."""
-    flat = " ".join(text.split())
-    m = re.search(re.escape(query), flat, re.I)
-    if m is None:
-        snippet = flat[: width * 2]
-        return mark_safe(escape(snippet) + ("…" if len(flat) > len(snippet) else ""))
-    lo = max(0, m.start() - width)
-    hi = min(len(flat), m.end() + width)
-    snippet = flat[lo:hi]
-    parts = re.split("(" + re.escape(query) + ")", snippet, flags=re.I)
-    html = "".join(f"<mark>{escape(p)}</mark>" if i % 2 else escape(p) for i, p in enumerate(parts))
-    return mark_safe(("…" if lo else "") + html + ("…" if hi < len(flat) else ""))
 
 
 def plain_snippet(text: str, query: str, width: int = 90) -> str:
@@ -104,7 +88,7 @@ def run_search(
                 "entry_id": row.entry_id,
                 "type": row.type,
                 "role": row.role,
-                "snippet": highlight(text, query),
+                "snippet": html.highlight(text, query),
                 "plain": plain_snippet(text, query),
             }
         )

@@ -15,9 +15,9 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import services, store
+from explorer import files, services
 from explorer.forms import ForkForm, ImportForm
-from explorer.models import Entry, ImportProblem, Session
+from explorer.models import ImportProblem, Session
 from explorer.permissions import (
     admin_required,
     editor_required,
@@ -38,7 +38,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
-    from explorer.session_stats import SORTS, first_message_text, search_sessions
+    from explorer.queries import SORTS, first_message_text, search_sessions
 
     q = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "activity")
@@ -57,25 +57,6 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "sorts": [(k, v[1]) for k, v in SORTS.items()],
     }
     return render(request, "explorer/session_list.html", context)
-
-
-@viewer_required
-@require_GET
-def session_summary(request: HttpRequest, pk: int) -> HttpResponse:
-    """Plain overview used until the visual explorer's detail page is installed."""
-    session = get_session_for_user(request, pk)
-    leaf = store.cursor_for(session, request.user)
-    recent = list(Entry.objects.filter(session=session).light().order_by("-position")[:20])
-    return render(
-        request,
-        "explorer/session_summary.html",
-        {
-            "session": session,
-            "leaf": leaf,
-            "recent": recent,
-            "warnings": session.problems.all()[:PROBLEMS_SHOWN],
-        },
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,9 +85,9 @@ def import_view(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     if _too_large(request):
-        result = store.ImportResult(
+        result = files.ImportResult(
             problems=[
-                store.Problem(
+                files.Problem(
                     0,
                     "error",
                     "too_large",
@@ -124,9 +105,9 @@ def import_view(request: HttpRequest) -> HttpResponse:
     outcomes = []
     for uploaded in form.cleaned_data["files"]:
         if uploaded.size > limit:
-            result = store.ImportResult(
+            result = files.ImportResult(
                 problems=[
-                    store.Problem(
+                    files.Problem(
                         0,
                         "error",
                         "too_large",
@@ -193,8 +174,8 @@ def export_view(request: HttpRequest, pk: int) -> HttpResponse:
         )
         if original is None:
             raise Http404("Only legacy-version sessions keep a separate original file")
-        return _attachment([bytes(original)], "original-" + store.export_filename(session))
-    return _attachment(store.iter_export(session), store.export_filename(session))
+        return _attachment([bytes(original)], "original-" + files.export_filename(session))
+    return _attachment(files.iter_export(session), files.export_filename(session))
 
 
 @viewer_required
@@ -204,16 +185,16 @@ def branch_download(request: HttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     leaf_id = (request.GET.get("leaf") or request.POST.get("leaf") or "").strip()
     if not leaf_id:
-        leaf_id = store.cursor_for(session, request.user).entry_id or ""
+        leaf_id = services.cursor_for(session, request.user).entry_id or ""
     if request.method == "POST":
         return _branch_to_session(request, session, leaf_id)
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET", "POST"])
     try:
-        data = store.branch_bytes(session, leaf_id)
+        data = files.branch_bytes(session, leaf_id)
     except SessionError as exc:
         raise Http404(str(exc)) from None
-    return _attachment([data], f"branch-{leaf_id[:16]}-{store.export_filename(session)}")
+    return _attachment([data], f"branch-{leaf_id[:16]}-{files.export_filename(session)}")
 
 
 @editor_required
@@ -282,5 +263,4 @@ __all__ = [
     "problems_view",
     "require_POST",
     "session_list",
-    "session_summary",
 ]

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import treedata
+from explorer import queries
 from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import render_panel, resolve_cursor, session_frame
@@ -17,9 +17,9 @@ MAX_PATH = 6000
 
 
 def timeline_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    light = treedata.light_path(session, cursor)
+    light = queries.light_path(session, cursor)
     clipped = max(0, len(light) - MAX_PATH)
-    path = treedata.full_path(session, light[clipped:])
+    path = queries.full_path(session, light[clipped:])
     points, marks = timeline(path)
     chart = timeline_svg_data(points, marks, len(path))
     peak = max((p.projected for p in points), default=0)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from explorer import services
+from tests.conftest import PI_FIXTURES
+
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
@@ -46,10 +49,9 @@ def browser_page(live_server, transactional_db, django_user_model):
 
 @pytest.fixture
 def demo(transactional_db):
-    from explorer import store
     from tests.conftest import SMALL_SESSION
 
-    return store.import_bytes(SMALL_SESSION, source_path="", user=None).session
+    return services.import_bytes(SMALL_SESSION, source_path="", user=None).session
 
 
 def test_it_opens_an_entry_from_the_graph(demo, browser_page):
@@ -119,11 +121,10 @@ def test_it_searches_and_jumps_to_a_hit(demo, browser_page):
 @pytest.fixture
 def generated(transactional_db, tmp_path):
     from benchmarks.gen_session import generate_session
-    from explorer import store
 
     path = tmp_path / "gen.jsonl"
     generate_session(str(path), entries=400, branch_points=4, seed=5)
-    return store.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
+    return services.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
 
 
 def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
@@ -162,10 +163,9 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
 
 @pytest.fixture
 def linear_large(transactional_db):
-    from explorer import store
 
-    path = Path("/work/shared/fixtures/pi/large-session.jsonl")
-    return store.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
+    path = PI_FIXTURES / "large-session.jsonl"
+    return services.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
 
 
 def test_a_long_linear_session_reads_as_turns_and_pages(linear_large, browser_page):

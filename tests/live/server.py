@@ -27,7 +27,7 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.test import Client
-from explorer import store
+from explorer import services
 from explorer.permissions import set_role
 
 spec = json.loads(sys.argv[1])
@@ -41,7 +41,7 @@ for name, role in spec["users"].items():
     out["cookies"][name] = client.cookies["sessionid"].value
 for path in spec.get("sessions", []):
     with open(path, "rb") as fh:
-        result = store.import_bytes(fh.read(), source_path=path)
+        result = services.import_bytes(fh.read(), source_path=path)
     assert result.ok, [str(p) for p in result.problems]
     out["sessions"].append(result.session.pk)
 print(json.dumps(out))

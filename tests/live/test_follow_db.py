@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+from explorer import files
 from explorer.follow import DirectoryFollower
 from explorer.follow_db import FollowIngestor
 
@@ -42,17 +43,24 @@ def setup(tmp_path):
 
 
 @pytest.fixture
-def appended_signals():
-    from explorer import signals
+def appended_signals(sent_broadcasts):
+    """(source, entry ids) of every ``live.entries`` message sent to viewers."""
 
-    seen = []
+    class Seen(list):
+        def __getitem__(self, i):
+            return self.view()[i]
 
-    def receiver(sender, session, entries, source="", **kwargs):
-        seen.append((source, [e.entry_id for e in entries]))
+        def __iter__(self):
+            return iter(self.view())
 
-    signals.entries_appended.connect(receiver)
-    yield seen
-    signals.entries_appended.disconnect(receiver)
+        def view(self):
+            return [
+                (m["source"], [e["id"] for e in m["entries"]])
+                for m in sent_broadcasts
+                if m["type"] == "live.entries"
+            ]
+
+    return Seen()
 
 
 def stored_ids() -> list[str]:
@@ -62,7 +70,6 @@ def stored_ids() -> list[str]:
 
 
 def test_a_new_file_becomes_a_session_and_appended_lines_become_entries(setup, appended_signals):
-    from explorer import store
     from explorer.models import Session
 
     path, poll, reports = setup
@@ -76,7 +83,7 @@ def test_a_new_file_becomes_a_session_and_appended_lines_become_entries(setup, a
     poll()
     assert stored_ids() == ["m0000001", "m0000002", "m0000003"]
     # Stored verbatim: the export is the file itself.
-    assert store.export_bytes(session) == path.read_bytes()
+    assert files.export_bytes(session) == path.read_bytes()
     assert [s for s, _ in appended_signals] == ["follow", "follow"]
     assert appended_signals[-1][1] == ["m0000002", "m0000003"]
     assert any("new session" in text for _, text in reports)
@@ -84,7 +91,6 @@ def test_a_new_file_becomes_a_session_and_appended_lines_become_entries(setup, a
 
 
 def test_a_malformed_line_goes_through_the_full_importer(setup):
-    from explorer import store
     from explorer.models import Session
 
     path, poll, reports = setup
@@ -95,7 +101,7 @@ def test_a_malformed_line_goes_through_the_full_importer(setup):
     poll()
     assert stored_ids() == ["m0000001", "m0000002"]
     session = Session.objects.get()
-    assert store.export_bytes(session) == path.read_bytes()
+    assert files.export_bytes(session) == path.read_bytes()
 
 
 def test_a_restarted_follower_adds_only_what_is_new(tmp_path):

@@ -13,8 +13,8 @@ def stored(make_session):
     return make_session()
 
 
-def test_it_shows_transcript_tree_meter_and_socket(viewer_client, stored, monkeypatch):
-    monkeypatch.delenv("SESSIONS_LLM_BASE_URL", raising=False)
+def test_it_shows_transcript_tree_meter_and_socket(viewer_client, stored, settings):
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": ""}
     response = viewer_client.get(reverse("explorer:live", args=[stored.pk]))
     assert response.status_code == 200
     html = response.content.decode()
@@ -30,8 +30,8 @@ def test_it_shows_transcript_tree_meter_and_socket(viewer_client, stored, monkey
     assert "No model provider is configured" in html
 
 
-def test_editors_get_the_turn_form(editor_client, stored, monkeypatch):
-    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+def test_editors_get_the_turn_form(editor_client, stored, settings):
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
     html = editor_client.get(reverse("explorer:live", args=[stored.pk])).content.decode()
     assert 'id="turn-form"' in html and 'id="cancel-turn"' in html
     assert "No model provider is configured" not in html
@@ -48,8 +48,8 @@ def test_viewers_cannot_start_turns(viewer_client, stored):
     assert response.status_code == 403
 
 
-def test_a_turn_without_provider_is_refused_with_a_message(editor_client, stored, monkeypatch):
-    monkeypatch.delenv("SESSIONS_LLM_BASE_URL", raising=False)
+def test_a_turn_without_provider_is_refused_with_a_message(editor_client, stored, settings):
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": ""}
     url = reverse("explorer:live_turn", args=[stored.pk])
     response = editor_client.post(url, {"text": "hi"}, HTTP_HX_REQUEST="true")
     assert response.status_code == 503
@@ -59,8 +59,8 @@ def test_a_turn_without_provider_is_refused_with_a_message(editor_client, stored
     assert "No model provider is configured" in response.content.decode()
 
 
-def test_an_empty_message_is_refused(editor_client, stored, monkeypatch):
-    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+def test_an_empty_message_is_refused(editor_client, stored, settings):
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
     response = editor_client.post(
         reverse("explorer:live_turn", args=[stored.pk]), {"text": "  "}, HTTP_HX_REQUEST="true"
     )
@@ -80,10 +80,10 @@ def test_a_missing_session_is_404(viewer_client, stored):
     assert viewer_client.get(reverse("explorer:live", args=[stored.pk + 99])).status_code == 404
 
 
-def test_the_turn_buttons_use_the_site_button_style(editor_client, stored, monkeypatch):
+def test_the_turn_buttons_use_the_site_button_style(editor_client, stored, settings):
     import re
 
-    monkeypatch.setenv("SESSIONS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
     html = editor_client.get(reverse("explorer:live", args=[stored.pk])).content.decode()
     for button_id in ("send-turn", "cancel-turn"):
         tag = re.search(rf'<button[^>]*id="{button_id}"[^>]*>', html, re.S).group(0)

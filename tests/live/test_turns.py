@@ -135,11 +135,9 @@ async def test_a_second_turn_on_a_busy_session_is_refused(stored, editor_user, a
 
 async def test_a_turn_running_in_another_worker_blocks_this_one(stored, editor_user):
     from explorer import turns
-    from explorer.models import Leaf
+    from explorer.models import TurnLock
 
-    await database_sync_to_async(Leaf.objects.create)(
-        session=stored, name=turns.TURN_MARKER, entry_id="elsewhere"
-    )
+    await database_sync_to_async(TurnLock.objects.create)(session=stored, turn_id="elsewhere")
     with FakeOpenAIServer(Reply("x")) as server:
         provider = OpenAIChatProvider(server.base_url, "fake-model")
         with pytest.raises(turns.TurnBusy):
@@ -147,21 +145,21 @@ async def test_a_turn_running_in_another_worker_blocks_this_one(stored, editor_u
                 stored, editor_user, "hi", provider=provider
             )
         assert server.requests == []
-    # A cancel from this worker is passed on through the marker.
+    # A cancel from this worker is passed on through the lock row.
     assert await database_sync_to_async(turns.cancel_turn)(stored.pk)
-    marker = await database_sync_to_async(Leaf.objects.get)(session=stored, name=turns.TURN_MARKER)
-    assert marker.entry_id == turns.CANCEL_PREFIX + "elsewhere"
+    lock = await database_sync_to_async(TurnLock.objects.get)(session=stored)
+    assert lock.turn_id == "elsewhere" and lock.cancel_requested
 
 
 async def test_a_stale_marker_from_a_dead_worker_does_not_block(stored, editor_user):
     from django.utils import timezone
 
     from explorer import turns
-    from explorer.models import Leaf
+    from explorer.models import TurnLock
 
     def old_marker():
-        leaf = Leaf.objects.create(session=stored, name=turns.TURN_MARKER, entry_id="dead")
-        Leaf.objects.filter(pk=leaf.pk).update(
+        lock = TurnLock.objects.create(session=stored, turn_id="dead")
+        TurnLock.objects.filter(pk=lock.pk).update(
             updated=timezone.now() - timezone.timedelta(seconds=turns.STALE_AFTER + 5)
         )
 
@@ -173,9 +171,7 @@ async def test_a_stale_marker_from_a_dead_worker_does_not_block(stored, editor_u
         )
         await wait_done(turn)
     assert turn.assistant_message["stopReason"] == "stop"
-    assert not await database_sync_to_async(
-        Leaf.objects.filter(session=stored, name=turns.TURN_MARKER).exists
-    )()
+    assert not await database_sync_to_async(TurnLock.objects.filter(session=stored).exists)()
 
 
 async def test_cancel_aborts_the_stream_and_records_aborted(
@@ -218,7 +214,7 @@ async def test_auto_compaction_fires_past_the_threshold(
     from explorer.session.tokens import CompactionSettings
 
     settings.SESSIONS_CONTEXT_WINDOW = 4000
-    settings.SESSIONS_COMPACTION_SETTINGS = CompactionSettings(
+    settings.SESSIONS_COMPACTION = CompactionSettings(
         enabled=True, reserve_tokens=500, keep_recent_tokens=5
     )
     usage = {"prompt_tokens": 3600, "completion_tokens": 10, "total_tokens": 3610}
@@ -261,10 +257,10 @@ async def test_no_compaction_below_the_threshold(stored, editor_user, settings):
     assert not turn.compacted and turn.error is None
 
 
-async def test_without_a_provider_turns_are_refused_plainly(stored, editor_user, monkeypatch):
+async def test_without_a_provider_turns_are_refused_plainly(stored, editor_user, settings):
     from explorer import turns
 
-    monkeypatch.delenv("SESSIONS_LLM_BASE_URL", raising=False)
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": ""}
     with pytest.raises(turns.NoProvider) as refused:
         await database_sync_to_async(turns.start_turn)(stored, editor_user, "hi")
     assert "No model provider is configured" in str(refused.value)

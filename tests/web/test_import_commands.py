@@ -7,7 +7,7 @@ import shutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from explorer import store
+from explorer import files
 from explorer.models import Entry, Session
 from tests.conftest import PI_FIXTURES, SMALL_SESSION
 
@@ -70,11 +70,11 @@ def test_demo_sessions_show_every_feature(capsys):
     assert login.leaf_count >= 2 and login.compaction_count == 1
     compaction = Entry.objects.get(session=login, type="compaction").data()
     assert compaction["firstKeptEntryId"] != compaction["id"]  # a kept tail
-    raw = store.export_bytes(login).decode()
+    raw = files.export_bytes(login).decode()
     assert '"type":"image"' in raw and '"type":"thinking"' in raw and '"toolResult"' in raw
     from explorer.session.manager import SessionManager
 
-    engine = SessionManager.load_readonly(store.export_bytes(login))
+    engine = SessionManager.load_readonly(files.export_bytes(login))
     assert engine.get_session_name() == "Fix the flaky login test"
     assert not [p for p in login.problems.all() if p.severity == "error"]
 

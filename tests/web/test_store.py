@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer import services, store
+from explorer import files, queries, services, storage
 from explorer.models import Entry, ExtraLine, Session
 from explorer.session import ids, jsonfmt
 from explorer.session.manager import SessionManager
@@ -22,7 +22,7 @@ def test_fixture_files_are_present():
 
 def test_it_round_trips_a_v3_file_byte_for_byte(make_session):
     session = make_session()
-    assert store.export_bytes(session) == SMALL_SESSION
+    assert files.export_bytes(session) == SMALL_SESSION
     assert session.entry_count == 8
     assert session.name == "Demo of a small session"
     assert session.compaction_count == 0
@@ -40,23 +40,23 @@ def test_it_keeps_malformed_blank_and_odd_lines_verbatim(db):
         + b'{"no":"id"}\n'
         + b'{"type":"custom","customType":"k","id":"x2","parentId":"x1","timestamp":"t"}'
     )
-    result = store.import_bytes(data, source_path="/tmp/odd.jsonl")
+    result = services.import_bytes(data, source_path="/tmp/odd.jsonl")
     assert result.ok, result.problems
     codes = {p.code for p in result.problems}
     assert {"malformed-line", "non-object-line", "invalid-utf8", "bad-id"} <= codes
     assert any(p.code == "missing-final-newline" for p in result.problems)
     session = result.session
-    assert store.export_bytes(session) == data
+    assert files.export_bytes(session) == data
     assert Entry.objects.filter(session=session).count() == 2
     assert ExtraLine.objects.filter(session=session, kind="malformed").count() == 1
-    assert store.path_to(session, "x2")[0]["id"] == "x1"
+    assert queries.path_to(session, "x2")[0]["id"] == "x1"
 
 
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_it_stores_legacy_fixtures_in_the_form_pi_rewrites_them(path, tmp_path):
     data = path.read_bytes()
     seed = b"fixture-seed"
-    result = store.import_bytes(data, source_path=str(path), rng=ids.deterministic_rng(seed))
+    result = services.import_bytes(data, source_path=str(path), rng=ids.deterministic_rng(seed))
     assert result.ok, [str(p) for p in result.errors]
     session = result.session
     assert session.source_version == 1
@@ -64,42 +64,42 @@ def test_it_stores_legacy_fixtures_in_the_form_pi_rewrites_them(path, tmp_path):
     copy = tmp_path / path.name
     copy.write_bytes(data)
     SessionManager.open(str(copy), rng=ids.deterministic_rng(seed))
-    assert store.export_bytes(session) == copy.read_bytes()
+    assert files.export_bytes(session) == copy.read_bytes()
     # The original bytes are kept, and importing the file again adds nothing.
     assert bytes(session.source_original) == data
-    again = store.import_bytes(data, source_path=str(path))
+    again = services.import_bytes(data, source_path=str(path))
     assert again.ok and again.unchanged and again.added == 0
 
 
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_exported_fixtures_round_trip_byte_identically(path):
-    first = store.import_bytes(path.read_bytes(), source_path=str(path))
-    exported = store.export_bytes(first.session)
+    first = services.import_bytes(path.read_bytes(), source_path=str(path))
+    exported = files.export_bytes(first.session)
     first.session.delete()
-    second = store.import_bytes(exported, source_path="again.jsonl")
+    second = services.import_bytes(exported, source_path="again.jsonl")
     assert second.ok
     assert second.session.source_version == 3
-    assert store.export_bytes(second.session) == exported
+    assert files.export_bytes(second.session) == exported
 
 
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_stored_projection_equals_the_engine_projection(path):
     data = path.read_bytes()
-    result = store.import_bytes(data, source_path=str(path))
+    result = services.import_bytes(data, source_path=str(path))
     session = result.session
-    exported = store.export_bytes(session)
+    exported = files.export_bytes(session)
     engine = SessionManager.load_readonly(exported)
-    leaf = store.default_leaf_id(session)
+    leaf = queries.default_leaf_id(session)
     assert leaf == engine.get_leaf_id()
     from explorer.session.context import projection_from_path
 
-    stored = projection_from_path(store.path_to(session, leaf))
+    stored = projection_from_path(queries.path_to(session, leaf))
     assert stored.to_json() == engine.build_session_projection().to_json()
 
 
 def test_it_is_idempotent(make_session):
     session = make_session()
-    again = store.import_bytes(SMALL_SESSION)
+    again = services.import_bytes(SMALL_SESSION)
     assert again.ok and again.unchanged and again.added == 0
     assert again.session.pk == session.pk
     assert Entry.objects.filter(session=session).count() == 8
@@ -111,12 +111,12 @@ def test_it_appends_only_the_new_entries_of_a_grown_file(make_session):
         b'{"type":"message","id":"77777777","parentId":"1b2c3d4e","timestamp":"2025-03-04T05:11:00.000Z",'
         b'"message":{"role":"user","content":"more","timestamp":1741065060000}}\n'
     )
-    result = store.import_bytes(SMALL_SESSION + more)
+    result = services.import_bytes(SMALL_SESSION + more)
     assert result.ok and result.added == 1 and not result.created
     session.refresh_from_db()
     assert session.entry_count == 9
-    assert store.export_bytes(session) == SMALL_SESSION + more
-    assert store.default_leaf_id(session) == "77777777"
+    assert files.export_bytes(session) == SMALL_SESSION + more
+    assert queries.default_leaf_id(session) == "77777777"
     new = Entry.objects.get(session=session, entry_id="77777777")
     assert new.depth == 7 and new.line_no == 10
 
@@ -126,7 +126,7 @@ def test_a_bad_file_leaves_nothing_behind(db):
         SMALL_SESSION
         + b'{"type":"label","id":"a1b2c3d4","parentId":null,"timestamp":"t","targetId":"x","label":"dup"}\n'
     )
-    result = store.import_bytes(bad)
+    result = services.import_bytes(bad)
     assert not result.ok
     err = result.errors[0]
     assert err.line == 10 and err.code == "duplicate-id" and "a1b2c3d4" in err.message
@@ -134,7 +134,7 @@ def test_a_bad_file_leaves_nothing_behind(db):
 
 
 def test_a_file_that_is_not_a_session_is_rejected(db):
-    result = store.import_bytes(b'{"hello":"world"}\n')
+    result = services.import_bytes(b'{"hello":"world"}\n')
     assert not result.ok and result.errors[0].line == 1
     assert Session.objects.count() == 0
 
@@ -145,7 +145,7 @@ def test_a_parent_cycle_is_rejected(db):
         b'{"type":"custom","customType":"k","id":"aa","parentId":"bb","timestamp":"t"}\n'
         b'{"type":"custom","customType":"k","id":"bb","parentId":"aa","timestamp":"t"}\n'
     )
-    result = store.import_bytes(data)
+    result = services.import_bytes(data)
     assert not result.ok
     assert any(p.code == "parent-cycle" for p in result.errors)
     assert Session.objects.count() == 0
@@ -159,26 +159,29 @@ def test_depth_is_settled_when_a_parent_comes_later(db):
         b'{"type":"custom","customType":"k","id":"aa","parentId":null,"timestamp":"t"}\n'
         b'{"type":"custom","customType":"k","id":"dd","parentId":"zz","timestamp":"t"}\n'
     )
-    result = store.import_bytes(data)
+    result = services.import_bytes(data)
     assert result.ok
     depths = dict(Entry.objects.values_list("entry_id", "depth"))
     assert depths == {"cc": 2, "bb": 1, "aa": 0, "dd": 0}
     assert any(p.code == "dangling-parent" for p in result.warnings)
-    assert [e["id"] for e in store.path_to(result.session, "cc")] == ["aa", "bb", "cc"]
+    assert [e["id"] for e in queries.path_to(result.session, "cc")] == ["aa", "bb", "cc"]
 
 
 def test_an_oversized_file_gets_a_clear_message(db, settings):
     settings.SESSIONS_MAX_UPLOAD_BYTES = 100
-    result = store.import_bytes(SMALL_SESSION)
+    result = services.import_bytes(SMALL_SESSION)
     assert not result.ok and "SESSIONS_MAX_UPLOAD_BYTES" in result.errors[0].message
 
 
 def test_children_and_paths_use_the_index(make_session):
     session = make_session()
-    assert [e.entry_id for e in store.children_of(session, "a1b2c3d4")] == ["b2c3d4e5", "e5f6a7b8"]
-    assert [e.entry_id for e in store.children_of(session, None)] == ["a1b2c3d4"]
-    assert [e["id"] for e in store.path_to(session, "e5f6a7b8")] == ["a1b2c3d4", "e5f6a7b8"]
-    assert store.path_to(session, "nope") == []
+    assert [e.entry_id for e in queries.children_of(session, "a1b2c3d4")] == [
+        "b2c3d4e5",
+        "e5f6a7b8",
+    ]
+    assert [e.entry_id for e in queries.children_of(session, None)] == ["a1b2c3d4"]
+    assert [e["id"] for e in queries.path_to(session, "e5f6a7b8")] == ["a1b2c3d4", "e5f6a7b8"]
+    assert queries.path_to(session, "nope") == []
 
 
 def test_appends_go_through_the_engine_and_record_the_author(make_session, editor_user):
@@ -190,12 +193,12 @@ def test_appends_go_through_the_engine_and_record_the_author(make_session, edito
     assert entry.data()["label"] == "other route"
     session.refresh_from_db()
     assert session.entry_count == 9
-    exported = store.export_bytes(session)
+    exported = files.export_bytes(session)
     assert exported.startswith(SMALL_SESSION)
     assert exported.endswith((jsonfmt.dumps(entry.data()) + "\n").encode())
-    assert store.cursor_for(session, editor_user).entry_id == entry.entry_id
+    assert services.cursor_for(session, editor_user).entry_id == entry.entry_id
     # the file's own leaf is its last entry
-    assert store.default_leaf_id(session) == entry.entry_id
+    assert queries.default_leaf_id(session) == entry.entry_id
 
 
 def test_fork_copies_every_entry_under_a_new_header(make_session, editor_user):
@@ -209,7 +212,7 @@ def test_fork_copies_every_entry_under_a_new_header(make_session, editor_user):
 
 def test_branch_download_holds_one_route(make_session):
     session = make_session()
-    data = store.branch_bytes(session, "e5f6a7b8")
+    data = files.branch_bytes(session, "e5f6a7b8")
     lines = [jsonfmt.loads(x) for x in data.decode().splitlines()]
     assert lines[0]["type"] == "session" and lines[0]["parentSession"]
     ids_ = [e["id"] for e in lines[1:3]]
@@ -222,7 +225,7 @@ def test_branch_download_holds_one_route(make_session):
 def test_stored_index_columns_match_the_tree(path):
     from collections import Counter
 
-    session = store.import_bytes(path.read_bytes(), source_path=str(path)).session
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
     rows = list(
         Entry.objects.filter(session=session).values_list(
             "entry_id", "parent_id", "depth", "child_count"
@@ -245,7 +248,7 @@ def test_child_counts_follow_incremental_imports_and_appends(make_session, edito
         b'{"type":"message","id":"88888888","parentId":"a1b2c3d4","timestamp":"2025-03-04T05:11:00.000Z",'
         b'"message":{"role":"user","content":"third route","timestamp":1741065060000}}\n'
     )
-    store.import_bytes(SMALL_SESSION + more)
+    services.import_bytes(SMALL_SESSION + more)
     assert Entry.objects.get(session=session, entry_id="a1b2c3d4").child_count == 3
     services.move_cursor(session, editor_user, "88888888")
     services.rename_session(session, editor_user, "renamed")
@@ -264,18 +267,18 @@ def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_tw
         b'{"type":"custom","customType":"k","id":"99999992","parentId":"99999991",'
         b'"timestamp":"2025-03-04T05:13:00.000Z"}\n'
     )
-    store.append_lines(session, line1)  # e.g. the follower stored it as Pi wrote it
-    result = store.import_bytes(SMALL_SESSION + line1 + line2)
+    storage.append_lines(session, line1)  # e.g. the follower stored it as Pi wrote it
+    result = services.import_bytes(SMALL_SESSION + line1 + line2)
     assert result.ok, result.problems
     assert result.added == 1
-    assert store.export_bytes(session) == SMALL_SESSION + line1 + line2
+    assert files.export_bytes(session) == SMALL_SESSION + line1 + line2
     changed = line2.replace(b'"k"', b'"other"')
-    conflict = store.import_bytes(SMALL_SESSION + line1 + changed + b"\n")
+    conflict = services.import_bytes(SMALL_SESSION + line1 + changed + b"\n")
     assert not conflict.ok and conflict.errors[0].code == "conflict"
 
 
 def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "FULL_VALIDATION_LIMIT", 100)  # every file counts as big
+    monkeypatch.setattr(files, "FULL_VALIDATION_LIMIT", 100)  # every file counts as big
     odd = (
         SMALL_SESSION
         + b"{broken\n"
@@ -285,11 +288,11 @@ def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, mon
     )
     path = tmp_path / "big.jsonl"
     path.write_bytes(odd)
-    result = store.import_file(str(path))
+    result = services.import_file(str(path))
     assert result.ok, result.problems
     assert {"malformed-line", "missing-final-newline"} <= {p.code for p in result.warnings}
     session = result.session
-    assert store.export_bytes(session) == odd
+    assert files.export_bytes(session) == odd
     # grown on disk: only the new line is added, still line by line
     grown = (
         odd
@@ -299,24 +302,24 @@ def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, mon
         )
     )
     path.write_bytes(grown)
-    again = store.import_file(str(path))
+    again = services.import_file(str(path))
     assert again.ok and again.added == 1
     session.refresh_from_db()
-    assert store.export_bytes(session) == grown
-    assert store.import_file(str(path)).unchanged
+    assert files.export_bytes(session) == grown
+    assert services.import_file(str(path)).unchanged
 
 
 def test_an_unfinished_last_line_can_wait_for_the_writer(db):
     partial = SMALL_SESSION + b'{"type":"custom","customType":"k","id":"c0'
-    result = store.import_bytes(partial, defer_incomplete_tail=True)
+    result = services.import_bytes(partial, defer_incomplete_tail=True)
     assert result.ok and result.added == 8
-    assert store.export_bytes(result.session) == SMALL_SESSION
+    assert files.export_bytes(result.session) == SMALL_SESSION
     done = SMALL_SESSION + (
         b'{"type":"custom","customType":"k","id":"c0ffee00","parentId":"1b2c3d4e","timestamp":"t"}\n'
     )
-    later = store.import_bytes(done, defer_incomplete_tail=True)
+    later = services.import_bytes(done, defer_incomplete_tail=True)
     assert later.ok and later.added == 1
-    assert store.export_bytes(later.session) == done
+    assert files.export_bytes(later.session) == done
 
 
 def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
@@ -325,7 +328,7 @@ def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
 
     for build in (flaky_login_session, data_pipeline_session):
         data = build()
-        session = store.import_bytes(data).session
+        session = services.import_bytes(data).session
         engine = SessionManager.load_readonly(data)
         leaves = Entry.objects.filter(session=session, child_count=0).values_list(
             "entry_id", flat=True
@@ -334,8 +337,8 @@ def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
         for leaf in leaves:
             engine.branch(leaf)
             expected = engine.build_session_projection().to_json()
-            assert projection_from_path(store.path_to(session, leaf)).to_json() == expected
-            assert [e["id"] for e in store.path_to(session, leaf)] == [
+            assert projection_from_path(queries.path_to(session, leaf)).to_json() == expected
+            assert [e["id"] for e in queries.path_to(session, leaf)] == [
                 e["id"] for e in engine.get_branch(leaf)
             ]
 
@@ -344,11 +347,11 @@ def test_a_legacy_file_rewritten_by_pi_is_not_merged_twice(tmp_path):
     from tests.conftest import PI_FIXTURES
 
     path = PI_FIXTURES / "large-session.jsonl"
-    first = store.import_bytes(path.read_bytes(), source_path=str(path))
+    first = services.import_bytes(path.read_bytes(), source_path=str(path))
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes(path.read_bytes())
     SessionManager.open(str(copy))  # Pi's open migrates and rewrites with new ids
-    again = store.import_bytes(copy.read_bytes())
+    again = services.import_bytes(copy.read_bytes())
     assert not again.ok and again.errors[0].code == "legacy-changed"
     assert Entry.objects.filter(session=first.session).count() == first.added
 
@@ -360,6 +363,6 @@ def test_another_history_under_the_same_id_is_refused(make_session):
         head
         + b'{"type":"custom","customType":"k","id":"ffffffff","parentId":null,"timestamp":"t"}\n'
     )
-    result = store.import_bytes(other)
+    result = services.import_bytes(other)
     assert not result.ok and result.errors[0].code == "conflict"
     assert Entry.objects.filter(session=session).count() == 8

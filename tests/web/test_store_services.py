@@ -1,5 +1,5 @@
 """Writes through services: the engine builds every entry, the single writer stores it,
-signals follow the commit."""
+broadcasts follow the commit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from explorer import services, signals, store
+from explorer import broadcast, files, services
 from explorer.models import Entry
 from explorer.session.errors import SessionError
 from explorer.session.manager import SessionManager
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _engine(session):
-    return SessionManager.load_readonly(store.export_bytes(session))
+    return SessionManager.load_readonly(files.export_bytes(session))
 
 
 def test_a_context_edit_is_appended_at_the_cursor(make_session, editor_user):
@@ -47,8 +47,8 @@ def test_engine_errors_write_nothing(make_session, editor_user):
 def test_moving_a_cursor_appends_nothing(make_session, editor_user, viewer_user):
     session = make_session()
     services.move_cursor(session, editor_user, "e5f6a7b8")
-    assert store.cursor_for(session, editor_user).entry_id == "e5f6a7b8"
-    assert store.cursor_for(session, viewer_user).entry_id == "1b2c3d4e"  # file's leaf
+    assert services.cursor_for(session, editor_user).entry_id == "e5f6a7b8"
+    assert services.cursor_for(session, viewer_user).entry_id == "1b2c3d4e"  # file's leaf
     assert Entry.objects.filter(session=session).count() == 8
     with pytest.raises(SessionError):
         services.move_cursor(session, editor_user, "missing")
@@ -87,48 +87,38 @@ def test_compaction_runs_on_the_stored_path(make_session, editor_user):
         services.compact_now(session, editor_user, settings=settings)
 
 
-def test_signals_fire_after_commit(make_session, editor_user, django_capture_on_commit_callbacks):
+def test_broadcasts_follow_the_commit(
+    make_session, editor_user, django_capture_on_commit_callbacks, sent_broadcasts
+):
     session = make_session()
-    seen = []
-
-    def on_append(sender, session, entries, source, **kw):
-        seen.append(("append", [e.entry_id for e in entries], source))
-
-    def on_move(sender, session, leaf, user, **kw):
-        seen.append(("move", leaf.entry_id, user.username))
-
-    signals.entries_appended.connect(on_append)
-    signals.cursor_moved.connect(on_move)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            result = services.set_label(session, editor_user, "a1b2c3d4", "again")
-        with django_capture_on_commit_callbacks(execute=True):
-            services.move_cursor(session, editor_user, "a1b2c3d4")
-    finally:
-        signals.entries_appended.disconnect(on_append)
-        signals.cursor_moved.disconnect(on_move)
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        result = services.set_label(session, editor_user, "a1b2c3d4", "again")
+    assert sent_broadcasts == []  # nothing reaches a viewer before the commit
+    for callback in pending:
+        callback()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.move_cursor(session, editor_user, "a1b2c3d4")
+    seen = [
+        ("append", [e["id"] for e in m["entries"]], m["source"])
+        if m["type"] == "live.entries"
+        else ("move", m["entry_id"], m["user_name"])
+        for m in sent_broadcasts
+    ]
     assert seen[0] == ("append", [result.entry.entry_id], "edit")
     assert seen[1] == ("move", result.entry.entry_id, "eddie")
     assert seen[2] == ("move", "a1b2c3d4", "eddie")
 
 
-def test_an_import_signals_new_entries(db, small_session_bytes, django_capture_on_commit_callbacks):
-    seen = []
-
-    def on_append(sender, session, entries, source, **kw):
-        seen.append((len(entries), source))
-
-    signals.entries_appended.connect(on_append)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            services.import_bytes(small_session_bytes)
-    finally:
-        signals.entries_appended.disconnect(on_append)
-    assert seen == [(8, "import")]
+def test_an_import_broadcasts_its_new_entries(
+    db, small_session_bytes, django_capture_on_commit_callbacks, sent_broadcasts
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        services.import_bytes(small_session_bytes)
+    assert [(len(m["entries"]), m["source"]) for m in sent_broadcasts] == [(8, "import")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_model):
+def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_model, monkeypatch):
     from explorer.permissions import set_role
 
     user = django_user_model.objects.create_user("w", password="pw")
@@ -138,8 +128,8 @@ def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_mod
     # The test database is SQLite in memory with a shared cache, where a reader in another
     # thread (live broadcasting reacts to every append) makes a writer fail at once instead
     # of waiting; only the writers themselves are under test here.
-    saved = (signals.entries_appended.receivers, signals.cursor_moved.receivers)
-    signals.entries_appended.receivers, signals.cursor_moved.receivers = [], []
+    monkeypatch.setattr(broadcast, "entries_appended", lambda *args, **kwargs: None)
+    monkeypatch.setattr(broadcast, "cursor_moved", lambda *args, **kwargs: None)
 
     def worker(n):
         from django.db import connection
@@ -153,15 +143,10 @@ def test_concurrent_appends_keep_one_writer(small_session_bytes, django_user_mod
             connection.close()
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(3)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        signals.entries_appended.receivers, signals.cursor_moved.receivers = saved
-        signals.entries_appended.sender_receivers_cache.clear()
-        signals.cursor_moved.sender_receivers_cache.clear()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert not errors
     positions = list(
         Entry.objects.filter(session=session)

@@ -106,9 +106,9 @@ def _broken() -> bytes:
 
 @pytest.fixture
 def broken(make_session):
-    from explorer import store
+    from explorer import services
 
-    result = store.import_bytes(_broken(), source_path="", user=None)
+    result = services.import_bytes(_broken(), source_path="", user=None)
     assert result.session is not None
     return result.session
 

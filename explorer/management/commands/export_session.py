@@ -4,7 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from explorer import store
+from explorer import files
 from explorer.models import Session
 
 
@@ -22,11 +22,11 @@ class Command(BaseCommand):
         target = options["output"]
         if target == "-":
             out = sys.stdout.buffer
-            for chunk in store.iter_export(session):
+            for chunk in files.iter_export(session):
                 out.write(chunk)
             out.flush()
             return
         with open(target, "wb") as fh:
-            for chunk in store.iter_export(session):
+            for chunk in files.iter_export(session):
                 fh.write(chunk)
         self.stderr.write(f"wrote {target}")

@@ -1,10 +1,10 @@
-"""The database store: import, export and indexed reads of stored sessions.
+"""Session files in and out of the database: import (new, grown, legacy), export, and the
+files derived from a stored session (one branch, a fork).
 
 Import parses each file once, in one streaming pass over its lines, and keeps every line's
 original text, so an export is byte-identical to what was imported plus what was appended
-since. Pages read through the indexed helpers here (a path is one recursive query, children
-one indexed query); nothing here loads a whole session except export and the full
-``DatabaseStorage``.
+since. This module returns results and calls nothing above it: ``explorer.services`` wraps
+each import in the session's writer lock and broadcasts what it added.
 
 Blocking problems ("error" severity): the bytes are not a Pi session at all (Pi would refuse
 them), duplicate entry ids, parent cycles, or a file over the upload limit. Everything Pi
@@ -25,24 +25,23 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
+from explorer.queries import path_pks
 from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "DatabaseStorage",
     "ImportError_",
     "ImportResult",
     "Problem",
-    "children_of",
-    "cursor_for",
-    "default_leaf_id",
+    "branch_bytes",
     "export_bytes",
+    "export_filename",
+    "find_header",
+    "fork_bytes",
     "import_bytes",
     "import_file",
     "iter_export",
-    "path_rows",
-    "path_to",
 ]
 
 # Files up to this size also get the engine's full diagnostics report (it holds the parsed
@@ -245,7 +244,7 @@ def _text(value: Any, limit: int) -> str:
     return value if len(value) <= limit else value[:limit]
 
 
-def _entry_fields(value: dict) -> dict[str, Any]:
+def entry_fields(value: dict) -> dict[str, Any]:
     """The indexed columns of one entry (what pages filter and sort on)."""
     get = value.get
     entry_type = get("type")
@@ -265,7 +264,7 @@ def _entry_fields(value: dict) -> dict[str, Any]:
     }
 
 
-def _session_name(value: dict) -> str | None:
+def session_name_of(value: dict) -> str | None:
     """Name set by a ``session_info`` entry ("" clears it), as Pi's ``getSessionName``."""
     name = value.get("name")
     if not isinstance(name, str):
@@ -475,7 +474,7 @@ def _check_size(data_len: int, result: ImportResult) -> bool:
     return True
 
 
-def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
+def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     """Locate the header the way Pi does: the first kept value decides."""
     problems: list[Problem] = []
     for index, piece, _terminated in _iter_lines(data):
@@ -530,7 +529,6 @@ def import_bytes(
     user=None,
     defer_incomplete_tail: bool = False,
     rng=None,
-    signal_source: str = "import",
 ) -> ImportResult:
     """Import one file's content; idempotent and incremental per header id.
 
@@ -546,17 +544,16 @@ def import_bytes(
         user=user,
         defer_incomplete_tail=defer_incomplete_tail,
         rng=rng,
-        signal_source=signal_source,
     )
 
 
 def _import_source(
-    data, *, source_path: str, user, defer_incomplete_tail: bool, rng, signal_source: str
+    data, *, source_path: str, user, defer_incomplete_tail: bool, rng
 ) -> ImportResult:
     result = ImportResult(source_path=source_path)
     if not _check_size(len(data), result):
         return result
-    header, header_index, header_line, problems = _find_header(data)
+    header, header_index, header_line, problems = find_header(data)
     if header is None:
         result.problems.extend(problems)
         return result
@@ -598,7 +595,6 @@ def _import_source(
             if attempt:
                 raise
             result = ImportResult(source_path=source_path)
-    _after_import(result, signal_source)
     return result
 
 
@@ -623,19 +619,10 @@ def import_file(path: str, *, user=None, source_path: str | None = None, **kwarg
             user=user,
             defer_incomplete_tail=kwargs.get("defer_incomplete_tail", False),
             rng=kwargs.get("rng"),
-            signal_source=kwargs.get("signal_source", "import"),
         )
     with open(path, "rb") as fh:
         data = fh.read()
     return import_bytes(data, source_path=shown, user=user, **kwargs)
-
-
-def _after_import(result: ImportResult, source: str) -> None:
-    from explorer import services
-
-    if result.session is None:
-        return
-    services.notify_import(result, source)
 
 
 def _full_report(data, consumed: int, scan_problems: list[Problem]) -> list[Problem]:
@@ -779,7 +766,7 @@ def _store_lines(
             continue
         value = item.value
         entry_id = value["id"]
-        fields = _entry_fields(value)
+        fields = entry_fields(value)
         line_no = item.index + 1
         if entry_id in scan.existing:
             # Already stored (e.g. appended live while Pi wrote the file): the same line is
@@ -831,7 +818,7 @@ def _store_lines(
         elif fields["type"] == "context_edit":
             stats["context_edits"] += 1
         elif fields["type"] == "session_info":
-            stats["name"] = _session_name(value)
+            stats["name"] = session_name_of(value)
         if scan.failed:
             continue
         writer.entry(
@@ -927,7 +914,7 @@ def refresh_counters(session: Session, scan: _Scan | None = None) -> None:
     session.next_position = highest + 1
     session.warning_count = ImportProblem.objects.filter(session=session).count()
     session.save()
-    _sync_default_leaf(session)
+    sync_default_leaf(session)
 
 
 def _update_warning_count(session: Session) -> None:
@@ -935,7 +922,8 @@ def _update_warning_count(session: Session) -> None:
     session.save(update_fields=["warning_count"])
 
 
-def _sync_default_leaf(session: Session) -> Leaf:
+def sync_default_leaf(session: Session) -> Leaf:
+    """Point the file's own cursor ("default") at its last entry."""
     last = (
         Entry.objects.filter(session=session)
         .order_by("-position")
@@ -1358,233 +1346,6 @@ def export_filename(session: Session) -> str:
     stamp = file_timestamp(session.header_timestamp) if session.header_timestamp else "session"
     safe_id = "".join(c for c in session.session_id if c.isalnum() or c in "-_.")[:80]
     return f"{stamp}_{safe_id}.jsonl"
-
-
-# ---------------------------------------------------------------------------------------------
-# Indexed reads
-
-
-_PATH_SQL = """
-WITH RECURSIVE anc(pk, parent_id, n) AS (
-    SELECT e.id, e.parent_id, 0 FROM explorer_entry e
-    WHERE e.session_id = %s AND e.entry_id = %s
-  UNION ALL
-    SELECT e.id, e.parent_id, anc.n + 1 FROM explorer_entry e
-    JOIN anc ON e.session_id = %s AND e.entry_id = anc.parent_id
-    WHERE anc.n < %s
-)
-SELECT pk, n FROM anc
-"""
-
-
-def path_pks(session: Session, entry_id: str | None) -> list[int]:
-    """Primary keys root → ``entry_id`` (one recursive, indexed query)."""
-    if not entry_id:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(_PATH_SQL, [session.pk, entry_id, session.pk, session.entry_count + 1])
-        rows = cursor.fetchall()
-    rows.sort(key=lambda r: -r[1])
-    return [pk for pk, _n in rows]
-
-
-def path_rows(session: Session, entry_id: str | None, *, light: bool = False) -> list[Entry]:
-    """``Entry`` rows root → ``entry_id``; ``light`` skips the raw payload."""
-    pks = path_pks(session, entry_id)
-    if not pks:
-        return []
-    qs = Entry.objects.filter(pk__in=pks)
-    if light:
-        qs = qs.light()
-    by_pk = {e.pk: e for e in qs}
-    return [by_pk[pk] for pk in pks]
-
-
-def path_to(session: Session, entry_id: str | None) -> list[dict]:
-    """Parsed entries root → ``entry_id`` (the engine's ``get_branch`` of a stored session);
-    ``[]`` for None or an unknown id."""
-    return [row.data() for row in path_rows(session, entry_id)]
-
-
-def children_of(session: Session, entry_id: str | None) -> list[Entry]:
-    """Children in file order (the engine's ``get_children``); None → the roots."""
-    if entry_id is None:
-        return list(Entry.objects.roots(session).light())
-    return list(Entry.objects.children_of(session, entry_id).light())
-
-
-def get_entry(session: Session, entry_id: str) -> Entry | None:
-    return Entry.objects.filter(session=session, entry_id=entry_id).first()
-
-
-def default_leaf_id(session: Session) -> str | None:
-    """The file's own leaf: its last entry in file order."""
-    return (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("entry_id", flat=True)
-        .first()
-    )
-
-
-def cursor_for(session: Session, user) -> Leaf:
-    """The user's navigation cursor (created at the file's leaf on first use); anonymous or
-    missing users get the default leaf."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        leaf = Leaf.objects.filter(session=session, name=Leaf.DEFAULT).first()
-        return leaf or _sync_default_leaf(session)
-    leaf, _ = Leaf.objects.get_or_create(
-        session=session,
-        name=f"user:{user.pk}",
-        defaults={"user": user, "entry_id": default_leaf_id(session)},
-    )
-    return leaf
-
-
-def header_line(session: Session) -> bytes:
-    return session.header_raw.encode("utf-8", errors="surrogatepass") + b"\n"
-
-
-def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] = ()) -> bytes:
-    """A session file holding the header, one path and a few more entries (e.g. the target
-    of an edit), in file order: what a manager needs to append at ``entry_id`` without
-    reading the whole session."""
-    pks = set(path_pks(session, entry_id))
-    extra = [e for e in extra_ids if isinstance(e, str)]
-    if extra:
-        pks.update(
-            Entry.objects.filter(session=session, entry_id__in=extra).values_list("pk", flat=True)
-        )
-    parts = [header_line(session)]
-    rows = Entry.objects.filter(pk__in=pks).order_by("position").values_list("raw", flat=True)
-    for raw in rows:
-        parts.append(raw.encode("utf-8", errors="surrogatepass") + b"\n")
-    return b"".join(parts)
-
-
-# ---------------------------------------------------------------------------------------------
-# The engine's storage protocol over the database
-
-
-class DatabaseStorage:
-    """``SessionStorage`` for a stored session, so ``SessionManager.from_storage`` appends
-    through the same engine code as a file. Appends insert rows; rewrites are refused
-    (stored sessions are append-only).
-
-    ``path_only``: ``read_bytes`` returns only the header, the path to ``view_leaf`` and the
-    entries named in ``extra_ids`` instead of the whole session (the caller then moves the
-    manager's leaf to ``view_leaf``).
-    """
-
-    def __init__(
-        self,
-        session: Session,
-        *,
-        author=None,
-        view_leaf: str | None | Any = None,
-        path_only: bool = False,
-        extra_ids: Iterable[str] = (),
-    ) -> None:
-        self.session = session
-        self.extra_ids = list(extra_ids)
-        self.author = author
-        self.view_leaf = view_leaf
-        self.path_only = path_only
-        self.path: str | None = session.source_path or None
-        self.appended: list[Entry] = []
-
-    def exists(self) -> bool:
-        return True
-
-    def read_bytes(self) -> bytes:
-        if self.path_only:
-            return path_bytes(self.session, self.view_leaf, self.extra_ids)
-        return export_bytes(self.session)
-
-    def create_exclusive(self, data: bytes) -> None:
-        raise FileExistsError(f"Session {self.session.session_id} already exists")
-
-    def rewrite(self, data: bytes) -> None:
-        raise PermissionError("Stored sessions are append-only; a rewrite is not allowed")
-
-    def append(self, data: bytes) -> None:
-        self.appended.extend(append_lines(self.session, data, author=self.author))
-
-
-class IdCollision(Exception):
-    """A generated id exists elsewhere in the session (the manager saw only one path)."""
-
-
-def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
-    """Insert complete lines written by the engine at the end of the session. Runs inside
-    the caller's transaction (``services`` holds the single-writer lock)."""
-    if not data.endswith(b"\n"):
-        raise ValueError("append expects complete lines")
-    created: list[Entry] = []
-    session.refresh_from_db(fields=["next_position", "missing_final_newline", "name"])
-    position = session.next_position
-    for piece in data[:-1].split(b"\n"):
-        line = piece.decode("utf-8", errors="surrogatepass")
-        value = jsonfmt.loads(line)
-        if not isinstance(value, dict) or not isinstance(value.get("id"), str):
-            raise ValueError("the engine appended a line that is not an entry")
-        entry_id = value["id"]
-        if Entry.objects.filter(session=session, entry_id=entry_id).exists():
-            raise IdCollision(entry_id)
-        fields = _entry_fields(value)
-        parent = fields["parent_id"]
-        depth = 0
-        if parent is not None:
-            parent_row = Entry.objects.filter(session=session, entry_id=parent).first()
-            if parent_row is not None:
-                depth = parent_row.depth + 1
-                if parent_row.child_count == 0:
-                    session.leaf_count -= 1
-                Entry.objects.filter(pk=parent_row.pk).update(
-                    child_count=parent_row.child_count + 1
-                )
-        row = Entry.objects.create(
-            session=session,
-            entry_id=entry_id,
-            position=position,
-            line_no=position + 1,
-            depth=depth,
-            raw=line,
-            size=len(piece),
-            author=author,
-            **fields,
-        )
-        created.append(row)
-        position += 1
-        session.entry_count += 1
-        session.leaf_count += 1
-        if fields["type"] == "compaction":
-            session.compaction_count += 1
-        elif fields["type"] == "context_edit":
-            session.context_edit_count += 1
-        elif fields["type"] == "session_info":
-            session.name = _session_name(value) or ""
-    session.next_position = position
-    session.missing_final_newline = False
-    session.save(
-        update_fields=[
-            "next_position",
-            "missing_final_newline",
-            "entry_count",
-            "leaf_count",
-            "compaction_count",
-            "context_edit_count",
-            "name",
-            "modified",
-        ]
-    )
-    if created:
-        Leaf.objects.update_or_create(
-            session=session,
-            name=Leaf.DEFAULT,
-            defaults={"entry_id": created[-1].entry_id, "user": None},
-        )
-    return created
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,26 +1,31 @@
-"""Database reads for the explorer pages: light paths, chosen entries, the folded tree.
+"""Every read of stored sessions: routes, entries, cursors, labels, the folded tree, the list.
 
-A page never loads a whole session. Paths come from one recursive query over the indexed
-parent links and carry only index columns; raw lines are fetched only for the entries a page
-shows. The one whole-session read (the tree skeleton for the graph: id, parent, type, role)
-skips the payload and its folded result is cached under a key that changes whenever the
-session gains an entry, so repeated graph requests on any worker sharing the cache are cheap.
+A page never loads a whole session. A route is one recursive query over the indexed parent
+links (:func:`light_path`, cycle-safe) carrying only index columns; raw lines are fetched
+only for the entries a page shows. The whole-session reads (the tree skeleton for the graph,
+the labels) skip the payload and are cached by :func:`cached` under a key that changes
+whenever the session gains an entry, so any worker sharing the cache reuses them.
+
+Nothing here writes: the user's cursor is looked up (:func:`cursor_id`), never created.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import connection
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from explorer.models import Entry, Leaf, Session
 from explorer.session import jsonfmt
-from explorer.session.describe import entry_role, entry_title
+from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
+
+T = TypeVar("T")
 
 TREE_CACHE_SECONDS = 3600
 
@@ -35,12 +40,13 @@ class LightEntry:
     size: int
     child_count: int
     target_id: str
+    pk: int = 0
 
 
-_LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id"
+_LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id, id"
 
 
-_PATH_COLS = "entry_id, parent_id, type, position"
+_PATH_COLS = "entry_id, parent_id, type, position, id"
 
 
 def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
@@ -55,10 +61,10 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     table = Entry._meta.db_table
     limit = max(session.entry_count, 1) + 1
     sql = f"""
-        WITH RECURSIVE walk(entry_id, parent_id, type, position, n) AS (
+        WITH RECURSIVE walk(entry_id, parent_id, type, position, id, n) AS (
             SELECT {_PATH_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
             UNION ALL
-            SELECT e.entry_id, e.parent_id, e.type, e.position, walk.n + 1
+            SELECT e.entry_id, e.parent_id, e.type, e.position, e.id, walk.n + 1
             FROM {table} e JOIN walk ON e.session_id = %s AND e.entry_id = walk.parent_id
             WHERE walk.n < %s AND walk.parent_id <> walk.entry_id
         )
@@ -74,7 +80,7 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         if r[0] in seen:
             break
         seen.add(r[0])
-        out.append(LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, ""))
+        out.append(LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, "", r[4]))
     out.reverse()
     return out
 
@@ -146,6 +152,7 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
 
 
 def default_leaf_id(session: Session) -> str | None:
+    """The file's own leaf: its last entry in file order."""
     e = (
         Entry.objects.filter(session=session)
         .order_by("-position")
@@ -186,17 +193,32 @@ def content_key(session: Session) -> str:
     return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def current_labels(session: Session, key: str | None = None) -> dict[str, str]:
-    """Target id → label text, the newest label entry per target winning (file order).
+def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: int = 0) -> T:
+    """``builder()`` computed once per session version and shared through the cache.
 
-    Cached under the session's content key (labels change only by appending)."""
-    ck = "explorer:labels:" + (key or content_key(session))
-    hit = cache.get(ck)
+    ``name`` says what is cached (and its parameters); the session's content key is part of
+    the cache key, so an append makes every cached figure of that session stale at once and
+    nothing needs invalidating. ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
+    """
+    key = (
+        "explorer:"
+        + hashlib.sha256(
+            f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
+        ).hexdigest()
+    )
+    hit = cache.get(key)
     if hit is not None:
         return hit
-    labels = _read_labels(session)
-    cache.set(ck, labels, TREE_CACHE_SECONDS)
-    return labels
+    value = builder()
+    cache.set(key, value, timeout or TREE_CACHE_SECONDS)
+    return value
+
+
+def current_labels(session: Session) -> dict[str, str]:
+    """Target id → label text, the newest label entry per target winning (file order).
+
+    Cached per session version (labels change only by appending)."""
+    return cached(session, "labels", lambda: _read_labels(session))
 
 
 def _read_labels(session: Session) -> dict[str, str]:
@@ -222,19 +244,18 @@ def _read_labels(session: Session) -> dict[str, str]:
     return labels
 
 
-def _skeleton(session: Session, key: str) -> list[tuple]:
+def _skeleton(session: Session) -> list[tuple]:
     # The role sits after the payload, so this one read steps over every entry's raw line;
     # it is paid once per session version (cached) and lets the graph keep user turns.
-    ck = f"explorer:skel2:{key}"
-    rows = cache.get(ck)
-    if rows is None:
-        rows = list(
+    return cached(
+        session,
+        "skeleton",
+        lambda: list(
             Entry.objects.filter(session=session)
             .order_by("position")
             .values_list("entry_id", "parent_id", "type", "role")
-        )
-        cache.set(ck, rows, TREE_CACHE_SECONDS)
-    return rows
+        ),
+    )
 
 
 def hidden_targets(
@@ -272,25 +293,35 @@ def folded_tree(
     selected: str | None = None,
     max_nodes: int = 250,
 ) -> TreeModel:
-    key = content_key(session)
     params = "|".join(
-        [key, cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
+        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
     )
-    ck = "explorer:fold2:" + hashlib.sha256(params.encode()).hexdigest()
-    hit = cache.get(ck)
-    if hit is not None:
-        return _thaw(hit)
+    frozen = cached(
+        session,
+        "fold:" + params,
+        lambda: _freeze(_build_folded_tree(session, cursor, root, expanded, selected, max_nodes)),
+    )
+    return _thaw(frozen)
+
+
+def _build_folded_tree(
+    session: Session,
+    cursor: str | None,
+    root: str | None,
+    expanded: Sequence[str],
+    selected: str | None,
+    max_nodes: int,
+) -> TreeModel:
     light = light_path(session, cursor)
     path_ids = [e.entry_id for e in light]
-    labels = current_labels(session, key)
-    flags = hidden_targets(session, set(path_ids), light)
-    cache.set(f"explorer:pathflags:{key}:{cursor or ''}", flags, TREE_CACHE_SECONDS)
+    labels = current_labels(session)
+    flags = path_flags(session, cursor, light)
     nodes = [
         GraphNode(
             r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
             flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
         )
-        for r in _skeleton(session, key)
+        for r in _skeleton(session)
     ]  # fmt: skip
     graph = fold_tree(
         nodes,
@@ -312,9 +343,7 @@ def folded_tree(
                 item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
                 item.node.label, titles.get(item.node.id, ""), item.node.flags,
             )  # fmt: skip
-    model = TreeModel(graph, titles, path_ids, cursor, flags)
-    cache.set(ck, _freeze(model), TREE_CACHE_SECONDS)
-    return model
+    return TreeModel(graph, titles, path_ids, cursor, flags)
 
 
 def _freeze(model: TreeModel) -> tuple:
@@ -349,14 +378,18 @@ def _thaw(frozen: tuple) -> TreeModel:
     return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor, flags)
 
 
-def path_flags(session: Session, cursor: str | None) -> dict[str, str]:
-    """Hidden/replaced marks of the cursor's route; usually already cached by the tree page."""
-    key = f"explorer:pathflags:{content_key(session)}:{cursor or ''}"
-    hit = cache.get(key)
-    if hit is None:
-        hit = hidden_targets(session, set(), light_path(session, cursor))
-        cache.set(key, hit, TREE_CACHE_SECONDS)
-    return hit
+def path_flags(
+    session: Session, cursor: str | None, light: Sequence[LightEntry] | None = None
+) -> dict[str, str]:
+    """Hidden/replaced marks of the cursor's route (cached per session version); ``light``:
+    the route when the caller already has it."""
+    return cached(
+        session,
+        f"pathflags:{cursor or ''}",
+        lambda: hidden_targets(
+            session, set(), light if light is not None else light_path(session, cursor)
+        ),
+    )
 
 
 def chain_entries(
@@ -367,11 +400,11 @@ def chain_entries(
     table = Entry._meta.db_table
     sql = f"""
         WITH RECURSIVE down(entry_id, parent_id, type, role, position, size, child_count,
-                            target_id, n) AS (
+                            target_id, id, n) AS (
             SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
             UNION ALL
             SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
-                   e.target_id, down.n + 1
+                   e.target_id, e.id, down.n + 1
             FROM {table} e JOIN down ON e.session_id = %s AND e.parent_id = down.entry_id
             WHERE down.child_count = 1 AND down.n < %s AND down.entry_id <> %s
         )
@@ -389,11 +422,11 @@ def path_before(session: Session, entry_id: str, stop: str, limit: int) -> list[
     table = Entry._meta.db_table
     sql = f"""
         WITH RECURSIVE up(entry_id, parent_id, type, role, position, size, child_count,
-                          target_id, n) AS (
+                          target_id, id, n) AS (
             SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
             UNION ALL
             SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
-                   e.target_id, up.n + 1
+                   e.target_id, e.id, up.n + 1
             FROM {table} e JOIN up ON e.session_id = %s AND e.entry_id = up.parent_id
             WHERE up.n < %s AND (up.n = 0 OR up.entry_id <> %s) AND up.parent_id <> up.entry_id
         )
@@ -452,3 +485,159 @@ def path_after(
         if nxt.entry_id == stop:
             break
     return out[:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths as the engine reads them
+
+
+def path_pks(session: Session, entry_id: str | None) -> list[int]:
+    """Primary keys root → ``entry_id`` (the route query, cycle-safe)."""
+    return [e.pk for e in light_path(session, entry_id)]
+
+
+def path_rows(session: Session, entry_id: str | None, *, light: bool = False) -> list[Entry]:
+    """``Entry`` rows root → ``entry_id``; ``light`` skips the raw payload."""
+    pks = path_pks(session, entry_id)
+    if not pks:
+        return []
+    qs = Entry.objects.filter(pk__in=pks)
+    if light:
+        qs = qs.light()
+    by_pk = {e.pk: e for e in qs}
+    return [by_pk[pk] for pk in pks]
+
+
+def path_to(session: Session, entry_id: str | None) -> list[dict]:
+    """Parsed entries root → ``entry_id`` (the engine's ``get_branch`` of a stored session);
+    ``[]`` for None or an unknown id."""
+    return [row.data() for row in path_rows(session, entry_id)]
+
+
+def children_of(session: Session, entry_id: str | None) -> list[Entry]:
+    """Children in file order (the engine's ``get_children``); None → the roots."""
+    if entry_id is None:
+        return list(Entry.objects.roots(session).light())
+    return list(Entry.objects.children_of(session, entry_id).light())
+
+
+def get_entry(session: Session, entry_id: str) -> Entry | None:
+    return Entry.objects.filter(session=session, entry_id=entry_id).first()
+
+
+def header_line(session: Session) -> bytes:
+    return session.header_raw.encode("utf-8", errors="surrogatepass") + b"\n"
+
+
+def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] = ()) -> bytes:
+    """A session file holding the header, one path and a few more entries (e.g. the target
+    of an edit), in file order: what a manager needs to append at ``entry_id`` without
+    reading the whole session."""
+    pks = set(path_pks(session, entry_id))
+    extra = [e for e in extra_ids if isinstance(e, str)]
+    if extra:
+        pks.update(
+            Entry.objects.filter(session=session, entry_id__in=extra).values_list("pk", flat=True)
+        )
+    parts = [header_line(session)]
+    rows = Entry.objects.filter(pk__in=pks).order_by("position").values_list("raw", flat=True)
+    for raw in rows:
+        parts.append(raw.encode("utf-8", errors="surrogatepass") + b"\n")
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The session list
+
+
+SORTS = {
+    "activity": ("-last_activity", "Last activity"),
+    "created": ("-header_timestamp", "Created"),
+    "entries": ("-entry_count", "Entries"),
+    "name": ("name", "Name"),
+}
+
+
+def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
+    """Adds `first_message_raw` (first user message line) and `last_activity` (timestamp of
+    the newest entry in file order)."""
+    first = Entry.objects.filter(session=OuterRef("pk"), type="message", role="user").order_by(
+        "position"
+    )
+    last = Entry.objects.filter(session=OuterRef("pk")).order_by("-position")
+    return qs.annotate(
+        first_message_raw=Subquery(first.values("raw")[:1]),
+        last_activity=Subquery(last.values("timestamp")[:1]),
+    )
+
+
+def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> QuerySet[Session]:
+    """Filter by name, id, cwd or first user message; order by the chosen key."""
+    qs = annotate_sessions(qs)
+    if q:
+        needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
+        qs = qs.filter(
+            Q(name__icontains=q)
+            | Q(session_id__icontains=q)
+            | Q(cwd__icontains=q)
+            | Q(first_message_raw__icontains=needle)
+        )
+    order = SORTS.get(sort, SORTS["activity"])[0]
+    return qs.order_by(order, "-pk")
+
+
+def first_message_text(session: Any, limit: int = 140) -> str:
+    raw = getattr(session, "first_message_raw", None)
+    if not raw:
+        return ""
+    try:
+        data = jsonfmt.loads(raw)
+    except ValueError:
+        return ""
+    text = " ".join(entry_text(data).split()) if isinstance(data, dict) else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def default_path_totals(session: Session) -> dict[str, Any]:
+    """Provider-reported tokens and cost along the default leaf's path (cached per version)."""
+    return cached(session, "pathtotals", lambda: _path_totals(session), timeout=24 * 3600)
+
+
+def _path_totals(session: Session) -> dict[str, Any]:
+    light = light_path(session, default_leaf_id(session))
+    ids = [
+        e.entry_id for e in light if e.type in ("message", "usage", "compaction", "branch_summary")
+    ]
+    tokens = 0.0
+    cost = 0.0
+    for k in range(0, len(ids), 500):
+        data = load_entries(session, ids[k : k + 500])
+        for d in data.values():
+            tokens += total_tokens_of(d)
+            cost += cost_of(d)
+    return {"tokens": tokens, "cost": cost, "path_length": len(light)}
+
+
+def projection_summary(
+    session: Session, leaf_id: str | None, *, window: int, reserve: int
+) -> dict[str, Any]:
+    """The live meter's figures at ``leaf_id`` (computed once per session version for all
+    viewers on every worker sharing the cache)."""
+    from explorer.analysis.projection import context_figures
+
+    def build() -> dict[str, Any]:
+        figures = context_figures(path_to(session, leaf_id), window=window, reserve=reserve)
+        figures["leaf_id"] = leaf_id
+        return figures
+
+    return cached(session, f"tip:{leaf_id or ''}:{window}:{reserve}", build)
+
+
+def turn_running(session_pk: int, *, stale_after: float) -> bool:
+    """A turn holds the session's lock and refreshed it within ``stale_after`` seconds."""
+    from django.utils import timezone
+
+    from explorer.models import TurnLock
+
+    fresh = timezone.now() - timezone.timedelta(seconds=stale_after)
+    return TurnLock.objects.filter(session_id=session_pk, updated__gte=fresh).exists()

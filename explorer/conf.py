@@ -1,0 +1,45 @@
+"""The app's settings as the engine's objects.
+
+``sessions_site/settings.py`` parses every environment variable once; this module turns the
+parsed values into what the engine takes (compaction settings, a summarizer, a model
+provider), so no other module reads the environment or knows where settings come from.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from explorer.session.providers import OpenAIChatProvider, provider_from_env
+from explorer.session.summarizers import Summarizer, summarizer_from_env
+from explorer.session.tokens import CompactionSettings
+
+
+def context_window() -> int:
+    """The model's context window for the token meter and auto-compaction."""
+    return int(settings.SESSIONS_CONTEXT_WINDOW)
+
+
+def compaction_settings() -> CompactionSettings:
+    """When to compact and how much recent context to keep."""
+    value = settings.SESSIONS_COMPACTION
+    if isinstance(value, CompactionSettings):
+        return value
+    return CompactionSettings(**value)
+
+
+def _model_env() -> dict[str, str]:
+    return {k: v for k, v in settings.SESSIONS_LLM.items() if v}
+
+
+def summarizer() -> Summarizer:
+    """The configured model's summarizer, or the embedded offline one."""
+    return summarizer_from_env(_model_env())
+
+
+def provider() -> OpenAIChatProvider | None:
+    """The configured model for turns; None when no endpoint is set."""
+    return provider_from_env(_model_env())
+
+
+def provider_configured() -> bool:
+    return provider() is not None
