@@ -1,6 +1,6 @@
 """The app's settings as the engine's objects.
 
-``sessions_site/settings.py`` parses every environment variable once; this module turns the
+The project's settings module parses every environment variable once; this module turns the
 parsed values into what the engine takes (compaction settings, a summarizer, a model
 provider), so no other module reads the environment or knows where settings come from.
 """
@@ -43,3 +43,9 @@ def provider() -> OpenAIChatProvider | None:
 
 def provider_configured() -> bool:
     return provider() is not None
+
+
+def asgi_target() -> str:
+    """The ASGI application as daphne's command line names it (``module:attribute``)."""
+    module, _, attribute = settings.ASGI_APPLICATION.rpartition(".")
+    return f"{module}:{attribute}"

@@ -641,3 +641,58 @@ def turn_running(session_pk: int, *, stale_after: float) -> bool:
 
     fresh = timezone.now() - timezone.timedelta(seconds=stale_after)
     return TurnLock.objects.filter(session_id=session_pk, updated__gte=fresh).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Integrity
+
+
+def integrity_sections(session: Session) -> list[dict[str, Any]]:
+    """The engine's tree checks over the stored session (cached per session version).
+
+    Only index columns are read for most entries; compactions and context edits, whose
+    checks look inside them, are parsed."""
+    from explorer.analysis.integrity import tree_sections
+
+    def build() -> list[dict[str, Any]]:
+        rows = list(
+            Entry.objects.filter(session=session)
+            .order_by("position")
+            .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
+        )
+        full = load_entries(session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")])
+        entries: list[dict[str, Any]] = []
+        for eid, parent, kind, role, _line, target in rows:
+            item = full.get(eid)
+            if item is None:
+                item = {"type": kind, "id": eid, "parentId": parent}
+                if kind == "message":
+                    item["message"] = {"role": role}
+                elif kind == "label":
+                    item["targetId"] = target
+            entries.append(item)
+        return tree_sections(entries, [r[4] for r in rows])
+
+    return cached(session, "integrity", build)
+
+
+def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
+    """Tool results without their call above them (reads every tool result; cached)."""
+    from explorer.analysis import integrity
+
+    def load_raws(ids: Iterable[str]) -> dict[str, str]:
+        return dict(
+            Entry.objects.filter(session=session, entry_id__in=list(ids)).values_list(
+                "entry_id", "raw"
+            )
+        )
+
+    def build() -> list[dict[str, Any]]:
+        rows = list(
+            Entry.objects.filter(session=session)
+            .order_by("position")
+            .values_list("entry_id", "parent_id", "role", "line_no")
+        )
+        return integrity.unmatched_tool_results(rows, load_raws)
+
+    return cached(session, "integrity-tools", build)

@@ -1,4 +1,4 @@
-"""Websocket routes, mounted under ``ws/`` by ``sessions_site.asgi``."""
+"""Websocket routes, mounted under ``ws/`` by the project's ASGI application."""
 
 from __future__ import annotations
 

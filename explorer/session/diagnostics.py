@@ -286,9 +286,22 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
     chk.report.entry_count = count
 
     parent_of = _parents(chk, entries, numbers, by_id)
-    tin, tout = _euler(by_id, parent_of)
     _check_cycles(chk, entries, numbers, by_id, parent_of)
     _check_siblings(chk, entries, numbers, parent_of, bad_timestamps)
+    _check_links(chk, entries, numbers, by_id, parent_of)
+    _check_contents(chk, entries, numbers)
+
+
+def _check_links(
+    chk: _Checker,
+    entries: list[Any],
+    numbers: list[int],
+    by_id: dict[Any, int],
+    parent_of: dict[int, Any],
+) -> None:
+    """What entries say about other entries: edits and labels name a target, a compaction
+    names its first kept entry. Needs only ids, parents, types, roles and those fields."""
+    tin, tout = _euler(by_id, parent_of)
 
     def on_path(target: Any, index: int) -> bool:
         """Is `target` the entry itself or an ancestor of entries[index] (as the walk sees it)?"""
@@ -309,19 +322,7 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
         kind = entry.get("type")
         line = numbers[index]
         key = entry.get("id")
-        if kind == "message":
-            _check_message(chk, line, key, entry)
-        elif kind == "custom_message":
-            content = entry.get("content")
-            if content is not None and not isinstance(content, (str, list)):
-                chk.add(
-                    line,
-                    "warning",
-                    "bad-content",
-                    "custom_message content is not a string or array",
-                    key,
-                )
-        elif kind == "context_edit":
+        if kind == "context_edit":
             _check_edit(chk, line, key, entry, entries, by_id, on_path, index)
         elif kind == "compaction":
             first_kept = entry.get("firstKeptEntryId")
@@ -334,18 +335,6 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
                     "path: nothing before it is kept",
                     key,
                 )
-            if "systemMessage" in entry:
-                system = entry["systemMessage"]
-                if type(system) is not dict or not isinstance(system.get("content"), (str, list)):
-                    chk.add(
-                        line,
-                        "warning",
-                        "bad-checkpoint",
-                        "compaction systemMessage has no usable content",
-                        key,
-                    )
-                else:
-                    _check_sections(chk, line, key, system)
         elif kind == "label":
             target = entry.get("targetId")
             if not jsonfmt.hashable(target) or target not in by_id:
@@ -356,6 +345,60 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
                     f"label target {_short(target)} is not an entry",
                     key,
                 )
+
+
+def _check_contents(chk: _Checker, entries: list[Any], numbers: list[int]) -> None:
+    """What each entry holds by itself: message shapes, custom content, checkpoints."""
+    for index, entry in enumerate(entries):
+        kind = entry.get("type")
+        line = numbers[index]
+        key = entry.get("id")
+        if kind == "message":
+            _check_message(chk, line, key, entry)
+        elif kind == "custom_message":
+            content = entry.get("content")
+            if content is not None and not isinstance(content, (str, list)):
+                chk.add(
+                    line,
+                    "warning",
+                    "bad-content",
+                    "custom_message content is not a string or array",
+                    key,
+                )
+        elif kind == "compaction" and "systemMessage" in entry:
+            system = entry["systemMessage"]
+            if type(system) is not dict or not isinstance(system.get("content"), (str, list)):
+                chk.add(
+                    line,
+                    "warning",
+                    "bad-checkpoint",
+                    "compaction systemMessage has no usable content",
+                    key,
+                )
+            else:
+                _check_sections(chk, line, key, system)
+
+
+def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Problem]:
+    """The tree checks of Appendix D over entries already stored: dangling parents, parent
+    cycles, compactions whose first kept entry is off their path, edits and labels whose
+    target is missing, off the path or not editable.
+
+    ``entries`` (file order, no header) need only ``id``, ``parentId``, ``type``, a
+    message's ``role``, and ``targetId`` / ``replacement`` / ``firstKeptEntryId`` where they
+    apply; ``numbers`` are their line numbers. The same functions as ``validate_bytes`` run,
+    so a stored session and its file report the same problems.
+    """
+    report = ValidationReport(path="")
+    chk = _Checker(None, report)  # type: ignore[arg-type]
+    by_id: dict[Any, int] = {}
+    for index, entry in enumerate(entries):
+        if jsonfmt.hashable(entry.get("id")):
+            by_id[entry.get("id")] = index
+    parent_of = _parents(chk, entries, numbers, by_id)
+    _check_cycles(chk, entries, numbers, by_id, parent_of)
+    _check_links(chk, entries, numbers, by_id, parent_of)
+    return _finish(report).problems
 
 
 def _parents(

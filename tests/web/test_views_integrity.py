@@ -114,10 +114,12 @@ def broken(make_session):
 
 
 def test_it_lists_structural_problems(viewer_client, broken):
+    """The panel and ``pisession validate`` name the same problems in the same words."""
     html = viewer_client.get(reverse("explorer:integrity", args=[broken.pk])).content.decode()
-    assert "parent gone0000 does not exist" in html
-    assert "firstKeptEntryId zzzzzzzz is not on its path" in html
-    assert "target c1 (compaction) does not contribute editable model content" in html
+    # The engine's own diagnostics (the words ``pisession validate`` prints for the file).
+    assert "parentId &quot;gone0000&quot; names no entry" in html
+    assert "firstKeptEntryId &quot;zzzzzzzz&quot; is not before the compaction on its path" in html
+    assert "context_edit target &quot;c1&quot; does not contribute editable content" in html
 
 
 def test_it_finds_tool_results_without_calls_on_request(viewer_client, broken):

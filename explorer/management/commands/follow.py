@@ -13,6 +13,7 @@ import threading
 
 from django.core.management.base import BaseCommand, CommandError
 
+from explorer.conf import asgi_target
 from explorer.follow import DirectoryFollower, follow_forever
 from explorer.follow_db import FollowIngestor, start_follow_thread
 
@@ -62,9 +63,7 @@ class Command(BaseCommand):
             self.stdout.flush()
             from daphne.cli import CommandLineInterface
 
-            CommandLineInterface().run(
-                ["-b", bind, "-p", str(port), "sessions_site.asgi:application"]
-            )
+            CommandLineInterface().run(["-b", bind, "-p", str(port), asgi_target()])
             return
         follower = DirectoryFollower(directory)
         ingestor = FollowIngestor(follower, report=report)

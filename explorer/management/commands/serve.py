@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from explorer.conf import asgi_target
 from explorer.models import Session
 from explorer.permissions import ADMIN, set_role
 
@@ -76,7 +77,7 @@ class Command(BaseCommand):
             host,
             "-p",
             port,
-            "sessions_site.asgi:application",
+            asgi_target(),
         ]
         if options["follow"]:
             from django.core.management import get_commands
