@@ -92,6 +92,11 @@ class ImportResult:
         return [p for p in self.problems if p.severity == "warning"]
 
 
+def refused(code: str, message: str) -> ImportResult:
+    """A result for input refused before it was read (nothing imported)."""
+    return ImportResult(problems=[Problem(0, "error", code, message)])
+
+
 class ImportError_(Exception):  # noqa: N801 - avoid shadowing the builtin ImportError
     """Raised inside the import transaction to roll everything back."""
 

@@ -163,9 +163,11 @@ def default_leaf_id(session: Session) -> str | None:
 
 
 def cursor_id(session: Session, user: Any) -> str | None:
-    """The user's navigation cursor, or the file's own leaf (its last entry)."""
+    """The entry the user's navigation cursor is on, or the file's own leaf (its last entry)
+    when the user has none yet or it points nowhere. The one read-only cursor lookup: the
+    row itself is created by ``services.cursor_for`` on the first write."""
     if user is not None and getattr(user, "is_authenticated", False):
-        leaf = Leaf.objects.filter(session=session, user=user).order_by("-updated").first()
+        leaf = Leaf.objects.filter(session=session, name=f"user:{user.pk}").first()
         if (
             leaf is not None
             and leaf.entry_id

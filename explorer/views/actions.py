@@ -1,8 +1,9 @@
 """Editing: context edits with a preview, undo, labels, rename, navigation, compaction.
 
-Every action appends an entry through `explorer.services` (which records the author and
-never changes raw history); moving the cursor appends nothing. Plain form posts work
-without JavaScript and redirect (post/redirect/get); htmx requests get the refreshed panel.
+Every action is a form of ``explorer.forms`` (validated with the engine, written through
+``explorer.services``, which records the author and never changes raw history); moving the
+cursor appends nothing. Plain form posts work without JavaScript and redirect
+(post/redirect/get); htmx requests get the refreshed panel.
 """
 
 from __future__ import annotations
@@ -11,42 +12,43 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from explorer import queries, services
-from explorer.analysis.compare import common_ancestor_index
+from explorer import conf, forms, queries
 from explorer.analysis.projection import align_projection
 from explorer.permissions import editor_required, get_session_for_user
-from explorer.session.describe import entry_message, entry_text, entry_title
+from explorer.session.describe import entry_text, entry_title
 from explorer.session.errors import SessionError
-from explorer.views.common import render_panel, resolve_cursor, session_frame
-
-REASON_TYPE = "session-explorer/edit-reason"
-EDITABLE_ROLES = ("user", "assistant", "toolResult")
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 
-def _done(request: HttpRequest, url: str) -> HttpResponse:
-    if getattr(request, "htmx", False):
+def _done(request: HtmxHttpRequest, note: str, url: str) -> HttpResponse:
+    messages.success(request, note)
+    if request.htmx:
         return HttpResponseClientRedirect(url)
     return redirect(url)
 
 
-def _editable(entry: dict) -> bool:
-    if entry.get("type") == "custom_message":
-        return True
-    m = entry_message(entry)
-    return m is not None and m.get("role") in EDITABLE_ROLES
+def _source(request: HtmxHttpRequest):
+    return request.POST if request.method == "POST" else request.GET
 
 
-def _original_content(entry: dict) -> Any:
-    if entry.get("type") == "custom_message":
-        c = entry.get("content")
-    else:
-        c = (entry_message(entry) or {}).get("content")
-    return c if isinstance(c, str | list) else ""
+def _target(session, src) -> tuple[str, dict]:
+    """The entry an action names (``target=``), or 404."""
+    target = src.get("target", "")
+    data = queries.load_entries(session, [target]).get(target)
+    if data is None:
+        raise Http404("No such entry")
+    return target, data
+
+
+def _form(request: HtmxHttpRequest, form_class, session, cursor, entry=None):
+    return form_class(
+        _source(request), session=session, user=request.user, cursor=cursor, target_entry=entry
+    )
 
 
 def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
@@ -58,12 +60,6 @@ def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
         "targetId": target,
         "replacement": replacement,
     }
-
-
-def _context_edits_on_path(session, light) -> list[dict]:
-    ids = [e.entry_id for e in light if e.type == "context_edit"]
-    data = queries.load_entries(session, ids)
-    return [data[i] for i in ids if i in data]
 
 
 def _preview(session, cursor: str | None, target: str, replacement: Any) -> dict[str, Any]:
@@ -83,325 +79,143 @@ def _preview(session, cursor: str | None, target: str, replacement: Any) -> dict
     }
 
 
+def _panel(request, session, cursor, tab, template, partial, form, extra) -> HttpResponse:
+    ctx = session_frame(request, session, tab, cursor)
+    ctx.update({"errors": form.error_messages(), **extra})
+    status = 400 if ctx["errors"] and request.method == "POST" else 200
+    return render_panel(request, template, partial, ctx, status=status)
+
+
 @editor_required
-def edit_view(request: HttpRequest, pk: int) -> HttpResponse:
+def edit_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Hide or replace one entry's model-visible content, with a preview before saving."""
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    src = request.POST if request.method == "POST" else request.GET
-    target = src.get("target", "")
-    data = queries.load_entries(session, [target]).get(target)
-    if data is None:
-        raise Http404("No such entry")
-    on_path = any(e.entry_id == target for e in queries.light_path(session, cursor))
-    mode = src.get("mode") or "hide"
-    original = _original_content(data)
-    content = src.get("content")
-    if content is None:
-        content = original if isinstance(original, str) else entry_text(data)
-    reason = (src.get("reason") or "").strip()[:500]
-    errors: list[str] = []
-    if not _editable(data):
-        errors.append("This entry does not contribute editable model content.")
-    if not on_path:
-        errors.append(
-            "This entry is not on your current route; move your cursor to a leaf below it first."
-        )
-    replacement: Any = None if mode == "hide" else {"content": content}
-    if request.method == "POST" and not errors and src.get("confirm") == "1":
-        try:
-            result = services.append_via_manager(
-                session,
-                request.user,
-                cursor,
-                lambda m: _append_edit(m, target, replacement, reason, request.user),
-            )
-        except SessionError as exc:
-            errors.append(str(exc))
-        else:
-            edit_id = result.entries[0].entry_id if result.entries else ""
-            messages.success(
-                request,
-                f"Context edit {edit_id} appended: {'hidden' if replacement is None else 'replaced'} {target}.",
-            )
-            return _done(request, reverse("explorer:context", args=[session.pk]) + f"#row-{target}")
-    ctx = session_frame(request, session, "context", cursor)
-    ctx.update({
-        "target": target, "target_entry": data, "target_title": entry_title(data, 120), "mode": mode,
-        "content": content, "reason": reason, "errors": errors, "on_path": on_path,
+    target, data = _target(session, _source(request))
+    form = _form(request, forms.EditForm, session, cursor, data)
+    if request.method == "POST" and request.POST.get("confirm") == "1":
+        note = form.perform()
+        if note:
+            return _done(request, note, reverse("explorer:context", args=[pk]) + f"#row-{target}")
+    replacement = form.replacement()
+    errors = form.error_messages()
+    return _panel(request, session, cursor, "context", "explorer/edit.html", "edit-form", form, {
+        "target": target, "target_entry": data, "target_title": entry_title(data, 120),
+        "mode": _source(request).get("mode") or "hide",
+        "content": (replacement or {}).get("content", _source(request).get("content") or ""),
+        "reason": (_source(request).get("reason") or "").strip()[:500], "on_path": form.on_path(),
         "preview": _preview(session, cursor, target, replacement) if not errors else None,
         "original_text": entry_text(data, 4000),
     })  # fmt: skip
-    return render_panel(
-        request,
-        "explorer/edit.html",
-        "edit-form",
-        ctx,
-        status=400 if errors and request.method == "POST" else 200,
-    )
-
-
-def _append_edit(manager: Any, target: str, replacement: Any, reason: str, user: Any) -> str:
-    edit_id = manager.append_context_edit(target, replacement)
-    if reason:
-        manager.append_custom_entry(
-            REASON_TYPE,
-            {"editId": edit_id, "targetId": target, "reason": reason, "by": user.get_username()},
-        )
-    return edit_id
 
 
 @editor_required
-def undo_view(request: HttpRequest, pk: int) -> HttpResponse:
+def undo_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Undo an edit by appending a restoring edit (the original content as replacement)."""
     session = get_session_for_user(request, pk)
-    cursor = resolve_cursor(request, session)
     if request.method != "POST":
         return redirect(reverse("explorer:context", args=[session.pk]))
-    target = request.POST.get("target", "")
-    data = queries.load_entries(session, [target]).get(target)
-    if data is None:
-        raise Http404("No such entry")
-    try:
-        services.add_context_edit(
-            session, request.user, target, {"content": _original_content(data)}, leaf_id=cursor
-        )
-    except SessionError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(
-            request, f"Restored the original content of {target} (a restoring edit was appended)."
-        )
-    return _done(request, reverse("explorer:context", args=[session.pk]) + f"#row-{target}")
+    cursor = resolve_cursor(request, session)
+    target, data = _target(session, request.POST)
+    form = _form(request, forms.UndoForm, session, cursor, data)
+    url = reverse("explorer:context", args=[session.pk]) + f"#row-{target}"
+    note = form.perform()
+    if note:
+        return _done(request, note, url)
+    for error in form.error_messages():
+        messages.error(request, error)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @editor_required
-def label_view(request: HttpRequest, pk: int) -> HttpResponse:
+def label_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    src = request.POST if request.method == "POST" else request.GET
-    target = src.get("target", "")
-    data = queries.load_entries(session, [target]).get(target)
-    if data is None:
-        raise Http404("No such entry")
-    current = queries.current_labels(session).get(target, "")
-    errors: list[str] = []
+    target, data = _target(session, _source(request))
+    form = _form(request, forms.LabelForm, session, cursor, data)
     if request.method == "POST":
-        label = (src.get("label") or "").strip()[:200]
-        if src.get("clear") == "1":
-            label = ""
-        if label == current:
-            # Appending a label entry that changes nothing would only grow the history.
-            errors.append(
-                f"{target} already has the label “{label}”."
-                if label
-                else f"{target} has no label to clear."
-            )
-        else:
-            try:
-                services.set_label(session, request.user, target, label or None, leaf_id=cursor)
-            except SessionError as exc:
-                errors.append(str(exc))
-        if not errors:
-            messages.success(
-                request, f"Label {'set to “' + label + '”' if label else 'cleared'} on {target}."
-            )
-            return _done(
-                request,
-                reverse("explorer:session_detail", args=[session.pk])
-                + "?"
-                + urlencode({"entry": target}),
-            )
-    ctx = session_frame(request, session, "tree", cursor)
-    ctx.update(
-        {
-            "target": target,
-            "target_title": entry_title(data, 120),
-            "current": current,
-            "errors": errors,
-        }
-    )
-    return render_panel(
-        request, "explorer/label.html", "label-form", ctx, status=400 if errors else 200
-    )
+        note = form.perform()
+        if note:
+            url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
+            return _done(request, note, url)
+    return _panel(request, session, cursor, "tree", "explorer/label.html", "label-form", form, {
+        "target": target, "target_title": entry_title(data, 120), "current": form.current(),
+    })  # fmt: skip
 
 
 @editor_required
-def rename_view(request: HttpRequest, pk: int) -> HttpResponse:
+def rename_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    errors: list[str] = []
+    form = forms.RenameForm(
+        request.POST if request.method == "POST" else None,
+        session=session, user=request.user, cursor=cursor,
+    )  # fmt: skip
     if request.method == "POST":
-        name = request.POST.get("name", "")[:500]
-        try:
-            services.rename_session(session, request.user, name, leaf_id=cursor)
-        except SessionError as exc:
-            errors.append(str(exc))
-        else:
-            messages.success(
-                request, "Session renamed." if name.strip() else "Session name cleared."
-            )
-            return _done(request, reverse("explorer:session_detail", args=[session.pk]))
-    ctx = session_frame(request, session, "tree", cursor)
-    ctx.update({"errors": errors})
-    return render_panel(
-        request, "explorer/rename.html", "rename-form", ctx, status=400 if errors else 200
-    )
-
-
-def _abandoned(session, old: str | None, target: str) -> list[dict]:
-    if not old:
-        return []
-    lo, lt = queries.light_path(session, old), queries.light_path(session, target)
-    k = common_ancestor_index([e.entry_id for e in lo], [e.entry_id for e in lt])
-    return queries.full_path(session, lo[k + 1 :])
+        note = form.perform()
+        if note:
+            return _done(request, note, reverse("explorer:session_detail", args=[session.pk]))
+    return _panel(request, session, cursor, "tree", "explorer/rename.html", "rename-form", form, {})
 
 
 @editor_required
-def navigate_view(request: HttpRequest, pk: int) -> HttpResponse:
+def navigate_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Move your cursor to another entry; optionally leave a branch summary behind."""
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    src = request.POST if request.method == "POST" else request.GET
-    target = src.get("target", "")
-    if not queries.entry_exists(session, target):
-        raise Http404("No such entry")
-    summary_mode = src.get("summary") or "none"
-    errors: list[str] = []
-    abandoned = _abandoned(session, cursor, target)
+    target, data = _target(session, _source(request))
+    form = _form(request, forms.NavigateForm, session, cursor, data)
     if request.method == "POST":
-        try:
-            if summary_mode == "none" or not abandoned:
-                services.move_cursor(session, request.user, target)
-                note = f"Cursor moved to {target}."
-            else:
-                text = (src.get("summary_text") or "").strip()
-                details = None
-                usage = None
-                if summary_mode != "custom" or not text:
-                    from explorer.session.branch_summary import generate_branch_summary
-                    from explorer.session.summarizers import summarizer_from_env
-
-                    res = generate_branch_summary(abandoned, summarizer_from_env())
-                    if res.error or res.aborted or not res.summary:
-                        raise SessionError(res.error or "Branch summarization was aborted")
-                    text, details, usage = res.summary, res.details, res.usage
-                services.branch_with_summary(
-                    session,
-                    request.user,
-                    target,
-                    text,
-                    details=details,
-                    usage=usage,
-                    leaf_id=cursor,
-                )
-                note = f"Moved to {target} with a branch summary of {len(abandoned)} entries."
-        except SessionError as exc:
-            errors.append(str(exc))
-        else:
-            messages.success(request, note)
-            return _done(
-                request,
-                reverse("explorer:session_detail", args=[session.pk])
-                + "?"
-                + urlencode({"entry": target}),
-            )
-    ctx = session_frame(request, session, "tree", cursor)
-    data = queries.load_entries(session, [target]).get(target, {})
-    ctx.update(
-        {
-            "target": target,
-            "target_title": entry_title(data, 120),
-            "abandoned_count": len(abandoned),
-            "summary_mode": summary_mode,
-            "errors": errors,
-        }
-    )
-    return render_panel(
-        request, "explorer/navigate.html", "navigate-form", ctx, status=400 if errors else 200
-    )
-
-
-def _keep_recent(request: HttpRequest, default: int) -> tuple[int, str | None]:
-    """The "keep recent tokens" setting of a compaction request, validated."""
-    raw = (request.POST.get("keep_recent") or request.GET.get("keep_recent") or "").strip()
-    if not raw:
-        return default, None
-    try:
-        value = int(raw)
-    except ValueError:
-        return default, f"Keep recent tokens must be a whole number, got {raw[:40]!r}."
-    if not 0 <= value <= 10_000_000:
-        return default, "Keep recent tokens must be between 0 and 10,000,000."
-    return value, None
+        note = form.perform()
+        if note:
+            url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
+            return _done(request, note, url)
+    return _panel(request, session, cursor, "tree", "explorer/navigate.html", "navigate-form", form, {
+        "target": target, "target_title": entry_title(data, 120),
+        "abandoned_count": len(form.abandoned()),
+        "summary_mode": _source(request).get("summary") or "none",
+    })  # fmt: skip
 
 
 @editor_required
-def compact_view(request: HttpRequest, pk: int) -> HttpResponse:
+def compact_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Dry run (cut point and summary preview) on GET; apply on POST.
 
     The "keep recent tokens" setting is the user's: Pi's default (20,000) keeps a small
     session whole, so the form lets a reviewer try a smaller tail before applying.
     """
-    from dataclasses import replace
-
-    from explorer.session import compaction, tokens
-    from explorer.session.summarizers import summarizer_from_env
-
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    errors: list[str] = []
-    defaults = tokens.DEFAULT_COMPACTION_SETTINGS
-    keep_recent, keep_error = _keep_recent(request, defaults.keep_recent_tokens)
-    if keep_error:
-        errors.append(keep_error)
-    settings = replace(defaults, keep_recent_tokens=keep_recent)
-    if request.method == "POST" and not keep_error:
-        try:
-            services.compact_now(session, request.user, leaf_id=cursor, settings=settings)
-        except SessionError as exc:
-            errors.append(str(exc))
-        else:
-            messages.success(request, "Compaction appended.")
-            return _done(request, reverse("explorer:compactions", args=[session.pk]))
-    light = queries.light_path(session, cursor)
-    path, _ = queries.context_path(session, light)
-    prep = compaction.prepare_compaction(path, settings)
+    form = _form(request, forms.CompactForm, session, cursor)
+    if request.method == "POST":
+        note = form.perform()
+        if note:
+            return _done(request, note, reverse("explorer:compactions", args=[session.pk]))
+    return _panel(
+        request, session, cursor, "compactions", "explorer/compact.html", "compact-form", form,
+        _compact_preview(request, session, form),
+    )  # fmt: skip
+
+
+def _compact_preview(request: HtmxHttpRequest, session, form) -> dict[str, Any]:
+    """The dry run: the engine's cut point and, when asked, the summary it would store."""
+    from explorer.session import compaction
+
+    light, _path = form.route()
+    prep = form.preparation()
     dry: dict[str, Any] | None = None
-    already = bool(light) and light[-1].type == "compaction"
-    if prep is None:
-        errors.append(
-            "Already compacted"
-            if already
-            else f"Nothing to compact (session too small) while keeping the newest "
-            f"{keep_recent:,} tokens: try a smaller value."
-        )
-    elif request.GET.get("preview") == "1" or request.method == "POST":
+    if prep is not None and (request.GET.get("preview") == "1" or request.method == "POST"):
         try:
-            result = compaction.compact(prep, summarizer_from_env())
+            result = compaction.compact(prep, conf.summarizer())
             dry = {"summary": result.summary, "tokens_before": result.tokens_before}
         except SessionError as exc:
-            errors.append(str(exc))
-    first = (
-        queries.load_entries(session, [prep.first_kept_entry_id]).get(prep.first_kept_entry_id, {})
-        if prep
-        else {}
-    )
-    ctx = session_frame(request, session, "compactions", cursor)
-    ctx.update(
-        {
-            "prep": prep,
-            "dry": dry,
-            "errors": errors,
-            "first_kept_title": entry_title(first, 120),
-            "keep_recent": keep_recent,
-            "already_compacted": already,
-        }
-    )
-    return render_panel(
-        request,
-        "explorer/compact.html",
-        "compact-form",
-        ctx,
-        status=400 if errors and request.method == "POST" else 200,
-    )
+            form.add_error(None, str(exc))
+    first_id = prep.first_kept_entry_id if prep else None
+    first = queries.load_entries(session, [first_id]).get(first_id, {}) if first_id else {}
+    return {
+        "prep": prep,
+        "dry": dry,
+        "first_kept_title": entry_title(first, 120),
+        "keep_recent": form.settings().keep_recent_tokens,
+        "already_compacted": bool(light) and light[-1].type == "compaction",
+    }

@@ -9,10 +9,18 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django_htmx.middleware import HtmxDetails
 
-from explorer import queries, services
+from explorer import queries
 from explorer.models import Session
 from explorer.permissions import can_edit
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request as the views see it: django-htmx's middleware adds ``htmx``."""
+
+    htmx: HtmxDetails
+
 
 TABS = (
     ("tree", "Tree", "explorer:session_detail"),
@@ -26,46 +34,43 @@ TABS = (
 
 
 def render_panel(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     template: str,
     partial: str | None,
     context: dict[str, Any],
     status: int = 200,
 ) -> HttpResponse:
     """The whole page, or only its named partial when htmx asks (the same context either way)."""
-    name = f"{template}#{partial}" if partial and getattr(request, "htmx", False) else template
+    name = f"{template}#{partial}" if partial and request.htmx else template
     response = render(request, name, context, status=status)
     response["Vary"] = "HX-Request"
     return response
 
 
-def resolve_cursor(request: HttpRequest, session: Session) -> str | None:
+def resolve_cursor(request: HtmxHttpRequest, session: Session) -> str | None:
     """`?leaf=` (a permalink to a leaf) when it names an entry; else the user's cursor."""
     leaf = request.GET.get("leaf") or request.POST.get("leaf")
     if leaf and queries.entry_exists(session, leaf):
         return leaf
     if leaf:
         warn_missing_entry(request, leaf, "your cursor")
-    cursor = services.cursor_for(session, request.user).entry_id
-    if cursor and queries.entry_exists(session, cursor):
-        return cursor
-    return queries.default_leaf_id(session)
+    return queries.cursor_id(session, request.user)
 
 
-def warn_missing_entry(request: HttpRequest, entry_id: str, instead: str) -> None:
+def warn_missing_entry(request: HtmxHttpRequest, entry_id: str, instead: str) -> None:
     """Say so when a permalink names an entry this session does not have.
 
     Full pages only: an htmx fragment has no place for the notice, and the message would
     otherwise surface on some later page.
     """
-    if not getattr(request, "htmx", False):
+    if not request.htmx:
         messages.warning(
             request, f"This session has no entry {entry_id[:80]!r}; showing {instead}."
         )
 
 
 def session_frame(
-    request: HttpRequest, session: Session, tab: str, cursor: str | None
+    request: HtmxHttpRequest, session: Session, tab: str, cursor: str | None
 ) -> dict[str, Any]:
     leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
@@ -12,13 +12,13 @@ from explorer.analysis.compactions import compaction_info, compaction_ranges, su
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
 from explorer.session.describe import entry_title
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/compactions.html"
 REPLACED_SHOWN = 400
 
 
-def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
+def compactions_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     light = queries.light_path(session, cursor)
     comps = [i for i, e in enumerate(light) if e.type == "compaction"]
     comp_data = queries.load_entries(session, [light[i].entry_id for i in comps])
@@ -85,7 +85,7 @@ def compactions_panel(request: HttpRequest, session, cursor: str | None) -> dict
 
 @viewer_required
 @require_GET
-def compactions_view(request: HttpRequest, pk: int) -> HttpResponse:
+def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compactions", cursor)

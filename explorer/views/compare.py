@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
@@ -12,7 +12,7 @@ from explorer.analysis.compare import common_ancestor_index, projection_diff, ro
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session.describe import entry_title
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/compare.html"
 ROUTE_SHOWN = 300
@@ -50,7 +50,7 @@ def _role(d: dict) -> str:
     return str(m.get("role", "")) if isinstance(m, dict) else ""
 
 
-def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
+def compare_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     labels = queries.current_labels(session)
     asked_a = _resolve(session, request.GET.get("a"), labels)
     a = asked_a or cursor
@@ -125,7 +125,7 @@ def compare_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
 
 @viewer_required
 @require_GET
-def compare_view(request: HttpRequest, pk: int) -> HttpResponse:
+def compare_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compare", cursor)

@@ -6,7 +6,7 @@ import contextlib
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
@@ -17,7 +17,7 @@ from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_message, entry_title, usage_of
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/entry.html"
 # Text beyond this is sent only on request ("load full output").
@@ -123,7 +123,7 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
 
 
 def entry_panel_context(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     session,
     entry_id: str,
     cursor: str | None,
@@ -234,7 +234,7 @@ def entry_panel_context(
 
 @viewer_required
 @require_GET
-def entry_view(request: HttpRequest, pk: int) -> HttpResponse:
+def entry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     entry_id = request.GET.get("id", "")
     if not queries.entry_exists(session, entry_id):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
 from explorer.models import ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/integrity.html"
 
@@ -30,7 +30,7 @@ def integrity_panel(session, *, with_tools: bool = False) -> dict[str, Any]:
 
 @viewer_required
 @require_GET
-def integrity_view(request: HttpRequest, pk: int) -> HttpResponse:
+def integrity_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "integrity", cursor)

@@ -4,7 +4,7 @@ date over the session's websocket (``explorer.consumers``)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from explorer import conf, html, queries, turns
 from explorer.models import Entry
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
+from explorer.views.common import HtmxHttpRequest
 
 # The live page renders at most this many of the newest entries in its tree.
 TREE_LIMIT = 2000
@@ -22,7 +23,7 @@ def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
 
 
 @viewer_required
-def live_page(request: HttpRequest, pk: int) -> HttpResponse:
+def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     from explorer.consumers import _transcript_items
 
     session = get_session_for_user(request, pk)
@@ -57,7 +58,7 @@ def live_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 @editor_required
 @require_POST
-def turn_view(request: HttpRequest, pk: int) -> HttpResponse:
+def turn_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     text = request.POST.get("text", "")
     try:
@@ -73,7 +74,7 @@ def turn_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @editor_required
 @require_http_methods(["POST"])
-def cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+def cancel_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if turns.cancel_turn(session.pk):
         return _answer(request, session, "Cancelling…", css="busy", status=202)
@@ -81,9 +82,9 @@ def cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _answer(
-    request: HttpRequest, session, message: str, *, css: str = "", status: int
+    request: HtmxHttpRequest, session, message: str, *, css: str = "", status: int
 ) -> HttpResponse:
-    if getattr(request, "htmx", False) or request.headers.get("HX-Request"):
+    if request.htmx or request.headers.get("HX-Request"):
         return _status(message, css=css, status=status)
     # Without JavaScript: back to the page, with the outcome as a message.
     level = messages.ERROR if status >= 400 else messages.INFO

@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import html, queries
@@ -14,7 +14,7 @@ from explorer.analysis.projection import align_projection
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title, message_preview
 from explorer.session.tokens import CompactionSettings
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/context.html"
 WINDOWS = (32_000, 128_000, 200_000, 400_000, 1_000_000)
@@ -91,7 +91,7 @@ def context_summary(session, cursor: str | None, window: int, reserve: int) -> d
     return summary
 
 
-def context_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
+def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     window = _int(request.GET.get("window"), 200_000, 1_000, 10_000_000)
     reserve = _int(request.GET.get("reserve"), 16_384, 0, 10_000_000)
     summary = context_summary(session, cursor, window, reserve)
@@ -141,7 +141,7 @@ def context_panel(request: HttpRequest, session, cursor: str | None) -> dict[str
 
 @viewer_required
 @require_GET
-def context_view(request: HttpRequest, pk: int) -> HttpResponse:
+def context_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "context", cursor)

@@ -6,7 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -15,7 +15,7 @@ from explorer.models import Entry, Session
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session import jsonfmt
 from explorer.session.describe import entry_text
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 MAX_RESULTS = 50
 TYPES = (
@@ -36,7 +36,7 @@ def plain_snippet(text: str, query: str, width: int = 90) -> str:
     return ("…" if lo else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-def as_json(request: HttpRequest, q: str, results: list[dict[str, Any]]) -> JsonResponse:
+def as_json(request: HtmxHttpRequest, q: str, results: list[dict[str, Any]]) -> JsonResponse:
     """The narrow retrieval form: id, snippet and where it came from; the full entry is one
     request away (`url`), so callers read whole texts only when they need them."""
     return JsonResponse(
@@ -97,7 +97,7 @@ def run_search(
     return results
 
 
-def _query(request: HttpRequest) -> tuple[str, str]:
+def _query(request: HtmxHttpRequest) -> tuple[str, str]:
     q = (request.GET.get("q") or "").strip()[:200]
     t = request.GET.get("type") or ""
     return q, t if t in dict(TYPES) else ""
@@ -105,7 +105,7 @@ def _query(request: HttpRequest) -> tuple[str, str]:
 
 @viewer_required
 @require_GET
-def session_search(request: HttpRequest, pk: int) -> HttpResponse:
+def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     q, t = _query(request)
@@ -127,7 +127,7 @@ def session_search(request: HttpRequest, pk: int) -> HttpResponse:
 
 @viewer_required
 @require_GET
-def global_search(request: HttpRequest) -> HttpResponse:
+def global_search(request: HtmxHttpRequest) -> HttpResponse:
     q, t = _query(request)
     ctx = {
         "q": q,

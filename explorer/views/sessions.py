@@ -7,7 +7,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.http import (
     Http404,
-    HttpRequest,
     HttpResponse,
     HttpResponseNotAllowed,
     StreamingHttpResponse,
@@ -15,7 +14,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import files, services
+from explorer import files, queries, services
 from explorer.forms import ForkForm, ImportForm
 from explorer.models import ImportProblem, Session
 from explorer.permissions import (
@@ -25,19 +24,20 @@ from explorer.permissions import (
     viewer_required,
 )
 from explorer.session.errors import SessionError
+from explorer.views.common import HtmxHttpRequest
 
 PROBLEMS_SHOWN = 200
 
 
 @login_not_required
 @require_GET
-def healthz(request: HttpRequest) -> HttpResponse:
+def healthz(request: HtmxHttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
 
 
 @viewer_required
 @require_GET
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
     from explorer.queries import SORTS, first_message_text, search_sessions
 
     q = request.GET.get("q", "").strip()
@@ -63,11 +63,11 @@ def session_list(request: HttpRequest) -> HttpResponse:
 # Import
 
 
-def _wants_fragment(request: HttpRequest) -> bool:
-    return request.headers.get("X-Upload") == "1" or bool(getattr(request, "htmx", False))
+def _wants_fragment(request: HtmxHttpRequest) -> bool:
+    return request.headers.get("X-Upload") == "1" or bool(request.htmx)
 
 
-def _too_large(request: HttpRequest) -> bool:
+def _too_large(request: HtmxHttpRequest) -> bool:
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -77,7 +77,7 @@ def _too_large(request: HttpRequest) -> bool:
 
 
 @admin_required
-def import_view(request: HttpRequest) -> HttpResponse:
+def import_view(request: HtmxHttpRequest) -> HttpResponse:
     limit = settings.SESSIONS_MAX_UPLOAD_BYTES
     context = {"form": ImportForm(), "limit": limit, "results": []}
     if request.method == "GET":
@@ -85,47 +85,18 @@ def import_view(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
     if _too_large(request):
-        result = files.ImportResult(
-            problems=[
-                files.Problem(
-                    0,
-                    "error",
-                    "too_large",
-                    f"The upload is larger than the limit of {limit:,} bytes (setting "
-                    "SESSIONS_MAX_UPLOAD_BYTES); nothing was imported. Several files are uploaded one "
-                    "by one from the page; without JavaScript, send fewer files at once.",
-                )
-            ]
+        result = files.refused(
+            "too_large",
+            f"The upload is larger than the limit of {limit:,} bytes (setting "
+            "SESSIONS_MAX_UPLOAD_BYTES); nothing was imported. Several files are uploaded one "
+            "by one from the page; without JavaScript, send fewer files at once.",
         )
         return _import_response(request, context, [("upload", result)], status=413)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
         context["form"] = form
         return render(request, "explorer/import.html", context, status=400)
-    outcomes = []
-    for uploaded in form.cleaned_data["files"]:
-        if uploaded.size > limit:
-            result = files.ImportResult(
-                problems=[
-                    files.Problem(
-                        0,
-                        "error",
-                        "too_large",
-                        f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
-                        "(setting SESSIONS_MAX_UPLOAD_BYTES).",
-                    )
-                ]
-            )
-        elif hasattr(uploaded, "temporary_file_path"):
-            # Big uploads already sit in a temporary file: import it line by line.
-            result = services.import_file(
-                uploaded.temporary_file_path(), source_path=uploaded.name, user=request.user
-            )
-        else:
-            result = services.import_bytes(
-                uploaded.read(), source_path=uploaded.name, user=request.user
-            )
-        outcomes.append((uploaded.name, result))
+    outcomes = form.import_all(request.user, limit)
     failed = any(not r.ok for _n, r in outcomes)
     return _import_response(request, context, outcomes, status=422 if failed else 200)
 
@@ -165,7 +136,7 @@ def _attachment(chunks, filename: str) -> StreamingHttpResponse:
 
 @viewer_required
 @require_GET
-def export_view(request: HttpRequest, pk: int) -> HttpResponse:
+def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.GET.get("original") == "1":
         # A legacy (v1/v2) file as it was uploaded, before migration.
@@ -179,13 +150,13 @@ def export_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @viewer_required
-def branch_download(request: HttpRequest, pk: int) -> HttpResponse:
+def branch_download(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """GET: download root → leaf as a new session file. POST (editor): store it as a new
     session instead."""
     session = get_session_for_user(request, pk)
     leaf_id = (request.GET.get("leaf") or request.POST.get("leaf") or "").strip()
     if not leaf_id:
-        leaf_id = services.cursor_for(session, request.user).entry_id or ""
+        leaf_id = queries.cursor_id(session, request.user) or ""
     if request.method == "POST":
         return _branch_to_session(request, session, leaf_id)
     if request.method not in ("GET", "HEAD"):
@@ -198,7 +169,7 @@ def branch_download(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @editor_required
-def _branch_to_session(request: HttpRequest, session: Session, leaf_id: str) -> HttpResponse:
+def _branch_to_session(request: HtmxHttpRequest, session: Session, leaf_id: str) -> HttpResponse:
     try:
         new = services.branch_session(session, request.user, leaf_id)
     except (SessionError, ValueError) as exc:
@@ -209,7 +180,7 @@ def _branch_to_session(request: HttpRequest, session: Session, leaf_id: str) -> 
 
 
 @editor_required
-def fork_view(request: HttpRequest, pk: int) -> HttpResponse:
+def fork_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.method == "GET":
         return render(request, "explorer/fork.html", {"session": session, "form": ForkForm()})
@@ -225,7 +196,7 @@ def fork_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @admin_required
-def delete_view(request: HttpRequest, pk: int) -> HttpResponse:
+def delete_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.method == "GET":
         return render(request, "explorer/delete.html", {"session": session})
@@ -239,7 +210,7 @@ def delete_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @viewer_required
 @require_GET
-def problems_view(request: HttpRequest, pk: int) -> HttpResponse:
+def problems_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     problems = ImportProblem.objects.filter(session=session)
     return render(

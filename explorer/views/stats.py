@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.queries import default_path_totals
+from explorer.views.common import HtmxHttpRequest
 
 
 @viewer_required
 @require_GET
-def session_stats(request: HttpRequest, pk: int) -> HttpResponse:
+def session_stats(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     return render(
         request,

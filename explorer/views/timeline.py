@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
 from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.views.common import render_panel, resolve_cursor, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 TEMPLATE = "explorer/timeline.html"
 MAX_PATH = 6000
 
 
-def timeline_panel(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
+def timeline_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     light = queries.light_path(session, cursor)
     clipped = max(0, len(light) - MAX_PATH)
     path = queries.full_path(session, light[clipped:])
@@ -36,7 +36,7 @@ def timeline_panel(request: HttpRequest, session, cursor: str | None) -> dict[st
 
 @viewer_required
 @require_GET
-def timeline_view(request: HttpRequest, pk: int) -> HttpResponse:
+def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "timeline", cursor)

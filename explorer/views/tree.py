@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
@@ -17,14 +17,20 @@ from explorer.analysis.tree import PAGE_ROWS
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
 from explorer.session.graph import FoldedItem, to_dot
-from explorer.views.common import render_panel, resolve_cursor, session_frame, warn_missing_entry
+from explorer.views.common import (
+    HtmxHttpRequest,
+    render_panel,
+    resolve_cursor,
+    session_frame,
+    warn_missing_entry,
+)
 from explorer.views.entry import entry_panel_context
 
 TEMPLATE = "explorer/session_detail.html"
 FILTERS = (("all", "All"), ("notools", "No tools"), ("user", "User only"), ("labelled", "Labelled"))
 
 
-def _params(request: HttpRequest) -> dict[str, Any]:
+def _params(request: HtmxHttpRequest) -> dict[str, Any]:
     expanded = [e for e in request.GET.getlist("expand") if e][:20]
     return {
         "root": request.GET.get("root") or None,
@@ -78,7 +84,7 @@ def _keep_params(
     return q
 
 
-def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str, Any]:
+def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     """One builder for the page and its graph/tree partials."""
     params = _params(request)
     explicit_leaf = bool(request.GET.get("leaf"))
@@ -146,7 +152,7 @@ def graph_context(request: HttpRequest, session, cursor: str | None) -> dict[str
 
 @viewer_required
 @require_GET
-def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)
@@ -169,7 +175,7 @@ def session_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @viewer_required
 @require_GET
-def graph_svg(request: HttpRequest, pk: int) -> HttpResponse:
+def graph_svg(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The folded graph as a standalone SVG document (cached by content)."""
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
@@ -185,7 +191,7 @@ def graph_svg(request: HttpRequest, pk: int) -> HttpResponse:
 
 @viewer_required
 @require_GET
-def chain_rows(request: HttpRequest, pk: int) -> HttpResponse:
+def chain_rows(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Text-tree rows loaded on demand: the entries of one folded chain (`first=`), or the
     next page of the active route (`before=` / `after=` an entry, down to `stop=`, `n=`
     entries left in that direction)."""
