@@ -168,6 +168,7 @@ def linear_large(transactional_db):
     return services.import_bytes(path.read_bytes(), source_path=str(path), user=None).session
 
 
+@pytest.mark.pi_fixtures
 def test_a_long_linear_session_reads_as_turns_and_pages(linear_large, browser_page):
     page, base = browser_page
     page.goto(f"{base}/sessions/{linear_large.pk}/")

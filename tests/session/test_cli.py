@@ -20,11 +20,11 @@ import pytest
 from explorer.session import __main__ as cli
 from explorer.session import cli_commands
 from explorer.session.jsonfmt import dumps
-from tests.conftest import PI_FIXTURES
+from tests.conftest import PI_FIXTURES, pi_fixture_files
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = PI_FIXTURES
-FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
+FIXTURE_FILES = pi_fixture_files()
 
 
 def run(*args: str | Path, check_code: int | None = 0) -> subprocess.CompletedProcess[str]:
@@ -383,6 +383,7 @@ def test_show_leaf_option_moves_the_marker(branched: Path) -> None:
 # Real Pi files: read in place, never modified, ids deterministic
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("fixture", FIXTURE_FILES, ids=lambda p: p.name)
 def test_real_files_are_read_in_place_without_modification(fixture: Path) -> None:
     before = snapshot(fixture)
@@ -400,6 +401,7 @@ def test_real_files_are_read_in_place_without_modification(fixture: Path) -> Non
     assert snapshot(fixture) == before
 
 
+@pytest.mark.pi_fixtures
 def test_legacy_ids_are_the_same_on_every_run_and_usable_across_commands(tmp_path: Path) -> None:
     fixture = FIXTURE_FILES[0]
     (first,) = json_lines(run("entries", fixture, "--json"))
@@ -613,6 +615,7 @@ def test_compaction_preview_agrees_with_pi(keep: int) -> None:
         assert any(r["preparation"] for r in reference)
 
 
+@pytest.mark.pi_fixtures
 def test_pi_fixtures_are_present():
     # The fixture-driven tests above are parametrised over these files; an empty glob would
     # silently run none of them.

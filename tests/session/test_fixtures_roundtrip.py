@@ -7,7 +7,6 @@ the same id sequence, so the rewritten bytes must be identical.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import shutil
@@ -17,12 +16,12 @@ import pytest
 from explorer.session import jsonfmt
 from explorer.session.diagnostics import validate_bytes
 from explorer.session.manager import SessionManager
-from tests.conftest import PI_FIXTURES
+from tests.conftest import PI_FIXTURES, pi_fixture_files
 
 from .manager_helpers import U, read_bytes
 
 FIXTURE_DIR = str(PI_FIXTURES)
-FIXTURES = sorted(glob.glob(os.path.join(FIXTURE_DIR, "*.jsonl")))
+FIXTURES = [str(p) for p in pi_fixture_files()]
 
 # name -> (sha256 of Pi's rewrite, leaf id, entry count, context message count)
 PI_RESULTS = {
@@ -59,10 +58,12 @@ def _copy(src: str, tmp_path) -> str:
     return dst
 
 
+@pytest.mark.pi_fixtures
 def test_fixtures_exist():
     assert {os.path.basename(f) for f in FIXTURES} >= set(PI_RESULTS)
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("fixture", FIXTURES, ids=os.path.basename)
 def test_migration_rewrite_matches_pi(fixture, tmp_path):
     original = read_bytes(fixture)
@@ -90,6 +91,7 @@ def test_migration_rewrite_matches_pi(fixture, tmp_path):
     assert read_bytes(fixture) == original
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("fixture", FIXTURES, ids=os.path.basename)
 def test_version3_round_trip_is_byte_identical(fixture, tmp_path):
     path = _copy(fixture, tmp_path)
@@ -105,6 +107,7 @@ def test_version3_round_trip_is_byte_identical(fixture, tmp_path):
     assert after[len(v3) :].count(b"\n") == 1 and after.endswith(b"\n")
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("fixture", FIXTURES, ids=os.path.basename)
 def test_readonly_inspection_matches_migration_without_writing(fixture):
     before = read_bytes(fixture)
@@ -121,6 +124,7 @@ def test_readonly_inspection_matches_migration_without_writing(fixture):
     assert report.ok and report.codes() == ["legacy-version"]
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("fixture", FIXTURES, ids=os.path.basename)
 def test_fork_of_fixture_copies_entries_unmigrated(fixture, tmp_path):
     path = _copy(fixture, tmp_path)

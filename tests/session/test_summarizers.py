@@ -392,6 +392,7 @@ def test_embedded_summarizer_never_fails_and_respects_limit(parts, max_tokens, p
         assert text.startswith("## Goal")
 
 
+@pytest.mark.pi_fixtures
 def test_embedded_compaction_of_a_real_session_keeps_tool_call_references():
     from explorer.session.loading import load_entries_from_file
     from explorer.session.manager import SessionManager

@@ -14,6 +14,7 @@ from tests.conftest import PI_FIXTURES, SMALL_SESSION
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.pi_fixtures
 def test_it_imports_a_pi_sessions_directory_keeping_cwd_groups(tmp_path, capsys):
     root = tmp_path / "sessions"
     (root / "--home-ana-proj--").mkdir(parents=True)

@@ -130,6 +130,7 @@ def test_uploads_spooled_to_disk_are_imported_from_the_temporary_file(admin_clie
     assert b"".join(export.streaming_content) == SMALL_SESSION
 
 
+@pytest.mark.pi_fixtures
 def test_a_legacy_session_also_downloads_as_originally_imported(viewer_client, make_session):
     from tests.conftest import PI_FIXTURES
 

@@ -9,13 +9,14 @@ from explorer import files, queries, services, storage
 from explorer.models import Entry, ExtraLine, Session
 from explorer.session import ids, jsonfmt
 from explorer.session.manager import SessionManager
-from tests.conftest import PI_FIXTURES, SMALL_SESSION
+from tests.conftest import PI_FIXTURES, SMALL_SESSION, pi_fixture_files
 
 pytestmark = pytest.mark.django_db
 
-PI_FILES = sorted(PI_FIXTURES.glob("*.jsonl"))
+PI_FILES = pi_fixture_files()
 
 
+@pytest.mark.pi_fixtures
 def test_fixture_files_are_present():
     assert len(PI_FILES) >= 2
 
@@ -52,6 +53,7 @@ def test_it_keeps_malformed_blank_and_odd_lines_verbatim(db):
     assert queries.path_to(session, "x2")[0]["id"] == "x1"
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_it_stores_legacy_fixtures_in_the_form_pi_rewrites_them(path, tmp_path):
     data = path.read_bytes()
@@ -71,6 +73,7 @@ def test_it_stores_legacy_fixtures_in_the_form_pi_rewrites_them(path, tmp_path):
     assert again.ok and again.unchanged and again.added == 0
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_exported_fixtures_round_trip_byte_identically(path):
     first = services.import_bytes(path.read_bytes(), source_path=str(path))
@@ -82,6 +85,7 @@ def test_exported_fixtures_round_trip_byte_identically(path):
     assert files.export_bytes(second.session) == exported
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_stored_projection_equals_the_engine_projection(path):
     data = path.read_bytes()
@@ -221,6 +225,7 @@ def test_branch_download_holds_one_route(make_session):
     assert lines[-1]["type"] == "label" and lines[-1]["label"] == "start"
 
 
+@pytest.mark.pi_fixtures
 @pytest.mark.parametrize("path", PI_FILES, ids=lambda p: p.name)
 def test_stored_index_columns_match_the_tree(path):
     from collections import Counter
@@ -343,8 +348,8 @@ def test_every_leaf_of_a_stored_session_projects_like_the_engine(db):
             ]
 
 
+@pytest.mark.pi_fixtures
 def test_a_legacy_file_rewritten_by_pi_is_not_merged_twice(tmp_path):
-    from tests.conftest import PI_FIXTURES
 
     path = PI_FIXTURES / "large-session.jsonl"
     first = services.import_bytes(path.read_bytes(), source_path=str(path))

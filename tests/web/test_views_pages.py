@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from explorer.models import Entry
+from tests.conftest import PI_FIXTURES
 
 PAGES = [
     ("explorer:session_detail", {}, "tree-and-graph"),
@@ -146,7 +146,7 @@ def test_search_answers_as_a_narrow_retrieval_tool(viewer_client, session):
 
 # --- a long linear session: user turns and a paged, unfolded route ------------------------
 
-LARGE = Path("/work/shared/fixtures/pi/large-session.jsonl")
+LARGE = PI_FIXTURES / "large-session.jsonl"
 
 
 def _route_of_large(session) -> tuple[list[str], set[str]]:
@@ -179,6 +179,7 @@ def large(make_session):
     return make_session(LARGE.read_bytes())
 
 
+@pytest.mark.pi_fixtures
 def test_a_linear_session_shows_its_user_turns_and_the_route_near_the_cursor(viewer_client, large):
     route, users = _route_of_large(large)
     html = viewer_client.get(reverse("explorer:session_detail", args=[large.pk])).content.decode()
@@ -204,6 +205,7 @@ def test_a_linear_session_shows_its_user_turns_and_the_route_near_the_cursor(vie
     assert svg.count("ge&#45;entry") >= len(users)
 
 
+@pytest.mark.pi_fixtures
 def test_show_earlier_loads_the_previous_page_of_the_route(viewer_client, large):
     route, _ = _route_of_large(large)
     html = viewer_client.get(reverse("explorer:session_detail", args=[large.pk])).content.decode()
@@ -216,6 +218,7 @@ def test_show_earlier_loads_the_previous_page_of_the_route(viewer_client, large)
     assert [eid for eid, kind, _ in rows if kind == "entry"] == route[anchor - shown : anchor]
 
 
+@pytest.mark.pi_fixtures
 def test_route_pages_chain_across_many_pages(viewer_client, large):
     """A stretch longer than a page is loaded 200 at a time, each page offering the next."""
     route, _ = _route_of_large(large)
@@ -239,6 +242,7 @@ def test_route_pages_chain_across_many_pages(viewer_client, large):
     assert [eid for eid, kind, _ in _tree_rows(last)] == route[211:301]  # ends at `stop`
 
 
+@pytest.mark.pi_fixtures
 def test_paging_links_work_without_script(viewer_client, large):
     route, users = _route_of_large(large)
     detail = reverse("explorer:session_detail", args=[large.pk])
