@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from explorer.session import ids
-from explorer.session.compaction import compact, prepare_compaction
+from explorer.session.compaction import append_compaction_result, compact, prepare_compaction
 from explorer.session.manager import SessionManager
 from explorer.session.summarizers import EmbeddedSummarizer
 from explorer.session.tokens import CompactionSettings
@@ -316,14 +316,7 @@ def flaky_login_session() -> bytes:
     prep = prepare_compaction(path, CompactionSettings(True, 16384, 600))
     if prep is not None:
         result = compact(prep, EmbeddedSummarizer(), clock=clock)
-        m.append_compaction(
-            result.summary,
-            result.first_kept_entry_id,
-            result.tokens_before,
-            result.details,
-            False,
-            result.usage,
-        )
+        append_compaction_result(m, result)
     w.user("Great. Write a short changelog entry.")
     w.say(
         "**Fixed:** login could fail while the session refresh worker rotated its signing "

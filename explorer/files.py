@@ -27,6 +27,8 @@ from django.db.models import Max
 from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
 from explorer.queries import path_pks
 from explorer.session import jsonfmt
+from explorer.session.diagnostics import ProblemsMixin
+from explorer.session.loading import is_falsy
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class Problem:
 
 
 @dataclass
-class ImportResult:
+class ImportResult(ProblemsMixin):
     session: Session | None = None
     created: bool = False
     added: int = 0
@@ -78,18 +80,6 @@ class ImportResult:
     source_path: str = ""
     new_entries: list[Entry] | None = None
     """Rows added (None when too many to hand to listeners one by one)."""
-
-    @property
-    def ok(self) -> bool:
-        return not any(p.severity == "error" for p in self.problems)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Problem]:
-        return [p for p in self.problems if p.severity == "warning"]
 
 
 def refused(code: str, message: str) -> ImportResult:
@@ -227,15 +217,6 @@ def _parse(line: str) -> tuple[bool, Any]:
         return True, jsonfmt.loads(line)
     except (ValueError, RecursionError):
         return False, None
-
-
-def _is_falsy(value: Any) -> bool:
-    return (
-        value is None
-        or value is False
-        or value == ""
-        or (type(value) in (int, float) and value == 0)
-    )
 
 
 def _excerpt(line: str, limit: int = 60) -> str:
@@ -489,7 +470,7 @@ def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
         ok, value = _parse(line)
         if not ok:
             continue
-        if _is_falsy(value):
+        if is_falsy(value):
             continue
         if (
             isinstance(value, dict)
@@ -706,7 +687,7 @@ def _scan_lines(
             yield _Line(index, line, raw_bytes, None, "falsy", piece)
             continue
         if not isinstance(value, dict):
-            if _is_falsy(value):
+            if is_falsy(value):
                 yield _Line(index, line, raw_bytes, None, "falsy", piece)
             else:
                 scan.add(

@@ -291,14 +291,7 @@ def compact_now(
         session,
         user,
         target,
-        lambda m: m.append_compaction(
-            result.summary,
-            result.first_kept_entry_id,
-            result.tokens_before,
-            result.details,
-            False,
-            result.usage,
-        ),
+        lambda m: compaction.append_compaction_result(m, result),
         source="compaction",
     )
 

@@ -24,6 +24,7 @@ from typing import Any
 from django.db import close_old_connections, connection
 
 from explorer import broadcast, conf, queries, services
+from explorer.session.providers import zero_usage
 from explorer.session.sentinel import UNSET
 
 logger = logging.getLogger(__name__)
@@ -252,14 +253,7 @@ def _failed_message(provider, text: str, error: str) -> dict:
         "api": "openai-completions",
         "provider": getattr(provider, "provider", "openai-compatible"),
         "model": getattr(provider, "model", ""),
-        "usage": {
-            "input": 0,
-            "output": 0,
-            "cacheRead": 0,
-            "cacheWrite": 0,
-            "totalTokens": 0,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-        },
+        "usage": zero_usage(),
         "stopReason": "error",
         "timestamp": _now_ms(),
         "errorMessage": error,

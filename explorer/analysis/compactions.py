@@ -262,18 +262,11 @@ def compaction_info(
         if not (e.get("type") == "message" and entry_role(e) == "system"):
             after_msgs = after_msgs + session_entry_to_context_messages(e)
     fk_id = comp.get("firstKeptEntryId")
+    off_path = fk is None and fk_id != comp.get("id")
+    before = finite(comp.get("tokensBefore"))
+    after = tokens_of(after_msgs)
     return CompactionInfo(
-        entry=comp,
-        index=comp_index,
-        replaced_start=start,
-        first_kept_index=fk,
-        replaced=replaced,
-        kept=kept,
-        tokens_before=finite(comp.get("tokensBefore")),
-        tokens_after=tokens_of(after_msgs),
-        read_files=read,
-        modified_files=mod,
-        off_path=fk is None and fk_id != comp.get("id"),
+        comp, comp_index, start, fk, replaced, kept, before, after, read, mod, off_path
     )
 
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
+from explorer.session.describe import blocks_text
+
 from .jsonfmt import hashable
 
 __all__ = [
@@ -68,20 +70,7 @@ def snippet(value: Any, width: int = 72) -> str:
 
 
 def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif kind == "image":
-                parts.append("[image]")
-        return " ".join(parts)
-    return ""
+    return blocks_text(content, sep=" ", images=True)
 
 
 def _quote(text: str) -> str:

@@ -717,12 +717,18 @@ def compact_session(
     )
     if signal is not None and signal.is_set():
         raise SessionError("Compaction cancelled")
-    entry_id = manager.append_compaction(
+    return append_compaction_result(manager, result), result
+
+
+def append_compaction_result(
+    manager: Any, result: CompactionResult, from_hook: bool = False
+) -> str:
+    """Store a computed compaction on ``manager``'s current leaf; the new entry's id."""
+    return manager.append_compaction(
         result.summary,
         result.first_kept_entry_id,
         result.tokens_before,
         result.details,
-        False,
+        from_hook,
         result.usage,
     )
-    return entry_id, result

@@ -40,6 +40,29 @@ def entry_role(entry: dict) -> str:
     return ""
 
 
+def blocks_text(
+    content: Any, *, sep: str = "\n", tool_calls: bool = False, images: bool = False
+) -> str:
+    """The readable text of message content (a string, or a list of blocks): text blocks,
+    and on request tool calls as ``name {arguments}`` and images as ``[image]``."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "toolCall" and tool_calls:
+            parts.append(f"{block.get('name', '')} {compact_json(block.get('arguments'))}")
+        elif kind == "image" and images:
+            parts.append("[image]")
+    return sep.join(parts)
+
+
 def entry_text(entry: dict, limit: int | None = None) -> str:
     """The human-readable text of an entry (for snippets, titles and reference scans)."""
     kind = entry.get("type")
@@ -50,22 +73,7 @@ def entry_text(entry: dict, limit: int | None = None) -> str:
         if role == "bashExecution":
             text = f"$ {m.get('command', '')}\n{m.get('output', '')}"
         else:
-            content = m.get("content")
-            if isinstance(content, str | list):
-                parts: list[str] = []
-                if isinstance(content, str):
-                    parts.append(content)
-                else:
-                    for block in content:
-                        if not isinstance(block, dict):
-                            continue
-                        t = block.get("type")
-                        if t == "text" and isinstance(block.get("text"), str):
-                            parts.append(block["text"])
-                        elif t == "toolCall":
-                            args = block.get("arguments")
-                            parts.append(f"{block.get('name', '')} {compact_json(args)}")
-                text = "\n".join(parts)
+            text = blocks_text(m.get("content"), sep="\n", tool_calls=True)
     elif kind in ("compaction", "branch_summary"):
         text = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     elif kind == "custom_message":

@@ -68,14 +68,10 @@ class Problem:
         return out
 
 
-@dataclass
-class ValidationReport:
-    path: str = ""
-    problems: list[Problem] = field(default_factory=list)
-    version: int | None = None
-    header: dict[str, Any] | None = None
-    entry_count: int = 0
-    line_count: int = 0
+class ProblemsMixin:
+    """Errors, warnings and "ok" of anything that carries a list of ``problems``."""
+
+    problems: list[Problem]
 
     @property
     def errors(self) -> list[Problem]:
@@ -88,6 +84,16 @@ class ValidationReport:
     @property
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
+
+
+@dataclass
+class ValidationReport(ProblemsMixin):
+    path: str = ""
+    problems: list[Problem] = field(default_factory=list)
+    version: int | None = None
+    header: dict[str, Any] | None = None
+    entry_count: int = 0
+    line_count: int = 0
 
     def codes(self) -> list[str]:
         return [p.code for p in self.problems]

@@ -362,3 +362,7 @@ def discover_header(path: str) -> dict | None:
         return read_session_header(path)
     except Exception:
         return None
+
+
+# Public name for the importer, which applies the same rule to the lines it stores.
+is_falsy = _is_falsy
