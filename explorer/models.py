@@ -76,9 +76,6 @@ class EntryQuerySet(models.QuerySet):
     def roots(self, session: Session) -> EntryQuerySet:
         return self.filter(session=session, depth=0).order_by("position")
 
-    def of_type(self, session: Session, entry_type: str) -> EntryQuerySet:
-        return self.filter(session=session, type=entry_type).order_by("position")
-
     def light(self) -> EntryQuerySet:
         """Everything but the raw line: lists and graphs never need the payload."""
         return self.defer("raw", "raw_bytes")

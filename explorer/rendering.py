@@ -105,23 +105,6 @@ def image_data_uri(data: Any, mime_type: Any) -> str | None:
 
 # --- DOT and SVG -------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def dot_escape(text: Any, limit: int = 60) -> str:
-    """Make arbitrary text safe inside a double-quoted DOT string.
-
-    Backslashes would otherwise start graphviz escapes (\\N, \\G, \\l ...), quotes would end the
-    string, and control characters upset the layout; graphviz itself XML-escapes the result
-    when writing SVG.
-    """
-    s = "" if text is None else str(text)
-    s = _CONTROL.sub(" ", s.replace("\r", " ").replace("\n", " "))
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return s.replace("\\", "\\\\").replace('"', '\\"')
-
-
 SVG_CACHE_ALIAS = "default"
 SVG_CACHE_TIMEOUT = 24 * 3600
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
