@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .gcpause import gc_paused
 from .jsonfmt import truthy
@@ -47,6 +47,8 @@ __all__ = [
     "projection_from_path",
     "restore_settings",
 ]
+
+_V = TypeVar("_V")
 
 
 @dataclass(slots=True)
@@ -110,7 +112,7 @@ def build_entry_index(entries: Sequence[dict[str, Any]]) -> dict[Any, dict[str, 
         return index
 
 
-def _lookup(index: Mapping[Any, dict[str, Any]], key: Any) -> dict[str, Any] | None:
+def _lookup(index: Mapping[Any, _V], key: Any) -> _V | None:
     try:
         return index.get(key)
     except TypeError:
@@ -497,7 +499,7 @@ def projection_diagnostics(path: Sequence[dict[str, Any]]) -> list[dict[str, Any
     problems: list[dict[str, Any]] = []
     if not path:
         return problems
-    ids_on_path = {}
+    ids_on_path: dict[Any, int] = {}
     for position, entry in enumerate(path):
         try:
             ids_on_path.setdefault(entry.get("id"), position)

@@ -75,7 +75,8 @@ def entry_text(entry: dict, limit: int | None = None) -> str:
         else:
             text = blocks_text(m.get("content"), sep="\n", tool_calls=True)
     elif kind in ("compaction", "branch_summary"):
-        text = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
+        summary = entry.get("summary")
+        text = summary if isinstance(summary, str) else ""
     elif kind == "custom_message":
         c = entry.get("content")
         text = c if isinstance(c, str) else content_text(c) if isinstance(c, list) else ""
@@ -104,7 +105,7 @@ def entry_title(entry: dict, limit: int = 80) -> str:
     kind = entry.get("type")
     m = entry_message(entry)
     if m is not None and m.get("role") == "assistant":
-        content = m.get("content") if isinstance(m.get("content"), list) else []
+        content: list[Any] = m["content"] if isinstance(m.get("content"), list) else []
         calls = [
             b.get("name") for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
         ]
@@ -113,7 +114,7 @@ def entry_title(entry: dict, limit: int = 80) -> str:
             for b in content
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         ]
-        head = " ".join(t.strip() for t in texts if t.strip())
+        head = " ".join(str(t).strip() for t in texts if str(t).strip())
         if calls:
             names = ", ".join(str(c) for c in calls[:3]) + ("…" if len(calls) > 3 else "")
             head = (head + " " if head else "") + f"[{names}]"
@@ -206,7 +207,7 @@ def transcript_text(data: dict[str, Any]) -> str:
     an assistant called (``→ read, bash``), and a sentence for metadata entries."""
     kind = data.get("type")
     if kind == "message":
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message: dict[str, Any] = data["message"] if isinstance(data.get("message"), dict) else {}
         text = content_text(message.get("content"))
         if message.get("role") == "assistant" and isinstance(message.get("content"), list):
             calls = [

@@ -388,7 +388,7 @@ def should_compact(context_tokens: float, context_window: float, settings: Any =
     if not truthy(enabled):
         return False
     try:
-        return bool(context_tokens > context_window - reserve)
+        return bool(context_tokens > context_window - reserve)  # type: ignore[operator]
     except TypeError:
         return False
 
