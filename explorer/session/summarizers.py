@@ -62,6 +62,34 @@ class SummaryRequest:
     signal: threading.Event | None = None
 
     @property
+    def label(self) -> str:
+        """The label failures of this request are reported under (SPEC 6.10)."""
+        return {
+            KIND_TURN_PREFIX: "Turn prefix summarization",
+            KIND_BRANCH: "Branch summarization",
+        }.get(self.kind, "Summarization")
+
+    def to_json(self) -> dict[str, Any]:
+        """What is sent, in Pi's terms: system prompt, transcript and request options.
+
+        The transcript here is the user message(s) only - the system prompt is its own key, as
+        in Pi's request context. `maxTokens` appears only when the request sets an output cap
+        (never since Pi 1.6.0). Nothing that is not sent (the cancel signal) is included.
+        """
+        options = dict(self.options)
+        if self.max_tokens is not None:
+            options["maxTokens"] = self.max_tokens
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "systemPrompt": self.system_prompt,
+            "messages": [
+                m for m in self.messages if not (isinstance(m, dict) and m.get("role") == "system")
+            ],
+            "options": options,
+        }
+
+    @property
     def prompt_text(self) -> str:
         """The text of the (last) user message."""
         for message in reversed(self.messages):
@@ -153,7 +181,9 @@ def complete_summary(
 class OpenAICompatibleSummarizer:
     """Sends summary requests to a chat-completions server (streaming)."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0) -> None:
+    def __init__(
+        self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120.0
+    ) -> None:
         self.provider = OpenAIChatProvider(base_url, model, api_key, timeout=timeout)
 
     def complete(self, request: SummaryRequest) -> dict[str, Any]:
@@ -194,7 +224,9 @@ class _Call:
     raw: str
 
 
-_PART_RE = re.compile(r"(?:\A|\n\n)\[(User|Assistant thinking|Assistant tool calls|Assistant|Tool result)\]: ")
+_PART_RE = re.compile(
+    r"(?:\A|\n\n)\[(User|Assistant thinking|Assistant tool calls|Assistant|Tool result)\]: "
+)
 
 
 def _split_parts(conversation: str) -> list[_Part]:
@@ -303,7 +335,9 @@ _DONE_RE = re.compile(
     r"\b(done|fixed|created|updated|added|removed|implemented|completed|finished|wrote|renamed|passes|passed|works)\b|完成|已修复|已创建|已更新|通过",
     re.I,
 )
-_BLOCK_RE = re.compile(r"\b(can't|cannot|unable|blocked|failed|failing|broken|stuck)\b|无法|失败|阻塞", re.I)
+_BLOCK_RE = re.compile(
+    r"\b(can't|cannot|unable|blocked|failed|failing|broken|stuck)\b|无法|失败|阻塞", re.I
+)
 _NEXT_RE = re.compile(
     r"\b(next|then|todo|to do|remaining|need to|needs to|will|should|afterwards|later)\b|接下来|下一步|然后|待办|需要",
     re.I,
@@ -337,7 +371,19 @@ _ID_RE = re.compile(
 _CODE_RE = re.compile(r"`([^`\n]{2,120})`")
 _NUMBER_RE = re.compile(r"(?<![\w.])\d[\d_,]*(?:\.\d+)?(?![\w.])")
 _MAX_REFS = 400  # per kind; the output limit trims further
-_KEY_ARGS = ("path", "file_path", "filePath", "command", "cmd", "url", "pattern", "query", "id", "name", "target")
+_KEY_ARGS = (
+    "path",
+    "file_path",
+    "filePath",
+    "command",
+    "cmd",
+    "url",
+    "pattern",
+    "query",
+    "id",
+    "name",
+    "target",
+)
 
 
 def _sentences(text: str) -> list[str]:
@@ -353,8 +399,21 @@ _TRACEBACK = "Traceback (most recent call last):"
 # Every alternative of _ERROR_LINE_RE contains one of these; checking them first is much
 # cheaper than running the case-insensitive pattern over every tool output.
 _ERROR_WORDS = (
-    "error", "fatal", "panic", "traceback", "exception", "no such file", "enoent", "eacces",
-    "permission denied", "command not found", "exit", "failed", "npm err", "错误", "失败",
+    "error",
+    "fatal",
+    "panic",
+    "traceback",
+    "exception",
+    "no such file",
+    "enoent",
+    "eacces",
+    "permission denied",
+    "command not found",
+    "exit",
+    "failed",
+    "npm err",
+    "错误",
+    "失败",
 )
 
 
@@ -645,8 +704,11 @@ def _parse_previous(summary: str) -> dict[str, list[str]]:
         if heading:
             current = _SECTION_ALIASES.get(heading.group(1).strip().lower())
             continue
-        if not line or line.startswith("```") or line in (
-            "---", "**Turn Context (split turn):**", "No prior history.", "(none)", "- (none)"
+        if (
+            not line
+            or line.startswith("```")
+            or line
+            in ("---", "**Turn Context (split turn):**", "No prior history.", "(none)", "- (none)")
         ):
             continue
         if line.startswith("## Progress"):
@@ -712,7 +774,9 @@ def _fit(sections: list[_Section], max_chars: int | None) -> str:
         if not candidates:
             break
         victim = min(candidates, key=lambda s: (s.priority, -len(s.items)))
-        before = sum(utf16_len(line) + 1 for line in _lines(victim, 100)) if victim.style == "1." else 0
+        before = (
+            sum(utf16_len(line) + 1 for line in _lines(victim, 100)) if victim.style == "1." else 0
+        )
         index = len(victim.items) - 1 if victim.drop_from_end else 0
         removed = victim.items.pop(index)
         if victim.style == "1.":
@@ -750,18 +814,36 @@ class EmbeddedSummarizer:
     provider = "embedded"
     model = "embedded-summarizer"
 
-    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+    # A model stops at its own output limit; with no cap in the request and no model limit
+    # (the default since Pi 1.6.0), the embedded summarizer stops here so a summary stays much
+    # smaller than the context it replaces.
+    DEFAULT_MAX_TOKENS = 13107
+
+    def __init__(
+        self, clock: Callable[[], float] | None = None, default_max_tokens: int | None = None
+    ) -> None:
         self._clock = clock
+        self._default_max_tokens = (
+            self.DEFAULT_MAX_TOKENS if default_max_tokens is None else default_max_tokens
+        )
 
     def summarize_text(self, request: SummaryRequest) -> str:
         prompt = _parse_prompt(request.prompt_text, request.kind if request.kind else None)
         facts = _extract(_split_parts(prompt.conversation))
-        limit = request.max_tokens * 4 if isinstance(request.max_tokens, int) and request.max_tokens > 0 else None
+        cap = request.max_tokens
+        if cap is None and request.model:
+            # No cap in the request (Pi 1.6.0): the model's own output limit applies, as at a provider.
+            cap = request.model.get("maxTokens")
+        if cap is None or (isinstance(cap, (int, float)) and cap <= 0):
+            cap = self._default_max_tokens
+        limit = cap * 4 if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
         if prompt.kind == KIND_TURN_PREFIX:
             sections = self._prefix_sections(facts)
         else:
             prev = _parse_previous(prompt.previous_summary) if prompt.previous_summary else {}
-            sections = self._history_sections(facts, prev, prompt.focus, branch=prompt.kind == KIND_BRANCH)
+            sections = self._history_sections(
+                facts, prev, prompt.focus, branch=prompt.kind == KIND_BRANCH
+            )
         return _fit(sections, limit)
 
     def complete(self, request: SummaryRequest) -> dict[str, Any]:
@@ -807,28 +889,52 @@ class EmbeddedSummarizer:
         if focus:
             context.insert(0, f"Requested focus: {focus}")
         done = _merge([d if d.startswith("[x]") else f"[x] {d}" for d in p("done", [])], facts.done)
-        in_progress = _merge(p("in_progress", []), facts.in_progress) if not facts.goals else facts.in_progress
+        in_progress = (
+            _merge(p("in_progress", []), facts.in_progress)
+            if not facts.goals
+            else facts.in_progress
+        )
         if prev and facts.goals:
             # Earlier open items that the new messages did not close stay visible.
             in_progress = _merge(
-                [i for i in p("in_progress", []) if i.replace("[ ] ", "[x] ") not in done], facts.in_progress
+                [i for i in p("in_progress", []) if i.replace("[ ] ", "[x] ") not in done],
+                facts.in_progress,
             )
         sections = [
             _Section("## Goal", _merge(p("goal", []), facts.goals), style="-", keep=1, priority=3),
-            _Section("## Constraints & Preferences", _merge(p("constraints", []), facts.constraints), priority=3),
+            _Section(
+                "## Constraints & Preferences",
+                _merge(p("constraints", []), facts.constraints),
+                priority=3,
+            ),
             _Section("## Progress", [], style="none", keep=0),
             _Section("### Done", done, empty="[x] (nothing completed yet)", priority=2),
             _Section("### In Progress", in_progress, empty="[ ] (none)", priority=2),
             _Section("### Blocked", _merge(p("blocked", []), facts.blocked), priority=2),
-            _Section("## Key Decisions", _merge(p("decisions", []), facts.decisions), empty="(none)", priority=1),
-            _Section("## Next Steps", _merge(p("next_steps", []), next_steps) or ["Continue with the latest request."], style="1.", priority=1, drop_from_end=True),
+            _Section(
+                "## Key Decisions",
+                _merge(p("decisions", []), facts.decisions),
+                empty="(none)",
+                priority=1,
+            ),
+            _Section(
+                "## Next Steps",
+                _merge(p("next_steps", []), next_steps) or ["Continue with the latest request."],
+                style="1.",
+                priority=1,
+                drop_from_end=True,
+            ),
         ]
         if branch:
             # The branch format has no critical-context section; references go with the
             # decisions, one item each, so none is cut in half.
             sections[6].priority = 3
             for item in context:
-                sections[6].items.append(_Ref(f"**Reference**: {item}") if isinstance(item, _Ref) else f"**Note**: {item}")
+                sections[6].items.append(
+                    _Ref(f"**Reference**: {item}")
+                    if isinstance(item, _Ref)
+                    else f"**Note**: {item}"
+                )
         else:
             sections.append(
                 _Section(
@@ -844,14 +950,20 @@ class EmbeddedSummarizer:
 
     def _prefix_sections(self, facts: _Facts) -> list[_Section]:
         request = facts.goals[0] if facts.goals else "(no user request in this part)"
-        progress = facts.done + [f"Blocked: {b}" for b in facts.blocked] + [
-            f"Decision: {d}" for d in facts.decisions
-        ]
+        progress = (
+            facts.done
+            + [f"Blocked: {b}" for b in facts.blocked]
+            + [f"Decision: {d}" for d in facts.decisions]
+        )
         progress += [i for i in facts.in_progress if "(no result seen)" in i]
         return [
             _Section("## Original Request", [request], style="text", keep=1, priority=5),
             _Section("## Progress So Far", progress, priority=2),
             _Section(
-                "## Context Needed to Continue", self._reference_items(facts), keep=3, priority=4, drop_from_end=True
+                "## Context Needed to Continue",
+                self._reference_items(facts),
+                keep=3,
+                priority=4,
+                drop_from_end=True,
             ),
         ]

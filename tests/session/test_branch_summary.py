@@ -26,12 +26,20 @@ PREAMBLE = "The user explored a different conversation branch before returning h
 
 def manager() -> SessionManager:
     clock = iter(range(1_735_689_601_000, 1_735_689_601_000 + 10_000_000, 1000))
-    return SessionManager.in_memory("/w/proj", clock=lambda: next(clock), rng=deterministic_rng("branch"))
+    return SessionManager.in_memory(
+        "/w/proj", clock=lambda: next(clock), rng=deterministic_rng("branch")
+    )
 
 
 def branch_summary(entry_id, summary, details=None, from_hook=None):
-    entry = {"type": "branch_summary", "id": entry_id, "parentId": None, "timestamp": TS,
-             "fromId": "old", "summary": summary}
+    entry = {
+        "type": "branch_summary",
+        "id": entry_id,
+        "parentId": None,
+        "timestamp": TS,
+        "fromId": "old",
+        "summary": summary,
+    }
     if details is not None:
         entry["details"] = details
     if from_hook is not None:
@@ -44,7 +52,10 @@ def s88_entries():
         msg("u", U("x" * 400)),
         msg("a", AC("read", {"path": "f"})),
         msg("t", R("x" * 4000)),
-        {**branch_summary("bs", "s" * 40, {"readFiles": ["g"], "modifiedFiles": ["h"]}), "parentId": None},
+        {
+            **branch_summary("bs", "s" * 40, {"readFiles": ["g"], "modifiedFiles": ["h"]}),
+            "parentId": None,
+        },
         msg("u2", U("x" * 400), parent="bs"),
     )
 
@@ -92,7 +103,12 @@ def test_s88_preparing_without_budget():
     by_id = {e["id"]: e for e in entries}
     assert prepared.messages[0] is by_id["u"]["message"]
     assert [m["role"] for m in prepared.messages] == ["user", "assistant", "branchSummary", "user"]
-    assert prepared.messages[2] == {"role": "branchSummary", "summary": "s" * 40, "fromId": "old", "timestamp": TS_MS}
+    assert prepared.messages[2] == {
+        "role": "branchSummary",
+        "summary": "s" * 40,
+        "fromId": "old",
+        "timestamp": TS_MS,
+    }
     assert prepared.total_tokens == 214
     from explorer.session.file_ops import compute_file_lists
 
@@ -117,15 +133,35 @@ def test_s88_summary_exception():
 
 
 def test_s88_other_entries_and_from_hook_details():
-    custom = {"type": "custom_message", "customType": "note", "content": "c", "display": True,
-              "id": "cm", "parentId": None, "timestamp": TS}
-    compaction = {"type": "compaction", "id": "c1", "parentId": "cm", "timestamp": TS, "summary": "S",
-                  "firstKeptEntryId": "cm", "tokensBefore": 7}
+    custom = {
+        "type": "custom_message",
+        "customType": "note",
+        "content": "c",
+        "display": True,
+        "id": "cm",
+        "parentId": None,
+        "timestamp": TS,
+    }
+    compaction = {
+        "type": "compaction",
+        "id": "c1",
+        "parentId": "cm",
+        "timestamp": TS,
+        "summary": "S",
+        "firstKeptEntryId": "cm",
+        "tokensBefore": 7,
+    }
     hooked = {**branch_summary("bh", "", {"readFiles": ["z"]}, from_hook=True), "parentId": "c1"}
     entries = [custom, compaction, hooked, model_change("m", "p", "x", parent="bh")]
     prepared = prepare_branch_entries(entries)
     assert prepared.messages == [
-        {"role": "custom", "customType": "note", "content": "c", "display": True, "timestamp": TS_MS},
+        {
+            "role": "custom",
+            "customType": "note",
+            "content": "c",
+            "display": True,
+            "timestamp": TS_MS,
+        },
         {"role": "compactionSummary", "summary": "S", "tokensBefore": 7, "timestamp": TS_MS},
         {"role": "branchSummary", "summary": "", "fromId": "old", "timestamp": TS_MS},
     ]
@@ -137,8 +173,17 @@ def test_s88_other_entries_and_from_hook_details():
 
 
 def test_s89_nothing_to_summarize():
-    entries = chain(model_change("m1", "p", "x"), {"type": "label", "id": "l", "parentId": None,
-                                                   "timestamp": TS, "targetId": "m1", "label": "x"})
+    entries = chain(
+        model_change("m1", "p", "x"),
+        {
+            "type": "label",
+            "id": "l",
+            "parentId": None,
+            "timestamp": TS,
+            "targetId": "m1",
+            "label": "x",
+        },
+    )
     stub = StubSummarizer("SUM")
     result = generate_branch_summary(entries, stub, model={"contextWindow": 128000, "maxTokens": 0})
     assert result.to_json() == {"summary": "No content to summarize"}
@@ -147,9 +192,12 @@ def test_s89_nothing_to_summarize():
 
 def test_s89_generating():
     stub = StubSummarizer("SUM")
-    result = generate_branch_summary(s88_entries(), stub, model={"contextWindow": 128000, "maxTokens": 0})
+    result = generate_branch_summary(
+        s88_entries(), stub, model={"contextWindow": 128000, "maxTokens": 0}, pi_version="1.0.3"
+    )
     assert result.summary == (
-        PREAMBLE + "SUM\n\n<read-files>\nf\ng\n</read-files>\n\n<modified-files>\nh\n</modified-files>"
+        PREAMBLE
+        + "SUM\n\n<read-files>\nf\ng\n</read-files>\n\n<modified-files>\nh\n</modified-files>"
     )
     assert list(result.to_json()) == ["summary", "usage", "readFiles", "modifiedFiles"]
     (request,) = stub.requests
@@ -164,12 +212,18 @@ def test_s89_generating():
     assert '[Assistant tool calls]: read(path="f")' in request.prompt_text
 
 
-@pytest.mark.parametrize(("model", "expected"), [
-    ({"maxTokens": 1000}, 1000), ({"maxTokens": 100000}, 4096), ({}, 4096), (None, 4096),
-])
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ({"maxTokens": 1000}, 1000),
+        ({"maxTokens": 100000}, 4096),
+        ({}, 4096),
+        (None, 4096),
+    ],
+)
 def test_s89_output_cap(model, expected):
     stub = StubSummarizer("SUM")
-    generate_branch_summary(s88_entries(), stub, model=model)
+    generate_branch_summary(s88_entries(), stub, model=model, pi_version="1.0.3")
     assert stub.requests[0].max_tokens == expected
 
 
@@ -177,17 +231,29 @@ def test_s89_budget_uses_context_window_minus_reserve():
     stub = StubSummarizer("SUM")
     # window 300 - reserve 100 = 200: only the newest entries fit (u2 100 + bs 10 + a 4 = 114, u does not).
     generate_branch_summary(s88_entries(), stub, model={"contextWindow": 300}, reserve_tokens=100)
-    assert not stub.requests[0].prompt_text.startswith("<conversation>\n[User]: " + "x" * 400 + "\n\n[Assistant")
+    assert not stub.requests[0].prompt_text.startswith(
+        "<conversation>\n[User]: " + "x" * 400 + "\n\n[Assistant"
+    )
     assert stub.requests[0].prompt_text.startswith("<conversation>\n[Assistant tool calls]")
 
 
-@pytest.mark.parametrize(("resp", "expected"), [
-    (response("x", stop="aborted"), {"aborted": True}),
-    (response("x", stop="length"),
-     {"error": "Branch summarization failed: generation hit the token cap and the summary is incomplete"}),
-    (response("x", tool_call=True), {"error": "Branch summarization attempted to call a tool"}),
-    (response(None, stop="error", error="boom"), {"error": "Branch summarization failed: boom"}),
-])
+@pytest.mark.parametrize(
+    ("resp", "expected"),
+    [
+        (response("x", stop="aborted"), {"aborted": True}),
+        (
+            response("x", stop="length"),
+            {
+                "error": "Branch summarization failed: generation hit the token cap and the summary is incomplete"
+            },
+        ),
+        (response("x", tool_call=True), {"error": "Branch summarization attempted to call a tool"}),
+        (
+            response(None, stop="error", error="boom"),
+            {"error": "Branch summarization failed: boom"},
+        ),
+    ],
+)
 def test_s89_failures(resp, expected):
     result = generate_branch_summary(s88_entries(), StubSummarizer(resp))
     assert result.to_json() == expected
@@ -195,7 +261,9 @@ def test_s89_failures(resp, expected):
 
 def test_s89_custom_instructions():
     stub = StubSummarizer("SUM")
-    generate_branch_summary(s88_entries(), stub, custom_instructions="CI", replace_instructions=True)
+    generate_branch_summary(
+        s88_entries(), stub, custom_instructions="CI", replace_instructions=True
+    )
     generate_branch_summary(s88_entries(), stub, custom_instructions="CI")
     generate_branch_summary(s88_entries(), stub, replace_instructions=True)
     replaced, appended, plain = stub.prompts
@@ -251,10 +319,17 @@ def test_navigation_edge_cases():
     with pytest.raises(SessionError, match="^Entry nope not found$"):
         navigate_tree(m, "nope")
     count = len(m.get_entries())
-    cancelled = navigate_tree(m, a1, summarize=True, summarizer=StubSummarizer(response("x", stop="aborted")))
+    cancelled = navigate_tree(
+        m, a1, summarize=True, summarizer=StubSummarizer(response("x", stop="aborted"))
+    )
     assert cancelled.cancelled and m.get_leaf_id() == a2 and len(m.get_entries()) == count
     with pytest.raises(SessionError, match="^Branch summarization failed: boom$"):
-        navigate_tree(m, a1, summarize=True, summarizer=StubSummarizer(response(None, stop="error", error="boom")))
+        navigate_tree(
+            m,
+            a1,
+            summarize=True,
+            summarizer=StubSummarizer(response(None, stop="error", error="boom")),
+        )
     # Navigating to the root user message resets the leaf.
     result = navigate_tree(m, u1, label="start")
     assert result.editor_text == "q1"
@@ -265,6 +340,8 @@ def test_navigation_edge_cases():
 
 def test_navigation_label_goes_to_summary_entry():
     m, (u1, a1, u2, a2) = s90_manager()
-    result = navigate_tree(m, a1, summarize=True, summarizer=StubSummarizer("SUM"), label="explored")
+    result = navigate_tree(
+        m, a1, summarize=True, summarizer=StubSummarizer("SUM"), label="explored"
+    )
     assert m.get_label(result.summary_entry_id) == "explored"
     assert m.get_entry(result.summary_entry_id)["parentId"] == a1

@@ -47,11 +47,15 @@ UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-
 
 
 def s68_path():
-    return chain(msg("e1", U(x(4000))), msg("e2", A(x(4000))), msg("e3", U(x(4000))), msg("e4", A(x(4000))))
+    return chain(
+        msg("e1", U(x(4000))), msg("e2", A(x(4000))), msg("e3", U(x(4000))), msg("e4", A(x(4000)))
+    )
 
 
 def s69_path():
-    return chain(msg("e1", U(x(400))), msg("e2", AC("read", {"path": "a.txt"})), msg("e3", R(x(8000))))
+    return chain(
+        msg("e1", U(x(400))), msg("e2", AC("read", {"path": "a.txt"})), msg("e3", R(x(8000)))
+    )
 
 
 def s70_path():
@@ -140,7 +144,9 @@ def s71_path(from_hook=None):
     c1["details"] = {"readFiles": ["a"], "modifiedFiles": ["b"]}
     if from_hook is not None:
         c1["fromHook"] = from_hook
-    return chain(msg("e1", U(x(400))), msg("e2", A(x(400))), c1, msg("e3", U(x(400))), msg("e4", A(x(400))))
+    return chain(
+        msg("e1", U(x(400))), msg("e2", A(x(400))), c1, msg("e3", U(x(400))), msg("e4", A(x(400)))
+    )
 
 
 def test_s71_repeated_compaction():
@@ -211,7 +217,12 @@ def test_s73_without_edit_cuts_at_unanswered_input():
 
 
 def test_s74_metadata_never_skips_unsent_input():
-    path = chain(msg("e1", U(x(400))), msg("e2", A(x(400))), msg("e3", U(x(1200))), model_change("m1", "p", "m"))
+    path = chain(
+        msg("e1", U(x(400))),
+        msg("e2", A(x(400))),
+        msg("e3", U(x(1200))),
+        model_change("m1", "p", "m"),
+    )
     prep = prepare_compaction(path, S(150))
     assert prep.first_kept_entry_id == "e3"
     assert prep.is_split_turn is False
@@ -219,7 +230,9 @@ def test_s74_metadata_never_skips_unsent_input():
 
 
 def test_s75_cutting_uses_edited_sizes():
-    path = chain(msg("e1", U(x(400))), msg("e2", A(x(4000))), msg("e3", U(x(40))), msg("e4", A(x(40))))
+    path = chain(
+        msg("e1", U(x(400))), msg("e2", A(x(4000))), msg("e3", U(x(40))), msg("e4", A(x(40)))
+    )
     prep = prepare_compaction(path, S(500))
     assert prep.first_kept_entry_id == "e2"
     assert prep.is_split_turn is True
@@ -231,7 +244,14 @@ def test_s75_cutting_uses_edited_sizes():
 
 def test_s76_file_operations():
     ops = FileOps()
-    for name, path in [("read", "a.py"), ("edit", "b.py"), ("write", "c.py"), ("read", "b.py"), ("read", ""), ("grep", "d")]:
+    for name, path in [
+        ("read", "a.py"),
+        ("edit", "b.py"),
+        ("write", "c.py"),
+        ("read", "b.py"),
+        ("read", ""),
+        ("grep", "d"),
+    ]:
         extract_file_ops_from_message(AC(name, {"path": path}), ops)
     read_files, modified_files = compute_file_lists(ops)
     assert read_files == ["a.py"]
@@ -269,18 +289,28 @@ def test_s77_serialization():
         {"type": "text", "text": "b"},
         {"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "x", "n": 1}},
     ]
-    text = serialize_conversation(convert_to_llm([U("hi"), assistant, R("y" * 2005)]))
+    text = serialize_conversation(
+        convert_to_llm([U("hi"), assistant, R("y" * 2005)]), pi_version="1.0.3"
+    )
     assert text == (
         "[User]: hi\n\n[Assistant thinking]: hmm\n\n[Assistant]: a\nb\n\n[Assistant tool calls]: "
-        'read(path="x", n=1)\n\n[Tool result]: ' + "y" * 2000 + "\n\n[... 5 more characters truncated]"
+        'read(path="x", n=1)\n\n[Tool result]: '
+        + "y" * 2000
+        + "\n\n[... 5 more characters truncated]"
     )
-    user = U([{"type": "text", "text": "a"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}, {"type": "text", "text": "b"}])
+    user = U(
+        [
+            {"type": "text", "text": "a"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            {"type": "text", "text": "b"},
+        ]
+    )
     assert serialize_conversation(convert_to_llm([user])) == "[User]: ab"
 
 
 def test_s77_integer_like_argument_keys_come_first_and_truncation_is_utf16():
     call = AC("t", {"b": 1, "10": 2, "2": 3})
-    assert serialize_conversation([call]) == '[Assistant tool calls]: t(2=3, 10=2, b=1)'
+    assert serialize_conversation([call]) == "[Assistant tool calls]: t(2=3, 10=2, b=1)"
     emoji = "😀" * 1001  # 2002 UTF-16 units
     out = serialize_conversation([R(emoji)])
     assert out.endswith("\n\n[... 2 more characters truncated]")
@@ -290,7 +320,10 @@ def test_serialization_tolerates_malformed_content():
     bad_user = {"role": "user", "timestamp": 1}
     bad_assistant = {"role": "assistant", "content": "legacy string"}
     null_args = AC("read", None)
-    assert serialize_conversation([bad_user, bad_assistant, null_args]) == "[Assistant tool calls]: read()"
+    assert (
+        serialize_conversation([bad_user, bad_assistant, null_args])
+        == "[Assistant tool calls]: read()"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,26 +333,36 @@ def test_serialization_tolerates_malformed_content():
 def test_s78_compact_without_split():
     prep = prepare_compaction(s68_path(), S(1500))
     stub = StubSummarizer(response("SUMMARY", usage=UT(70)))
-    result = compact(prep, stub, model={"maxTokens": 0})
+    result = compact(prep, stub, model={"maxTokens": 0}, pi_version="1.0.3")
     assert len(stub.requests) == 1
     request = stub.requests[0]
     assert request.max_tokens == 13107
     assert request.prompt_text.startswith("<conversation>\n[User]: ")
     assert request.prompt_text.endswith(INITIAL_INSTRUCTIONS)
-    assert request.messages[0] == {"role": "system", "content": request.system_prompt, "timestamp": 0}
+    assert request.messages[0] == {
+        "role": "system",
+        "content": request.system_prompt,
+        "timestamp": 0,
+    }
     assert [m["role"] for m in request.messages] == ["system", "user"]
     assert result.summary == "SUMMARY"
     assert result.details == {"readFiles": [], "modifiedFiles": []}
     assert result.usage == UT(70)
     assert result.first_kept_entry_id == "e3"
     assert result.tokens_before == 4000
-    assert list(result.to_json()) == ["summary", "firstKeptEntryId", "tokensBefore", "usage", "details"]
+    assert list(result.to_json()) == [
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+        "usage",
+        "details",
+    ]
 
 
 def test_s79_compact_split_without_history():
     prep = prepare_compaction(s69_path(), S(1000))
     stub = StubSummarizer("PREFIX")
-    result = compact(prep, stub)
+    result = compact(prep, stub, pi_version="1.0.3")
     assert len(stub.requests) == 1
     assert stub.requests[0].max_tokens == 8192
     assert stub.requests[0].prompt_text.startswith("# Conversation\n")
@@ -365,10 +408,22 @@ def test_s80_empty_previous_summary_stays_empty():
 
 def test_s81_split_with_history_combines_usage():
     prep = prepare_compaction(s70_path(), S(1500))
-    u1 = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 1}}
-    u2 = {"input": 20, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 27,
-          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 2}}
+    u1 = {
+        "input": 10,
+        "output": 5,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 15,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 1},
+    }
+    u2 = {
+        "input": 20,
+        "output": 7,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 27,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 2},
+    }
     stub = StubSummarizer(response("HIST", usage=u1), response("PREFIX", usage=u2))
     result = compact(prep, stub)
     assert len(stub.requests) == 2
@@ -376,7 +431,11 @@ def test_s81_split_with_history_combines_usage():
     assert stub.requests[1].prompt_text.startswith("# Conversation\n")
     assert result.summary == "HIST\n\n---\n\n**Turn Context (split turn):**\n\nPREFIX"
     assert result.usage == {
-        "input": 30, "output": 12, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 42,
+        "input": 30,
+        "output": 12,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 42,
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 3},
     }
 
@@ -425,7 +484,7 @@ def test_s82_request_options(model, level, expected):
 
 def test_s82_passed_session_id_is_used_and_reserve_scales_caps():
     stub = StubSummarizer("T")
-    compact(_split_prep(1000), stub, session_id="route-1")
+    compact(_split_prep(1000), stub, session_id="route-1", pi_version="1.0.3")
     assert [r.options["sessionId"] for r in stub.requests] == ["route-1", "route-1"]
     assert [r.max_tokens for r in stub.requests] == [800, 500]
 
@@ -436,7 +495,10 @@ def test_s82_passed_session_id_is_used_and_reserve_scales_caps():
         (response(None, stop="error", error="boom"), "Summarization failed: boom"),
         (response(None, stop="error"), "Summarization failed: Unknown error"),
         (response(None, stop="error", error=""), "Summarization failed: Unknown error"),
-        (response("partial", stop="length"), "Summarization failed: generation hit the token cap and the summary is incomplete"),
+        (
+            response("partial", stop="length"),
+            "Summarization failed: generation hit the token cap and the summary is incomplete",
+        ),
         (response("x", tool_call=True), "Summarization attempted to call a tool"),
     ],
 )
@@ -457,7 +519,10 @@ def test_s83_failure_helper_ignores_tool_calls_and_aborts():
     ("resp", "message"),
     [
         (response(None, stop="error", error="bad"), "Turn prefix summarization failed: bad"),
-        (response("x", stop="length"), "Turn prefix summarization failed: generation hit the token cap and the summary is incomplete"),
+        (
+            response("x", stop="length"),
+            "Turn prefix summarization failed: generation hit the token cap and the summary is incomplete",
+        ),
         (response("x", tool_call=True), "Turn prefix summarization attempted to call a tool"),
     ],
 )
@@ -478,14 +543,20 @@ def test_s83_aborted_response_is_used_as_summary():
 def test_s84_update_prompt_and_focus():
     path = s71_path()
     # Make the newest turn a split one so both requests are made.
-    path = path + [msg("e5", AC("bash", {"command": "ls"}), parent="e4"), msg("e6", R(x(800)), parent="e5")]
+    path = path + [
+        msg("e5", AC("bash", {"command": "ls"}), parent="e4"),
+        msg("e6", R(x(800)), parent="e5"),
+    ]
     prep = prepare_compaction(path, S(150))
     assert prep.previous_summary == "S1"
     assert prep.is_split_turn and prep.messages_to_summarize
     stub = StubSummarizer("T")
-    compact(prep, stub, custom_instructions="focus on tests")
+    compact(prep, stub, custom_instructions="focus on tests", pi_version="1.0.3")
     history, prefix = stub.prompts
-    assert "</conversation>\n\n<previous-summary>\nS1\n</previous-summary>\n\n" + UPDATE_INSTRUCTIONS in history
+    assert (
+        "</conversation>\n\n<previous-summary>\nS1\n</previous-summary>\n\n" + UPDATE_INSTRUCTIONS
+        in history
+    )
     assert history.endswith("\n\nAdditional focus: focus on tests")
     assert "previous-summary" not in prefix
     assert "Additional focus" not in prefix
@@ -514,14 +585,22 @@ def test_compact_appends_file_lists_from_preparation():
     prep = prepare_compaction(path, S(1500))
     assert prep.first_kept_entry_id == "e7"
     result = compact(prep, StubSummarizer("SUM"))
-    assert result.summary == "SUM\n\n<read-files>\nREADME.md\n</read-files>\n\n<modified-files>\nsrc/app.py\n</modified-files>"
+    assert (
+        result.summary
+        == "SUM\n\n<read-files>\nREADME.md\n</read-files>\n\n<modified-files>\nsrc/app.py\n</modified-files>"
+    )
     assert result.details == {"readFiles": ["README.md"], "modifiedFiles": ["src/app.py"]}
 
 
 def test_nan_tokens_before_does_not_raise():
     from tests.session.ctx_helpers import SYS
 
-    path = chain(msg("s", SYS("a", {"n": 5}, ts=1)), msg("e1", U(x(4000))), msg("e2", A(x(4000))), msg("e3", U(x(400))))
+    path = chain(
+        msg("s", SYS("a", {"n": 5}, ts=1)),
+        msg("e1", U(x(4000))),
+        msg("e2", A(x(4000))),
+        msg("e3", U(x(400))),
+    )
     prep = prepare_compaction(path, S(500))
     assert isinstance(prep, CompactionPreparation)
     assert math.isnan(prep.tokens_before)
@@ -566,21 +645,44 @@ def _manager():
     from explorer.session.manager import SessionManager
 
     clock_values = iter(range(1_735_689_601_000, 1_735_689_601_000 + 10_000_000, 1000))
-    return SessionManager.in_memory("/w/proj", clock=lambda: next(clock_values), rng=deterministic_rng("e3"))
+    return SessionManager.in_memory(
+        "/w/proj", clock=lambda: next(clock_values), rng=deterministic_rng("e3")
+    )
 
 
 def test_s78_append_compaction_key_order():
     from explorer.session.jsonfmt import dumps, loads
 
     m = _manager()
-    ids = [m.append_message(message) for message in (U(x(4000)), A(x(4000)), U(x(4000)), A(x(4000)))]
+    ids = [
+        m.append_message(message) for message in (U(x(4000)), A(x(4000)), U(x(4000)), A(x(4000)))
+    ]
     prep = prepare_compaction(m.get_branch(), S(1500))
     assert prep.first_kept_entry_id == ids[2]
-    result = compact(prep, StubSummarizer(response("SUMMARY", usage=UT(70))), model={"maxTokens": 0})
-    cid = m.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before, result.details, False, result.usage)
+    result = compact(
+        prep, StubSummarizer(response("SUMMARY", usage=UT(70))), model={"maxTokens": 0}
+    )
+    cid = m.append_compaction(
+        result.summary,
+        result.first_kept_entry_id,
+        result.tokens_before,
+        result.details,
+        False,
+        result.usage,
+    )
     entry = loads(dumps(m.get_entry(cid)))
-    assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "firstKeptEntryId",
-                           "tokensBefore", "details", "usage", "fromHook"]
+    assert list(entry) == [
+        "type",
+        "id",
+        "parentId",
+        "timestamp",
+        "summary",
+        "firstKeptEntryId",
+        "tokensBefore",
+        "details",
+        "usage",
+        "fromHook",
+    ]
     assert entry["fromHook"] is False
     assert entry["tokensBefore"] == 4000
     assert entry["details"] == {"readFiles": [], "modifiedFiles": []}
@@ -640,18 +742,36 @@ def test_s85_system_checkpoint():
     c = m.get_entry(cid)
     ts = date_parse(c["timestamp"])
     assert c["systemMessage"] == {
-        "role": "system", "content": "", "sections": {"preamble": "P", "policy": "v2"},
-        "toolsAdded": [read, write], "timestamp": ts,
+        "role": "system",
+        "content": "",
+        "sections": {"preamble": "P", "policy": "v2"},
+        "toolsAdded": [read, write],
+        "timestamp": ts,
     }
     entries = m.build_context_entries()
     assert [e.get("id") for e in entries][:2] == [cid, a1]
-    assert [e["message"]["content"] for e in entries[2:]] == ["next", [{"type": "text", "text": "ok"}]]
+    assert [e["message"]["content"] for e in entries[2:]] == [
+        "next",
+        [{"type": "text", "text": "ok"}],
+    ]
     messages = m.build_session_context().messages
-    assert [msg_["role"] for msg_ in messages] == ["system", "compactionSummary", "assistant", "user", "assistant"]
+    assert [msg_["role"] for msg_ in messages] == [
+        "system",
+        "compactionSummary",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert messages[1]["summary"] == "SUM" and messages[1]["tokensBefore"] == 1234
     m.append_message(SYS("", {"policy": None}, tools_removed=[{"name": "read"}], ts=3000))
     current = get_current_system_message(m.build_session_context().messages)
-    assert current == {"role": "system", "content": "", "sections": {"preamble": "P"}, "toolsAdded": [write], "timestamp": ts}
+    assert current == {
+        "role": "system",
+        "content": "",
+        "sections": {"preamble": "P"},
+        "toolsAdded": [write],
+        "timestamp": ts,
+    }
 
 
 def test_s86_retain_none():
@@ -678,8 +798,12 @@ def test_s86_retain_none():
     m3 = _manager()
     m3.append_message(SYS("base", tools_added=[{"name": "t"}]))
     c3 = m3.get_entry(m3.append_compaction("S", None, 1))
-    assert c3["systemMessage"] == {"role": "system", "content": "base", "toolsAdded": [{"name": "t"}],
-                                   "timestamp": date_parse(c3["timestamp"])}
+    assert c3["systemMessage"] == {
+        "role": "system",
+        "content": "base",
+        "toolsAdded": [{"name": "t"}],
+        "timestamp": date_parse(c3["timestamp"]),
+    }
 
 
 def test_settings_may_be_given_in_pi_form():
@@ -688,5 +812,5 @@ def test_settings_may_be_given_in_pi_form():
     assert prep.first_kept_entry_id == "e3"
     assert prep.to_json()["settings"] is settings
     stub = StubSummarizer("S")
-    compact(prep, stub)
+    compact(prep, stub, pi_version="1.0.3")
     assert stub.requests[0].max_tokens == 800

@@ -49,16 +49,22 @@ def conversation_messages():
     failing = R("Traceback (most recent call last):\nValueError: bad port 99999")
     failing["toolCallId"] = "call_3"
     return [
-        U("Please fix the login bug in src/auth/login.py; ticket AUTH-421. "
-          "You must not change the public API. Docs: https://example.com/auth#login"),
+        U(
+            "Please fix the login bug in src/auth/login.py; ticket AUTH-421. "
+            "You must not change the public API. Docs: https://example.com/auth#login"
+        ),
         AC("read", {"path": "src/auth/login.py"}),
         R("def login(user):\n    return check(user)\n"),
-        A("The bug is probably in `check_password`, which compares hashes with ==. I'll switch to hmac.compare_digest."),
+        A(
+            "The bug is probably in `check_password`, which compares hashes with ==. I'll switch to hmac.compare_digest."
+        ),
         AC("edit", {"path": "src/auth/login.py", "oldText": "==", "newText": "compare_digest"}),
         R("Successfully replaced text."),
         AC("bash", {"command": "pytest tests/test_login.py -q"}),
         failing,
-        A("Tests fail with ValueError: bad port 99999 from config id 7f3a9c2e1b. Next I will fix settings.toml."),
+        A(
+            "Tests fail with ValueError: bad port 99999 from config id 7f3a9c2e1b. Next I will fix settings.toml."
+        ),
     ]
 
 
@@ -68,7 +74,9 @@ def history_request(messages, previous=None, max_tokens=13107, focus=None):
 
 
 def test_embedded_history_summary_structure_and_references():
-    response = EmbeddedSummarizer(clock=lambda: 5).complete(history_request(conversation_messages()))
+    response = EmbeddedSummarizer(clock=lambda: 5).complete(
+        history_request(conversation_messages())
+    )
     assert response["stopReason"] == "stop"
     assert response["usage"]["totalTokens"] == 0
     assert response["usage"]["cost"]["total"] == 0
@@ -127,11 +135,22 @@ def test_embedded_update_keeps_previous_items():
         "## Next Steps\n1. Publish\n\n## Critical Context\n- Build id b77e0f12aa\n\n"
         "<read-files>\nold/notes.md\n</read-files>"
     )
-    text = EmbeddedSummarizer().summarize_text(history_request(conversation_messages(), previous=previous))
+    text = EmbeddedSummarizer().summarize_text(
+        history_request(conversation_messages(), previous=previous)
+    )
     assert headings(text) == HISTORY_HEADINGS
-    for kept in ["Ship release 2.1 (ticket REL-7)", "Never force-push", "Tagged v2.1.0-rc1", "Write changelog",
-                 "**Use squash merges**: cleaner history", "Publish", "Build id b77e0f12aa", "old/notes.md",
-                 "src/auth/login.py", "AUTH-421"]:
+    for kept in [
+        "Ship release 2.1 (ticket REL-7)",
+        "Never force-push",
+        "Tagged v2.1.0-rc1",
+        "Write changelog",
+        "**Use squash merges**: cleaner history",
+        "Publish",
+        "Build id b77e0f12aa",
+        "old/notes.md",
+        "src/auth/login.py",
+        "AUTH-421",
+    ]:
         assert kept in text, kept
 
 
@@ -139,14 +158,20 @@ def test_embedded_turn_prefix_summary():
     prompt = build_turn_prefix_prompt(serialize_conversation(conversation_messages()[:3]))
     request = build_summary_request(prompt, 8192, summary_options(), kind="turn_prefix")
     text = EmbeddedSummarizer().summarize_text(request)
-    assert headings(text) == ["## Original Request", "## Progress So Far", "## Context Needed to Continue"]
+    assert headings(text) == [
+        "## Original Request",
+        "## Progress So Far",
+        "## Context Needed to Continue",
+    ]
     assert "Please fix the login bug in src/auth/login.py" in text
     assert "src/auth/login.py" in text.split("## Context Needed to Continue")[1]
 
 
 def test_embedded_recognizes_prompt_kind_without_hint():
     prompt = build_turn_prefix_prompt(serialize_conversation([U("do the big task now")]))
-    request = SummaryRequest("sys", [{"role": "user", "content": prompt, "timestamp": 0}], 100, {}, kind="")
+    request = SummaryRequest(
+        "sys", [{"role": "user", "content": prompt, "timestamp": 0}], 100, {}, kind=""
+    )
     assert headings(EmbeddedSummarizer().summarize_text(request))[0] == "## Original Request"
 
 
@@ -161,7 +186,10 @@ def test_embedded_branch_summary_has_no_critical_context():
 
 
 def test_embedded_focus_and_chinese_constraints():
-    messages = [U("请把数据库迁移到 PostgreSQL，必须保留所有订单 ID。不要删除 legacy/orders.sql"), A("好的。")]
+    messages = [
+        U("请把数据库迁移到 PostgreSQL，必须保留所有订单 ID。不要删除 legacy/orders.sql"),
+        A("好的。"),
+    ]
     text = EmbeddedSummarizer().summarize_text(history_request(messages, focus="orders"))
     assert "必须保留所有订单 ID" in text
     assert "legacy/orders.sql" in text
@@ -184,7 +212,9 @@ def test_compact_with_embedded_summarizer_keeps_every_summarized_path():
     result = compact(prep, EmbeddedSummarizer())
     assert result.first_kept_entry_id == "e7"
     assert headings(result.summary.split("\n\n<read-files>")[0]) == HISTORY_HEADINGS
-    assert result.summary.endswith("<read-files>\nlib/parse.py\n</read-files>\n\n<modified-files>\nlib/lex.py\n</modified-files>")
+    assert result.summary.endswith(
+        "<read-files>\nlib/parse.py\n</read-files>\n\n<modified-files>\nlib/lex.py\n</modified-files>"
+    )
     assert result.summary.count("lib/parse.py") >= 2
 
 
@@ -196,14 +226,24 @@ def test_openai_summarizer_through_compact():
     x = "x" * 4000
     path = chain(msg("e1", U(x)), msg("e2", A(x)), msg("e3", U(x)), msg("e4", A(x)))
     prep = prepare_compaction(path, CompactionSettings(True, 16384, 1500))
-    reply = Reply(chunks=["## Goal\n", "- test"], usage={"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59})
-    with FakeOpenAIServer(reply) as server:
+    reply = Reply(
+        chunks=["## Goal\n", "- test"],
+        usage={"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59},
+    )
+    with FakeOpenAIServer([reply, reply]) as server:
         summarizer = OpenAICompatibleSummarizer(server.base_url, "sum-model", api_key="k")
         result = compact(prep, summarizer, model={"maxTokens": 0})
-        body = server.requests[0]["body"]
+        compact(prep, summarizer, model={"maxTokens": 0}, pi_version="1.0.3")
+        body, legacy_body = (r["body"] for r in server.requests)
     assert result.summary == "## Goal\n- test"
-    assert result.usage["input"] == 50 and result.usage["output"] == 9 and result.usage["totalTokens"] == 59
-    assert body["max_tokens"] == 13107
+    assert (
+        result.usage["input"] == 50
+        and result.usage["output"] == 9
+        and result.usage["totalTokens"] == 59
+    )
+    # Pi 1.6.0 sends no output cap for a compaction summary; 1.0.3 sent 0.8 x reserve.
+    assert "max_tokens" not in body
+    assert legacy_body["max_tokens"] == 13107
     assert body["model"] == "sum-model"
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert body["messages"][0]["content"].startswith("You are a context-summarization assistant")
@@ -215,18 +255,26 @@ def test_openai_summarizer_failures_raise_summarization_errors():
     x = "x" * 4000
     path = chain(msg("e1", U(x)), msg("e2", A(x)), msg("e3", U(x)), msg("e4", A(x)))
     prep = prepare_compaction(path, CompactionSettings(True, 16384, 1500))
-    with FakeOpenAIServer([Reply(status=500, error_body={"error": {"message": "upstream down"}}),
-                           Reply("partial", finish_reason="length")]) as server:
+    with FakeOpenAIServer(
+        [
+            Reply(status=500, error_body={"error": {"message": "upstream down"}}),
+            Reply("partial", finish_reason="length"),
+        ]
+    ) as server:
         summarizer = OpenAICompatibleSummarizer(server.base_url, "m")
-        with pytest.raises(SummarizationError, match=re.escape("Summarization failed: 500 Internal Server Error: upstream down")):
+        with pytest.raises(
+            SummarizationError,
+            match=re.escape("Summarization failed: 500 Internal Server Error: upstream down"),
+        ):
             compact(prep, summarizer)
         with pytest.raises(SummarizationError, match="generation hit the token cap"):
             compact(prep, summarizer)
 
 
 def test_openai_summarizer_passes_reasoning():
-    request = build_summary_request("<conversation>\n\n</conversation>\n\nx", 100,
-                                    summary_options({"reasoning": True}, "high"))
+    request = build_summary_request(
+        "<conversation>\n\n</conversation>\n\nx", 100, summary_options({"reasoning": True}, "high")
+    )
     with FakeOpenAIServer("ok") as server:
         out = OpenAICompatibleSummarizer(server.base_url, "m").complete(request)
         assert server.requests[0]["body"]["reasoning_effort"] == "high"
@@ -235,7 +283,9 @@ def test_openai_summarizer_passes_reasoning():
 
 def test_summarizer_from_env():
     assert isinstance(summarizer_from_env({}), EmbeddedSummarizer)
-    chosen = summarizer_from_env({"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1", "SESSIONS_LLM_MODEL": "m1"})
+    chosen = summarizer_from_env(
+        {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1", "SESSIONS_LLM_MODEL": "m1"}
+    )
     assert isinstance(chosen, OpenAICompatibleSummarizer)
     assert chosen.provider.model == "m1"
 
@@ -254,8 +304,11 @@ def test_retry_transient_errors_then_succeed():
     from explorer.session.summarizers import RetryPolicy
     from tests.fakes.stub_summarizer import StubSummarizer, response
 
-    stub = StubSummarizer(response(None, stop="error", error="503 Service Unavailable: overloaded"),
-                          response(None, stop="error", error="socket hang up"), response("OK"))
+    stub = StubSummarizer(
+        response(None, stop="error", error="503 Service Unavailable: overloaded"),
+        response(None, stop="error", error="socket hang up"),
+        response("OK"),
+    )
     result = compact(_s68_prep(), stub, retry=RetryPolicy(max_retries=3, base_delay_ms=1))
     assert result.summary == "OK"
     assert len(stub.requests) == 3
@@ -302,13 +355,23 @@ def test_abort_during_backoff_returns_aborted():
 # Robustness
 
 _text = st.text(st.characters(codec="utf-8"), max_size=300) | st.sampled_from(
-    ["src/a.py", "Error: boom", "[User]: fake", "\n\n[Tool result]: x", "## Goal", "<previous-summary>", "`x`"]
+    [
+        "src/a.py",
+        "Error: boom",
+        "[User]: fake",
+        "\n\n[Tool result]: x",
+        "## Goal",
+        "<previous-summary>",
+        "`x`",
+    ]
 )
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from(["user", "assistant", "call", "result"]), _text), max_size=12),
+    st.lists(
+        st.tuples(st.sampled_from(["user", "assistant", "call", "result"]), _text), max_size=12
+    ),
     st.integers(1, 2000),
     st.one_of(st.none(), _text),
 )
@@ -337,7 +400,9 @@ def test_embedded_compaction_of_a_real_session_keeps_tool_call_references():
     from explorer.session.manager import SessionManager
     from tests.conftest import PI_FIXTURES
 
-    m = SessionManager.in_memory("/w", entries=load_entries_from_file(str(PI_FIXTURES / "before-compaction.jsonl")))
+    m = SessionManager.in_memory(
+        "/w", entries=load_entries_from_file(str(PI_FIXTURES / "before-compaction.jsonl"))
+    )
     prep = prepare_compaction(m.get_branch(), CompactionSettings())
     result = compact(prep, EmbeddedSummarizer())
     body = result.summary.split("\n\n<read-files>")[0].split("\n\n<modified-files>")[0]
@@ -363,17 +428,47 @@ def test_embedded_compaction_of_a_real_session_keeps_tool_call_references():
 def test_branch_summary_in_history_is_carried_context_not_a_goal():
     from explorer.session.manager import SessionManager
 
-    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    zero = {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
     m = SessionManager.in_memory("/w")
-    m.append_message({"role": "user", "content": "Fix the login test in tests/test_login.py", "timestamp": 1})
-    a = m.append_message({"role": "assistant", "content": [{"type": "text", "text": "Looking."}], "api": "x",
-                          "provider": "p", "model": "m", "usage": zero, "stopReason": "stop", "timestamp": 2})
-    m.branch_with_summary(a, "## Goal\nMake it stable.\n## Progress\nFroze the clock in tests/clock.py")
+    m.append_message(
+        {"role": "user", "content": "Fix the login test in tests/test_login.py", "timestamp": 1}
+    )
+    a = m.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Looking."}],
+            "api": "x",
+            "provider": "p",
+            "model": "m",
+            "usage": zero,
+            "stopReason": "stop",
+            "timestamp": 2,
+        }
+    )
+    m.branch_with_summary(
+        a, "## Goal\nMake it stable.\n## Progress\nFroze the clock in tests/clock.py"
+    )
     for i in range(6):
         m.append_message({"role": "user", "content": f"step {i} " + "x" * 400, "timestamp": 3})
-        m.append_message({"role": "assistant", "content": [{"type": "text", "text": "ok " * 200}], "api": "x",
-                          "provider": "p", "model": "m", "usage": zero, "stopReason": "stop", "timestamp": 4})
+        m.append_message(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok " * 200}],
+                "api": "x",
+                "provider": "p",
+                "model": "m",
+                "usage": zero,
+                "stopReason": "stop",
+                "timestamp": 4,
+            }
+        )
     prep = prepare_compaction(m.get_branch(), CompactionSettings(keep_recent_tokens=300))
     summary = compact(prep, EmbeddedSummarizer()).summary
     goal = summary.split("## Constraints")[0]
