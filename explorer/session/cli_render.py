@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from .jsonfmt import hashable
+from .message_meta import message_facts
 
 __all__ = [
     "Style",
@@ -88,6 +89,12 @@ def _quote(text: str) -> str:
     return f'"{text}"' if text else '""'
 
 
+def _facts(message: dict[str, Any]) -> str:
+    """The newer optional fields (duration, response model, ...) as a ` · `-separated tail."""
+    facts = message_facts(message)
+    return " · " + " · ".join(facts) if facts else ""
+
+
 def _describe_message(message: Any) -> str:
     if not isinstance(message, dict):
         return "message (malformed)"
@@ -126,11 +133,14 @@ def _describe_message(message: Any) -> str:
         stop = message.get("stopReason")
         if stop in ("error", "aborted"):
             bits.append(f"[{stop}]")
-        return "assistant: " + (" ".join(bits) if bits else "(empty)")
+        return "assistant: " + (" ".join(bits) if bits else "(empty)") + _facts(message)
     if role == "toolResult":
         text = _content_text(content)
         flag = " error" if message.get("isError") else ""
-        return f"toolResult {message.get('toolName')}{flag}: {len(text)} chars {_quote(snippet(text, 40))}"
+        return (
+            f"toolResult {message.get('toolName')}{flag}: {len(text)} chars {_quote(snippet(text, 40))}"
+            + _facts(message)
+        )
     if role == "system":
         sections = message.get("sections")
         tools = message.get("toolsAdded")
@@ -243,5 +253,3 @@ def render_tree(
             for i in range(last, -1, -1):
                 connector, continuation = ("└─ ", "   ") if i == last else ("├─ ", "│  ")
                 stack.append((children[i], child_prefix + connector, child_prefix + continuation))
-
-
