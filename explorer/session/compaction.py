@@ -794,7 +794,7 @@ def compact(
         prefix_text, prefix_usage = results[KIND_TURN_PREFIX]
         summary = f"{history_text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
         usage = (
-            combine_usage(history_usage, prefix_usage)
+            combine_usage(history_usage, prefix_usage, pi_version=pi_version)
             if history_usage is not None
             else prefix_usage
         )

@@ -25,6 +25,7 @@ from explorer.session.jsonfmt import utf16_len
 from explorer.session.listing import find_by_id, list_sessions, paths_equal
 from explorer.session.manager import SessionManager
 from explorer.session.message_meta import format_duration, message_facts, provider_total_name
+from explorer.session.messages import combine_usage
 from explorer.session.pi_version import check_pi_version
 from explorer.session.prompts import PREFIX_INSTRUCTIONS
 from explorer.session.request_preview import (
@@ -605,6 +606,39 @@ def test_p12_provider_names_for_totals():
     assert provider_total_name("azure") == "azure"
     assert provider_total_name("anthropic") == "anthropic"
     assert message_facts({"role": "assistant", "model": "m", "responseModel": "m"}) == []
+
+
+def test_p12_combined_usage_says_whether_the_total_came_from_the_provider():
+    def usage(flag):
+        cost = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "total": 2}
+        if flag is not None:
+            cost["totalFromProvider"] = flag
+        return {
+            "input": 1,
+            "output": 1,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 2,
+            "cost": cost,
+        }
+
+    assert combine_usage(usage(True), usage(True))["cost"]["totalFromProvider"] is True
+    assert combine_usage(usage(True), usage(None))["cost"]["totalFromProvider"] is False
+    assert combine_usage(usage(False), usage(True))["cost"]["totalFromProvider"] is False
+    assert (
+        "totalFromProvider"
+        not in combine_usage(usage(True), usage(True), pi_version="1.0.3")["cost"]
+    )
+    prep = prepare_compaction(split_path(), SPLIT)
+    result = compact(prep, StubSummarizer("H", "P"))
+    assert list(result.usage["cost"]) == [
+        "input",
+        "output",
+        "cacheRead",
+        "cacheWrite",
+        "total",
+        "totalFromProvider",
+    ]
 
 
 # --------------------------------------------------------------------------------------------
