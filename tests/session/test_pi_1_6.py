@@ -1,4 +1,4 @@
-"""Conformance with Pi 1.6.0 (docs/spec-pi-1.6.md, scenarios P01-P14).
+"""Conformance with Pi 1.6.0 (docs/spec-pi-1.6.md, scenarios P01-P15).
 
 Each test names the scenario it checks. Where 1.0.3 behaved differently and that behaviour is
 still reachable (`pi_version="1.0.3"`), the test checks both, so the difference itself is
@@ -608,7 +608,11 @@ def test_p12_provider_names_for_totals():
     assert message_facts({"role": "assistant", "model": "m", "responseModel": "m"}) == []
 
 
-def test_p12_combined_usage_says_whether_the_total_came_from_the_provider():
+# --------------------------------------------------------------------------------------------
+# P15 combined usage of a split-turn compaction
+
+
+def test_p15_combined_usage_says_whether_the_total_came_from_the_provider():
     def usage(flag):
         cost = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "total": 2}
         if flag is not None:
