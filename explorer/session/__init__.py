@@ -46,6 +46,7 @@ from .paths import get_default_session_dir
 from .pi_version import PI_DEFAULT, PI_VERSIONS
 from .providers import OpenAIChatProvider, provider_from_env
 from .request_preview import (
+    branch_entries_request_preview,
     branch_summary_request_preview,
     compaction_request_preview,
     format_request_preview,
@@ -96,6 +97,7 @@ __all__ = [
     "build_context_entries",
     "build_session_context",
     "build_session_path",
+    "branch_entries_request_preview",
     "branch_summary_request_preview",
     "build_session_projection",
     "collect_entries_for_branch_summary",

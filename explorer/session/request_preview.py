@@ -26,6 +26,7 @@ from .serialize import tolerant_content_text
 from .tokens import DEFAULT_COMPACTION_SETTINGS
 
 __all__ = [
+    "branch_entries_request_preview",
     "branch_summary_request_preview",
     "compaction_request_preview",
     "format_request_preview",
@@ -101,10 +102,50 @@ def branch_summary_request_preview(
     when there is nothing to summarize, in which case `summary` is the fixed text that would
     be stored instead.
     """
-    check_pi_version(pi_version)
     collected = collect_entries_for_branch_summary(manager, from_leaf_id, target_id)
+    out: dict[str, Any] = {
+        "kind": "branch_summary",
+        "piVersion": pi_version,
+        "fromId": from_leaf_id,
+        "targetId": target_id,
+        "commonAncestorId": collected.common_ancestor_id,
+    }
+    out.update(
+        branch_entries_request_preview(
+            collected.entries,
+            model=model,
+            reserve_tokens=reserve_tokens,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            thinking_level=thinking_level,
+            clock=clock,
+            pi_version=pi_version,
+        )
+    )
+    return out
+
+
+def branch_entries_request_preview(
+    entries: Sequence[dict[str, Any]],
+    *,
+    model: Any = None,
+    reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    thinking_level: str | None = None,
+    clock: Callable[[], float] | None = None,
+    pi_version: str = PI_DEFAULT,
+) -> dict[str, Any]:
+    """Like `branch_summary_request_preview`, for abandoned entries the caller collected itself.
+
+    For callers that already hold the entries they would pass to `generate_branch_summary`
+    (for example a store that is not a `SessionManager`). Keys: `entryIds`,
+    `summarizedMessages`, `readFiles`, `modifiedFiles`, `requests` and, when nothing would be
+    sent, `summary`.
+    """
+    check_pi_version(pi_version)
     request, prepared = branch_summary_request(
-        collected.entries,
+        entries,
         model=model,
         reserve_tokens=reserve_tokens,
         custom_instructions=custom_instructions,
@@ -115,12 +156,7 @@ def branch_summary_request_preview(
     )
     read_files, modified_files = compute_file_lists(prepared.file_ops)
     out: dict[str, Any] = {
-        "kind": "branch_summary",
-        "piVersion": pi_version,
-        "fromId": from_leaf_id,
-        "targetId": target_id,
-        "commonAncestorId": collected.common_ancestor_id,
-        "entryIds": [e.get("id") for e in collected.entries],
+        "entryIds": [e.get("id") for e in entries],
         "summarizedMessages": len(prepared.messages),
         "readFiles": read_files,
         "modifiedFiles": modified_files,

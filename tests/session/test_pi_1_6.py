@@ -29,6 +29,7 @@ from explorer.session.messages import combine_usage
 from explorer.session.pi_version import check_pi_version
 from explorer.session.prompts import PREFIX_INSTRUCTIONS
 from explorer.session.request_preview import (
+    branch_entries_request_preview,
     branch_summary_request_preview,
     compaction_request_preview,
     format_request_preview,
@@ -434,6 +435,13 @@ def test_p09_branch_preview_matches_the_sent_request():
     assert preview["commonAncestorId"] == root and preview["summarizedMessages"] == 1
     assert preview["modifiedFiles"] == ["w.py"] == result.summary.modified_files
     assert "drop this" not in preview["requests"][0]["messages"][0]["content"][0]["text"]
+    entries = [m.get_entry(i) for i in preview["entryIds"]]
+    assert (
+        branch_entries_request_preview(
+            entries, model={"reasoning": True}, thinking_level="low", clock=fixed_clock
+        )["requests"][0]["messages"]
+        == preview["requests"][0]["messages"]
+    )
     empty = branch_summary_request_preview(m, root, root)
     assert empty["requests"] == [] and empty["summary"] == "No content to summarize"
 
