@@ -436,7 +436,14 @@ def test_s81_split_with_history_combines_usage():
         "cacheRead": 0,
         "cacheWrite": 0,
         "totalTokens": 42,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 3},
+        "cost": {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "total": 3,
+            "totalFromProvider": False,  # Pi 1.6.0 (docs/spec-pi-1.6.md P15)
+        },
     }
 
 
