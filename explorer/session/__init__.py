@@ -40,9 +40,17 @@ from .errors import SessionError, SummarizationError
 from .listing import find_most_recent_session
 from .loading import load_entries_from_file, parse_session_entries
 from .manager import SessionManager, TreeNode
+from .message_meta import format_duration, message_facts, provider_total_name
 from .messages import convert_to_llm, get_current_system_message, session_entry_to_context_messages
 from .paths import get_default_session_dir
+from .pi_version import PI_DEFAULT, PI_VERSIONS
 from .providers import OpenAIChatProvider, provider_from_env
+from .request_preview import (
+    branch_entries_request_preview,
+    branch_summary_request_preview,
+    compaction_request_preview,
+    format_request_preview,
+)
 from .sentinel import UNSET
 from .storage import FileStorage, SessionStorage
 from .summarizers import (
@@ -64,6 +72,8 @@ from .tokens import (
 __all__ = [
     "CURRENT_SESSION_VERSION",
     "DEFAULT_COMPACTION_SETTINGS",
+    "PI_DEFAULT",
+    "PI_VERSIONS",
     "UNSET",
     "CompactionPreparation",
     "CompactionResult",
@@ -87,6 +97,8 @@ __all__ = [
     "build_context_entries",
     "build_session_context",
     "build_session_path",
+    "branch_entries_request_preview",
+    "branch_summary_request_preview",
     "build_session_projection",
     "collect_entries_for_branch_summary",
     "compact",
@@ -116,4 +128,9 @@ __all__ = [
     "summarizer_from_env",
     "validate_bytes",
     "validate_file",
+    "compaction_request_preview",
+    "format_duration",
+    "format_request_preview",
+    "message_facts",
+    "provider_total_name",
 ]

@@ -4,7 +4,8 @@
     python -m explorer.session entries FILE --json
     python -m explorer.session tree FILE --json
     python -m explorer.session context FILE [--leaf ID | --all-leaves] [--json]
-    python -m explorer.session compact FILE [--leaf ID | --all-leaves] --dry-run [--json]
+    python -m explorer.session compact FILE [--leaf ID | --all-leaves] --dry-run [--show-request] [--json]
+    python -m explorer.session branch-summary FILE --from LEAF --to TARGET --dry-run [--json]
     python -m explorer.session validate FILE [--json]
     python -m explorer.session list [DIR] [--json]
 
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from .cli_commands import (
+    branch_summary_record,
     compact_record,
     context_record,
     entries_records,
@@ -32,6 +34,8 @@ from .cli_load import CliError, Inspected, load_for_inspection, read_input
 from .cli_render import Style, describe_entry, render_tree, snippet
 from .errors import SessionError
 from .jsonfmt import dumps
+from .pi_version import PI_DEFAULT, PI_VERSIONS
+from .request_preview import format_request_preview
 
 __all__ = ["build_parser", "main"]
 
@@ -198,15 +202,61 @@ def _render_compact(record: dict[str, Any], out: TextIO, style: Style) -> None:
             out.write(f"  {title}: {', '.join(str(f) for f in files)}\n")
 
 
+def _request_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of the request previews from the shared summary options."""
+    model: dict[str, Any] = {}
+    if args.reasoning_model:
+        model["reasoning"] = True
+    if getattr(args, "context_window", None):
+        model["contextWindow"] = args.context_window
+    return {
+        "model": model or None,
+        "custom_instructions": args.instructions,
+        "thinking_level": args.thinking_level,
+        "pi_version": args.pi_version,
+    }
+
+
+def _render_compact_with_requests(record: dict[str, Any], out: TextIO, style: Style) -> None:
+    _render_compact(record, out, style)
+    if record["preparation"] is not None:
+        out.write(format_request_preview({"requests": record["requests"]}))
+
+
 def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
     if not args.dry_run:
         raise CliError("compact only previews (this tool never writes the file): add --dry-run", 2)
     inspected = load_for_inspection(args.file)
+    options = _request_options(args) if args.show_request else None
 
     def build(manager: Any, leaf_id: Any) -> dict[str, Any]:
-        return compact_record(manager, leaf_id, args.keep_recent, args.reserve)
+        return compact_record(manager, leaf_id, args.keep_recent, args.reserve, options)
 
-    return _per_leaf_loaded(args, out, inspected, build, _render_compact)
+    render = _render_compact_with_requests if args.show_request else _render_compact
+    return _per_leaf_loaded(args, out, inspected, build, render)
+
+
+def cmd_branch_summary(args: argparse.Namespace, out: TextIO) -> int:
+    if not args.dry_run:
+        raise CliError(
+            "branch-summary only previews (this tool never writes the file): add --dry-run", 2
+        )
+    inspected = load_for_inspection(args.file)
+    options = _request_options(args)
+    options["replace_instructions"] = args.replace_instructions
+    options["reserve_tokens"] = args.reserve
+    record = branch_summary_record(inspected.manager, args.from_id, args.to_id, options)
+    if args.json:
+        _emit_json(out, record)
+        return 0
+    style = Style(out)
+    out.write(
+        style.bold(f"from {record['fromId']} to {record['targetId']}")
+        + f": {len(record['entryIds'])} abandoned entries after the common ancestor "
+        f"{_leaf_text(record['commonAncestorId'])}, {record['summarizedMessages']} messages summarized\n"
+    )
+    out.write(format_request_preview(record))
+    return 0
 
 
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
@@ -318,6 +368,26 @@ def _leaf_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _summary_request_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--instructions", metavar="TEXT", help="custom instructions (the user's focus)"
+    )
+    parser.add_argument(
+        "--thinking-level", metavar="LEVEL", help="thinking level, sent as reasoning"
+    )
+    parser.add_argument(
+        "--reasoning-model",
+        action="store_true",
+        help="the summarizing model supports reasoning (otherwise no reasoning option is sent)",
+    )
+    parser.add_argument(
+        "--pi-version",
+        choices=PI_VERSIONS,
+        default=PI_DEFAULT,
+        help=f"build the requests as this Pi release did (default {PI_DEFAULT})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pisession",
@@ -364,8 +434,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--reserve", type=int, default=16384, metavar="N", help="reserveTokens (default 16384)"
     )
     p.add_argument("--dry-run", action="store_true", help="required: only compute the preparation")
+    p.add_argument(
+        "--show-request",
+        action="store_true",
+        help="also print exactly what would be sent to the summarizer (nothing is called)",
+    )
+    _summary_request_options(p)
     p.add_argument("--json", action="store_true", help="one JSON object per leaf")
     p.set_defaults(func=cmd_compact)
+
+    p = sub.add_parser(
+        "branch-summary",
+        help="preview the branch summary of navigating --from LEAF --to TARGET (--dry-run)",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--from", dest="from_id", required=True, metavar="LEAF", help="the leaf being left"
+    )
+    p.add_argument(
+        "--to", dest="to_id", required=True, metavar="TARGET", help="the entry navigated to"
+    )
+    p.add_argument(
+        "--reserve", type=int, default=16384, metavar="N", help="reserveTokens (default 16384)"
+    )
+    p.add_argument(
+        "--context-window",
+        type=int,
+        metavar="N",
+        help="the model's context window (default 128000)",
+    )
+    p.add_argument(
+        "--replace-instructions",
+        action="store_true",
+        help="--instructions replace the default instructions instead of adding focus",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="required: print the request, call nothing"
+    )
+    _summary_request_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object")
+    p.set_defaults(func=cmd_branch_summary)
 
     p = sub.add_parser("validate", help="every problem with its line number; exit 1 if any")
     p.add_argument("file", metavar="FILE")

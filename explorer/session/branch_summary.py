@@ -2,24 +2,32 @@
 
 When the user moves the leaf to another point of the tree, the entries of the branch being
 left are summarized into a `branch_summary` entry placed at the new position, so the model
-still knows what was explored. Unlike compaction this reads raw entries (context edits are not
-applied) and keeps the newest messages when the branch is larger than the budget.
+still knows what was explored. Unlike compaction this reads the abandoned entries themselves
+(not the projection of a path) and keeps the newest messages when the branch is larger than the
+budget.
+
+Since Pi 1.6.0 the context edits among the abandoned entries apply (the latest edit per target
+hides or replaces its message: what the model no longer saw is not summarized either), no
+output cap is sent, and the thinking level becomes the reasoning option when the model supports
+it. `pi_version="1.0.3"` restores that release's raw reading, 4096 cap and no reasoning.
+`branch_summary_request` returns exactly what would be sent, without calling anything.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .compaction import (
-    branch_summary_max_tokens,
     build_summary_request,
     get_summarization_failure,
     response_has_tool_call,
+    summary_max_tokens,
+    summary_options,
 )
+from .context import _apply_edit, _edit_map, _lookup
 from .errors import SessionError
 from .file_ops import (
     FileOps,
@@ -28,12 +36,12 @@ from .file_ops import (
     extract_file_ops_from_message,
     format_file_operations,
 )
-from .ids import uuid7
 from .jsonfmt import truthy
-from .messages import content_text, convert_to_llm, entry_time
+from .messages import content_text, convert_to_llm, entry_time, session_entry_to_context_messages
+from .pi_version import PI_DEFAULT, is_pi_1_0_3
 from .prompts import BRANCH_SUMMARY_PREAMBLE, build_branch_prompt
 from .serialize import serialize_conversation
-from .summarizers import KIND_BRANCH, RetryPolicy, Summarizer, complete_summary
+from .summarizers import KIND_BRANCH, RetryPolicy, Summarizer, SummaryRequest, complete_summary
 from .tokens import estimate_tokens
 
 __all__ = [
@@ -43,6 +51,7 @@ __all__ = [
     "BranchPreparation",
     "BranchSummaryResult",
     "NavigationResult",
+    "branch_summary_request",
     "collect_entries_for_branch_summary",
     "generate_branch_summary",
     "navigate_tree",
@@ -107,16 +116,30 @@ def _with(
     return message
 
 
-def _branch_message(entry: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The message an abandoned entry contributes to a branch summary, if any."""
+def _edited(entry: dict[str, Any], edit: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry's first model message after its edit (None when the edit hides it)."""
+    messages = _apply_edit(session_entry_to_context_messages(entry), edit)
+    return messages[0] if messages else None
+
+
+def _branch_message(
+    entry: dict[str, Any], edit: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The message an abandoned entry contributes to a branch summary, if any.
+
+    `edit` is the latest context edit targeting the entry; it only applies to messages and
+    custom messages (summaries are not editable content).
+    """
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message")
         if not isinstance(message, dict) or message.get("role") == "toolResult":
             # The call is in the assistant message; the result adds bulk, not intent.
             return None
-        return message
+        return _edited(entry, edit) if edit is not None else message
     if kind == "custom_message":
+        if edit is not None:
+            return _edited(entry, edit)
         return _with(
             {"role": "custom"},
             entry,
@@ -148,13 +171,16 @@ class BranchPreparation:
 
 
 def prepare_branch_entries(
-    entries: Sequence[dict[str, Any]], token_budget: float = 0
+    entries: Sequence[dict[str, Any]], token_budget: float = 0, *, pi_version: str = PI_DEFAULT
 ) -> BranchPreparation:
     """Messages of the abandoned entries, newest first until the budget is used (SPEC 6.15.2).
 
     File operations are collected from every entry, even those that no longer fit, and from
-    earlier pi-generated branch summaries, so the lists stay cumulative.
+    earlier pi-generated branch summaries, so the lists stay cumulative. The latest context
+    edit per target among `entries` hides or replaces its message (not with `pi_version="1.0.3"`),
+    so hidden messages add neither tokens nor file operations.
     """
+    edits = {} if is_pi_1_0_3(pi_version) else _edit_map(entries)
     ops = FileOps()
     for entry in entries:
         if (
@@ -166,7 +192,8 @@ def prepare_branch_entries(
     messages: list[dict[str, Any]] = []
     total: float = 0
     for entry in reversed(entries):
-        message = _branch_message(entry)
+        edit = _lookup(edits, entry.get("id")) if edits else None
+        message = _branch_message(entry, edit)
         if message is None:
             continue
         extract_file_ops_from_message(message, ops)
@@ -214,6 +241,43 @@ class BranchSummaryResult:
         return out
 
 
+def branch_summary_request(
+    entries: Sequence[dict[str, Any]],
+    *,
+    model: Any = None,
+    reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
+    custom_instructions: str | None = None,
+    replace_instructions: bool = False,
+    thinking_level: str | None = None,
+    clock: Callable[[], float] | None = None,
+    pi_version: str = PI_DEFAULT,
+) -> tuple[SummaryRequest | None, BranchPreparation]:
+    """The branch-summary request for abandoned entries, built but not sent, and its preparation.
+
+    The request is None when nothing would be summarized (the result is then the fixed
+    `No content to summarize`). For previews and for `generate_branch_summary`, so both agree.
+    """
+    window = model.get("contextWindow") if isinstance(model, Mapping) else None
+    budget = (window if truthy(window) else DEFAULT_CONTEXT_WINDOW) - reserve_tokens
+    prepared = prepare_branch_entries(entries, budget, pi_version=pi_version)
+    if not prepared.messages:
+        return None, prepared
+    conversation = serialize_conversation(convert_to_llm(prepared.messages), pi_version=pi_version)
+    prompt = build_branch_prompt(conversation, custom_instructions, replace_instructions)
+    options = summary_options(
+        model, thinking_level, None, allow_reasoning=not is_pi_1_0_3(pi_version), clock=clock
+    )
+    request = build_summary_request(
+        prompt,
+        summary_max_tokens(KIND_BRANCH, model=model, pi_version=pi_version),
+        options,
+        model=model,
+        kind=KIND_BRANCH,
+        clock=clock,
+    )
+    return request, prepared
+
+
 def generate_branch_summary(
     entries: Sequence[dict[str, Any]],
     summarizer: Summarizer,
@@ -222,29 +286,26 @@ def generate_branch_summary(
     reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
+    thinking_level: str | None = None,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
     retry: RetryPolicy | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> BranchSummaryResult:
     """Summarize abandoned entries (SPEC 6.15.3). Failures are returned, not raised."""
-    window = model.get("contextWindow") if isinstance(model, Mapping) else None
-    budget = (window if truthy(window) else DEFAULT_CONTEXT_WINDOW) - reserve_tokens
-    prepared = prepare_branch_entries(entries, budget)
-    if not prepared.messages:
-        return BranchSummaryResult(summary="No content to summarize")
-    conversation = serialize_conversation(convert_to_llm(prepared.messages))
-    prompt = build_branch_prompt(conversation, custom_instructions, replace_instructions)
-    now = clock() if clock is not None else time.time() * 1000
-    options = {"cacheRetention": "none", "sessionId": uuid7(now)}
-    request = build_summary_request(
-        prompt,
-        branch_summary_max_tokens(model),
-        options,
+    request, prepared = branch_summary_request(
+        entries,
         model=model,
-        kind=KIND_BRANCH,
-        signal=signal,
+        reserve_tokens=reserve_tokens,
+        custom_instructions=custom_instructions,
+        replace_instructions=replace_instructions,
+        thinking_level=thinking_level,
         clock=clock,
+        pi_version=pi_version,
     )
+    if request is None:
+        return BranchSummaryResult(summary="No content to summarize")
+    request.signal = signal
     response = complete_summary(summarizer, request, retry)
     if response.get("stopReason") == "aborted":
         return BranchSummaryResult(aborted=True)
@@ -290,15 +351,18 @@ def navigate_tree(
     replace_instructions: bool = False,
     label: str | None = None,
     reserve_tokens: float = DEFAULT_BRANCH_RESERVE_TOKENS,
+    thinking_level: str | None = None,
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
     retry: RetryPolicy | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> NavigationResult:
     """Move the leaf to `target_id`, optionally leaving a summary of the abandoned branch.
 
     Navigating to a user message (or custom message) moves to its parent and returns its text,
     so it can be edited and sent again. An aborted summary cancels the navigation; a failed one
-    raises `SessionError`.
+    raises `SessionError`. Pi's own navigation passes no thinking level (so no reasoning);
+    `thinking_level` is for callers that want one.
     """
     old_leaf = manager.get_leaf_id()
     if target_id == old_leaf:
@@ -319,9 +383,11 @@ def navigate_tree(
             reserve_tokens=reserve_tokens,
             custom_instructions=custom_instructions,
             replace_instructions=replace_instructions,
+            thinking_level=thinking_level,
             signal=signal,
             clock=clock,
             retry=retry,
+            pi_version=pi_version,
         )
         if summary.aborted:
             return NavigationResult(cancelled=True, new_leaf_id=old_leaf)

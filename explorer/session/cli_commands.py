@@ -16,6 +16,7 @@ from .jsonfmt import dumps, hashable
 
 __all__ = [
     "all_leaf_ids",
+    "branch_summary_record",
     "compact_record",
     "context_record",
     "entries_records",
@@ -184,8 +185,19 @@ def preparation_json(preparation: Any) -> dict[str, Any] | None:
     }
 
 
-def compact_record(manager: Any, leaf_id: Any, keep_recent: int, reserve: int) -> dict[str, Any]:
-    """What compacting at one leaf would summarize and keep; writes nothing."""
+def compact_record(
+    manager: Any,
+    leaf_id: Any,
+    keep_recent: int,
+    reserve: int,
+    request_options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What compacting at one leaf would summarize and keep; writes nothing.
+
+    With `request_options` (keyword arguments of `compaction_request_preview`: `model`,
+    `custom_instructions`, `thinking_level`, `pi_version`) the record also holds `requests`,
+    exactly what would be sent to the summarizer - nothing is called.
+    """
     from .compaction import prepare_compaction
     from .tokens import CompactionSettings
 
@@ -193,5 +205,24 @@ def compact_record(manager: Any, leaf_id: Any, keep_recent: int, reserve: int) -
     settings = CompactionSettings(
         enabled=True, reserve_tokens=reserve, keep_recent_tokens=keep_recent
     )
-    preparation = prepare_compaction(manager.get_branch(), settings)
-    return {"leafId": leaf_id, "preparation": preparation_json(preparation)}
+    path = manager.get_branch()
+    preparation = prepare_compaction(path, settings)
+    record = {"leafId": leaf_id, "preparation": preparation_json(preparation)}
+    if request_options is not None:
+        from .request_preview import compaction_request_preview
+
+        preview = compaction_request_preview(path, settings, **request_options)
+        record["requests"] = preview["requests"] if preview is not None else []
+    return record
+
+
+def branch_summary_record(
+    manager: Any, from_id: Any, target_id: Any, request_options: dict[str, Any]
+) -> dict[str, Any]:
+    """What navigating from one entry to another with a summary would send; calls nothing."""
+    from .request_preview import branch_summary_request_preview
+
+    for entry_id in (from_id, target_id):
+        if not hashable(entry_id) or manager.get_entry(entry_id) is None:
+            raise SessionError(f"Entry {entry_id} not found")
+    return branch_summary_request_preview(manager, from_id, target_id, **request_options)

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from explorer.session.describe import blocks_text
 
 from .jsonfmt import hashable
+from .message_meta import message_facts
 
 __all__ = [
     "Style",
@@ -77,6 +78,12 @@ def _quote(text: str) -> str:
     return f'"{text}"' if text else '""'
 
 
+def _facts(message: dict[str, Any]) -> str:
+    """The newer optional fields (duration, response model, ...) as a ` · `-separated tail."""
+    facts = message_facts(message)
+    return " · " + " · ".join(facts) if facts else ""
+
+
 def _describe_message(message: Any) -> str:
     if not isinstance(message, dict):
         return "message (malformed)"
@@ -115,11 +122,14 @@ def _describe_message(message: Any) -> str:
         stop = message.get("stopReason")
         if stop in ("error", "aborted"):
             bits.append(f"[{stop}]")
-        return "assistant: " + (" ".join(bits) if bits else "(empty)")
+        return "assistant: " + (" ".join(bits) if bits else "(empty)") + _facts(message)
     if role == "toolResult":
         text = _content_text(content)
         flag = " error" if message.get("isError") else ""
-        return f"toolResult {message.get('toolName')}{flag}: {len(text)} chars {_quote(snippet(text, 40))}"
+        return (
+            f"toolResult {message.get('toolName')}{flag}: {len(text)} chars {_quote(snippet(text, 40))}"
+            + _facts(message)
+        )
     if role == "system":
         sections = message.get("sections")
         tools = message.get("toolsAdded")

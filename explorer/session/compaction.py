@@ -9,6 +9,11 @@ compaction.
 
 Three responsibilities stay separate: updating an earlier summary with newly summarized
 history, summarizing the prefix of a split turn, and the system checkpoint (not model-written).
+
+The requests follow Pi 1.6.0 (docs/spec-pi-1.6.md): no output cap is sent, thinking is not
+serialized, and custom instructions also reach the turn-prefix request. `compaction_requests`
+returns exactly what `compact` would send, without calling anything, so a reviewer can see what
+the summarizer sees; `pi_version="1.0.3"` rebuilds that release's requests.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from .file_ops import (
 from .ids import uuid7
 from .jsonfmt import truthy
 from .messages import combine_usage, content_text, convert_to_llm, session_entry_to_context_messages
+from .pi_version import PI_DEFAULT, is_pi_1_0_3
 from .prompts import SUMMARIZATION_SYSTEM_PROMPT, build_history_prompt, build_turn_prefix_prompt
 from .serialize import js_string, serialize_conversation
 from .summarizers import (
@@ -60,20 +66,24 @@ __all__ = [
     "build_summary_request",
     "compact",
     "compact_session",
+    "compaction_requests",
     "find_cut_point",
     "find_projected_cut_point",
     "find_turn_start_index",
     "generate_summary",
     "generate_summary_with_usage",
     "generate_turn_prefix_summary",
+    "history_request",
     "get_summarization_failure",
     "history_max_tokens",
     "is_cut_point_message",
     "is_turn_start_message",
     "prepare_compaction",
     "response_has_tool_call",
+    "summary_max_tokens",
     "summary_options",
     "turn_prefix_max_tokens",
+    "turn_prefix_request",
 ]
 
 CUT_POINT_ROLES = frozenset(
@@ -442,7 +452,27 @@ def turn_prefix_max_tokens(reserve_tokens: float, model: Any = None) -> int:
 
 
 def branch_summary_max_tokens(model: Any = None) -> int:
+    """The 1.0.3 branch-summary cap; 1.6.0 sends none (see `summary_max_tokens`)."""
     return _capped(4096, model)
+
+
+def summary_max_tokens(
+    kind: str, reserve_tokens: float = 0, model: Any = None, *, pi_version: str = PI_DEFAULT
+) -> int | None:
+    """The output cap a summary request carries: none since Pi 1.6.0.
+
+    Pi 1.6.0 stopped deriving a cap from `reserveTokens` (a cap below what the summary needs
+    truncates it, and a truncated summary is refused), so the provider's own limit for the model
+    applies. With `pi_version="1.0.3"` the old caps come back: 0.8 × reserve for history,
+    0.5 × reserve for a turn prefix, 4096 for a branch summary, each capped by `model.maxTokens`.
+    """
+    if not is_pi_1_0_3(pi_version):
+        return None
+    if kind == KIND_TURN_PREFIX:
+        return turn_prefix_max_tokens(reserve_tokens, model)
+    if kind == KIND_HISTORY:
+        return history_max_tokens(reserve_tokens, model)
+    return branch_summary_max_tokens(model)
 
 
 def summary_options(
@@ -471,7 +501,7 @@ def summary_options(
 
 def build_summary_request(
     prompt_text: str,
-    max_tokens: int,
+    max_tokens: int | None,
     options: dict[str, Any],
     *,
     model: Any = None,
@@ -536,21 +566,53 @@ def generate_summary_with_usage(
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
     retry: RetryPolicy | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> tuple[str, dict[str, Any]]:
-    """History summary (first or update form) → `(text, usage)`; raises on failure."""
-    conversation = serialize_conversation(convert_to_llm(messages))
+    """History summary (first or update form) → `(text, usage)`; raises on failure.
+
+    `reserve_tokens` only matters for `pi_version="1.0.3"` (it set the output cap there).
+    """
+    request = history_request(
+        messages,
+        reserve_tokens,
+        model=model,
+        custom_instructions=custom_instructions,
+        previous_summary=previous_summary,
+        thinking_level=thinking_level,
+        session_id=session_id,
+        signal=signal,
+        clock=clock,
+        pi_version=pi_version,
+    )
+    response = complete_summary(summarizer, request, retry)
+    return _checked_text(response, LABEL_HISTORY), response.get("usage")
+
+
+def history_request(
+    messages: list[dict[str, Any]],
+    reserve_tokens: float = 0,
+    *,
+    model: Any = None,
+    custom_instructions: str | None = None,
+    previous_summary: str | None = None,
+    thinking_level: str | None = None,
+    session_id: str | None = None,
+    signal: threading.Event | None = None,
+    clock: Callable[[], float] | None = None,
+    pi_version: str = PI_DEFAULT,
+) -> SummaryRequest:
+    """The history summary request, built but not sent."""
+    conversation = serialize_conversation(convert_to_llm(messages), pi_version=pi_version)
     prompt = build_history_prompt(conversation, previous_summary, custom_instructions)
-    request = build_summary_request(
+    return build_summary_request(
         prompt,
-        history_max_tokens(reserve_tokens, model),
+        summary_max_tokens(KIND_HISTORY, reserve_tokens, model, pi_version=pi_version),
         summary_options(model, thinking_level, session_id, clock=clock),
         model=model,
         kind=KIND_HISTORY,
         signal=signal,
         clock=clock,
     )
-    response = complete_summary(summarizer, request, retry)
-    return _checked_text(response, LABEL_HISTORY), response.get("usage")
 
 
 def generate_summary(
@@ -570,20 +632,101 @@ def generate_turn_prefix_summary(
     signal: threading.Event | None = None,
     clock: Callable[[], float] | None = None,
     retry: RetryPolicy | None = None,
+    custom_instructions: str | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> tuple[str, dict[str, Any]]:
     """Summary of the earlier part of a split turn → `(text, usage)`; raises on failure."""
-    conversation = serialize_conversation(convert_to_llm(messages))
-    request = build_summary_request(
-        build_turn_prefix_prompt(conversation),
-        turn_prefix_max_tokens(reserve_tokens, model),
+    request = turn_prefix_request(
+        messages,
+        reserve_tokens,
+        model=model,
+        custom_instructions=custom_instructions,
+        thinking_level=thinking_level,
+        session_id=session_id,
+        signal=signal,
+        clock=clock,
+        pi_version=pi_version,
+    )
+    response = complete_summary(summarizer, request, retry)
+    return _checked_text(response, LABEL_TURN_PREFIX), response.get("usage")
+
+
+def turn_prefix_request(
+    messages: list[dict[str, Any]],
+    reserve_tokens: float = 0,
+    *,
+    model: Any = None,
+    custom_instructions: str | None = None,
+    thinking_level: str | None = None,
+    session_id: str | None = None,
+    signal: threading.Event | None = None,
+    clock: Callable[[], float] | None = None,
+    pi_version: str = PI_DEFAULT,
+) -> SummaryRequest:
+    """The turn-prefix request, built but not sent.
+
+    Custom instructions reach it as additional focus since Pi 1.6.0 (the user's focus matters
+    for the part of the turn being cut as much as for the history); 1.0.3 ignored them here.
+    """
+    conversation = serialize_conversation(convert_to_llm(messages), pi_version=pi_version)
+    focus = None if is_pi_1_0_3(pi_version) else custom_instructions
+    return build_summary_request(
+        build_turn_prefix_prompt(conversation, focus),
+        summary_max_tokens(KIND_TURN_PREFIX, reserve_tokens, model, pi_version=pi_version),
         summary_options(model, thinking_level, session_id, clock=clock),
         model=model,
         kind=KIND_TURN_PREFIX,
         signal=signal,
         clock=clock,
     )
-    response = complete_summary(summarizer, request, retry)
-    return _checked_text(response, LABEL_TURN_PREFIX), response.get("usage")
+
+
+def compaction_requests(
+    preparation: CompactionPreparation,
+    *,
+    model: Any = None,
+    custom_instructions: str | None = None,
+    thinking_level: str | None = None,
+    session_id: str | None = None,
+    clock: Callable[[], float] | None = None,
+    pi_version: str = PI_DEFAULT,
+) -> list[SummaryRequest]:
+    """Exactly the requests `compact` would send for a preparation, in order; calls nothing.
+
+    For previews (CLI `--show-request`, the web app's compaction preview): the history request
+    (absent when a split turn has no earlier history) and, for a split turn, the turn-prefix
+    request. Each carries a fresh routing id unless `session_id` is given, as a real run would.
+    """
+    reserve = _setting(preparation.settings, "reserve_tokens", "reserveTokens")
+    common: dict[str, Any] = {
+        "model": model,
+        "thinking_level": thinking_level,
+        "session_id": session_id,
+        "clock": clock,
+        "pi_version": pi_version,
+    }
+    requests: list[SummaryRequest] = []
+    split = preparation.is_split_turn and bool(preparation.turn_prefix_messages)
+    if not split or preparation.messages_to_summarize:
+        requests.append(
+            history_request(
+                preparation.messages_to_summarize,
+                reserve,
+                custom_instructions=custom_instructions,
+                previous_summary=preparation.previous_summary,
+                **common,
+            )
+        )
+    if split:
+        requests.append(
+            turn_prefix_request(
+                preparation.turn_prefix_messages,
+                reserve,
+                custom_instructions=custom_instructions,
+                **common,
+            )
+        )
+    return requests
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,52 +762,44 @@ def compact(
     session_id: str | None = None,
     clock: Callable[[], float] | None = None,
     retry: RetryPolicy | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> CompactionResult:
     """Make the summary requests for a preparation and build the result (SPEC 6.11).
 
     Never writes. Raises `SummarizationError` when a request fails; an aborted response is
-    not a failure here - the caller checks its own cancel signal before writing.
+    not a failure here - the caller checks its own cancel signal before writing. The requests
+    are those of `compaction_requests`, so a preview shows exactly what is sent.
     """
-    reserve = _setting(preparation.settings, "reserve_tokens", "reserveTokens")
-    common = {
-        "model": model,
-        "thinking_level": thinking_level,
-        "session_id": session_id,
-        "signal": signal,
-        "clock": clock,
-        "retry": retry,
-    }
+    requests = compaction_requests(
+        preparation,
+        model=model,
+        custom_instructions=custom_instructions,
+        thinking_level=thinking_level,
+        session_id=session_id,
+        clock=clock,
+        pi_version=pi_version,
+    )
+    results: dict[str, tuple[str, Any]] = {}
+    for request in requests:
+        request.signal = signal
+        label = LABEL_TURN_PREFIX if request.kind == KIND_TURN_PREFIX else LABEL_HISTORY
+        response = complete_summary(summarizer, request, retry)
+        results[request.kind] = (_checked_text(response, label), response.get("usage"))
     previous = preparation.previous_summary
-    if preparation.is_split_turn and preparation.turn_prefix_messages:
+    if KIND_TURN_PREFIX in results:
         history_text = previous if previous is not None else "No prior history."
         history_usage = None
-        if preparation.messages_to_summarize:
-            history_text, history_usage = generate_summary_with_usage(
-                preparation.messages_to_summarize,
-                summarizer,
-                reserve,
-                custom_instructions=custom_instructions,
-                previous_summary=previous,
-                **common,
-            )
-        prefix_text, prefix_usage = generate_turn_prefix_summary(
-            preparation.turn_prefix_messages, summarizer, reserve, **common
-        )
+        if KIND_HISTORY in results:
+            history_text, history_usage = results[KIND_HISTORY]
+        prefix_text, prefix_usage = results[KIND_TURN_PREFIX]
         summary = f"{history_text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
         usage = (
-            combine_usage(history_usage, prefix_usage)
+            combine_usage(history_usage, prefix_usage, pi_version=pi_version)
             if history_usage is not None
             else prefix_usage
         )
     else:
-        summary, usage = generate_summary_with_usage(
-            preparation.messages_to_summarize,
-            summarizer,
-            reserve,
-            custom_instructions=custom_instructions,
-            previous_summary=previous,
-            **common,
-        )
+        summary, usage = results[KIND_HISTORY]
     read_files, modified_files = compute_file_lists(preparation.file_ops)
     summary += format_file_operations(read_files, modified_files)
     if not truthy(preparation.first_kept_entry_id):
@@ -689,6 +824,7 @@ def compact_session(
     thinking_level: str | None = None,
     session_id: str | None = None,
     retry: RetryPolicy | None = None,
+    pi_version: str = PI_DEFAULT,
 ) -> tuple[str, CompactionResult]:
     """The whole pipeline of SPEC 6.1 on a manager: prepare, summarize, append.
 
@@ -714,6 +850,7 @@ def compact_session(
         thinking_level=thinking_level,
         session_id=session_id,
         retry=retry,
+        pi_version=pi_version,
     )
     if signal is not None and signal.is_set():
         raise SessionError("Compaction cancelled")

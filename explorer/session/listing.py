@@ -31,6 +31,7 @@ __all__ = [
     "find_most_recent_session",
     "list_all",
     "list_sessions",
+    "paths_equal",
 ]
 
 _MISSING: Any = object()
@@ -73,8 +74,17 @@ class _Skip(Exception):
     """Pi would throw while reading this file; `list` skips it."""
 
 
+def paths_equal(left: str, right: str) -> bool:
+    """Do two spellings name the same location? (Pi 1.6.0 compares directories this way.)
+
+    Both sides are resolved and normalized first, so `/a/b/`, `/a/./b` and a relative
+    spelling of the same directory are equal; symlinks are not followed (as in Pi).
+    """
+    return resolve_path(left) == resolve_path(right)
+
+
 def _cwd_matches(cwd: Any, resolved_cwd: str) -> bool:
-    return isinstance(cwd, str) and cwd != "" and resolve_path(cwd) == resolved_cwd
+    return isinstance(cwd, str) and cwd != "" and paths_equal(resolve_path(cwd), resolved_cwd)
 
 
 def _jsonl_names(directory: str) -> list[str]:
@@ -107,7 +117,9 @@ def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str
     """Path of the first file (byte-wise name order) whose header has exactly `session_id`."""
     try:
         directory = expand_path(session_dir) if session_dir else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not None and directory != default_session_dir_path(cwd)
+        filter_cwd = session_dir is not None and not paths_equal(
+            directory, default_session_dir_path(cwd)
+        )
         resolved_cwd = resolve_path(cwd)
         names = sorted(_jsonl_names(directory), key=lambda n: n.encode("utf-8", "surrogateescape"))
     except OSError:
@@ -329,7 +341,9 @@ def _infos_from_dir(directory: str) -> list[SessionInfo]:
 def list_sessions(cwd: str, session_dir: str | None = None) -> list[SessionInfo]:
     """Sessions of one directory, newest activity first (SPEC section 3.2 `list`)."""
     directory = expand_path(session_dir) if session_dir else get_default_session_dir(cwd)
-    filter_cwd = session_dir is not None and directory != default_session_dir_path(cwd)
+    filter_cwd = session_dir is not None and not paths_equal(
+        directory, default_session_dir_path(cwd)
+    )
     resolved_cwd = resolve_path(cwd)
     infos = [
         info

@@ -239,10 +239,12 @@ class SessionManager:
         rng: RandomSource | None = None,
     ) -> SessionManager:
         """Open the most recent session of the directory, or start a new one there."""
-        from .listing import find_most_recent_session
+        from .listing import find_most_recent_session, paths_equal
 
         directory = expand_path(session_dir) if session_dir else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not None and directory != default_session_dir_path(cwd)
+        filter_cwd = session_dir is not None and not paths_equal(
+            directory, default_session_dir_path(cwd)
+        )
         recent = find_most_recent_session(directory, cwd if filter_cwd else None)
         if recent:
             return cls(cwd, directory, recent, True, clock=clock, rng=rng)
@@ -617,11 +619,25 @@ class SessionManager:
             self._storage.append((line + "\n").encode("utf-8"))
 
     def _append_entry(self, entry: dict[str, Any]) -> None:
+        """Push, index, advance the leaf, persist - and undo all three if the write fails.
+
+        An entry that is not in the file must not become the parent of later entries (the file
+        would then point at a missing parent), so a failed write leaves memory as it was and
+        the error propagates (Pi 1.6.0).
+        """
+        previous_leaf = self._leaf_id
         self._file_entries.append(entry)
         self._raw_lines.append(None)
         self._by_id[entry["id"]] = entry
         self._leaf_id = entry["id"]
-        self._persist_entry(entry)
+        try:
+            self._persist_entry(entry)
+        except BaseException:
+            self._file_entries.pop()
+            self._raw_lines.pop()
+            self._by_id.pop(entry["id"], None)
+            self._leaf_id = previous_leaf
+            raise
 
     def _new_id(self) -> str:
         return generate_entry_id(self._by_id, self._rng)
@@ -890,7 +906,9 @@ class SessionManager:
         return self._flushed
 
     def uses_default_session_dir(self) -> bool:
-        return self._session_dir == default_session_dir_path(self._cwd)
+        from .listing import paths_equal
+
+        return paths_equal(self._session_dir, default_session_dir_path(self._cwd))
 
     @property
     def by_id(self) -> dict[Any, dict[str, Any]]:

@@ -367,8 +367,15 @@ def _js_add(a: Any, b: Any) -> int | float:
     return values[0] + values[1]
 
 
-def combine_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Sum of two usages (used when one compaction makes two summary requests, SPEC 2.2)."""
+def combine_usage(
+    first: dict[str, Any], second: dict[str, Any], *, pi_version: str = "1.6.0"
+) -> dict[str, Any]:
+    """Sum of two usages (used when one compaction makes two summary requests, SPEC 2.2).
+
+    Since Pi 1.6.0 the summed cost also says whether its total came from the provider:
+    `cost.totalFromProvider` is true only when it is true in both parts (a sum is provider
+    reported only if every part is). `pi_version="1.0.3"` leaves the key out, as that release did.
+    """
     a = first if isinstance(first, dict) else {}
     b = second if isinstance(second, dict) else {}
     result: dict[str, Any] = {}
@@ -386,6 +393,10 @@ def combine_usage(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
         key: _js_add(cost_a.get(key, _MISSING_NUM), cost_b.get(key, _MISSING_NUM))
         for key in ("input", "output", "cacheRead", "cacheWrite", "total")
     }
+    if pi_version != "1.0.3":
+        result["cost"]["totalFromProvider"] = (
+            cost_a.get("totalFromProvider") is True and cost_b.get("totalFromProvider") is True
+        )
     return result
 
 

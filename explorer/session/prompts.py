@@ -168,9 +168,16 @@ def build_history_prompt(
     return text + instructions
 
 
-def build_turn_prefix_prompt(conversation_text: str) -> str:
-    """Turn-prefix request text (never carries custom instructions or a previous summary)."""
-    return f"# Conversation\n{conversation_text}\n\n# Instructions\n{PREFIX_INSTRUCTIONS}"
+def build_turn_prefix_prompt(conversation_text: str, custom_instructions: str | None = None) -> str:
+    """Turn-prefix request text: never a previous summary; custom instructions as added focus.
+
+    Pi 1.6.0 appends truthy custom instructions as `Additional focus:`; callers that follow
+    1.0.3 pass none.
+    """
+    text = f"# Conversation\n{conversation_text}\n\n# Instructions\n{PREFIX_INSTRUCTIONS}"
+    if custom_instructions:
+        text += f"\n\nAdditional focus: {custom_instructions}"
+    return text
 
 
 def build_branch_prompt(

@@ -62,6 +62,34 @@ class SummaryRequest:
     signal: threading.Event | None = None
 
     @property
+    def label(self) -> str:
+        """The label failures of this request are reported under (SPEC 6.10)."""
+        return {
+            KIND_TURN_PREFIX: "Turn prefix summarization",
+            KIND_BRANCH: "Branch summarization",
+        }.get(self.kind, "Summarization")
+
+    def to_json(self) -> dict[str, Any]:
+        """What is sent, in Pi's terms: system prompt, transcript and request options.
+
+        The transcript here is the user message(s) only - the system prompt is its own key, as
+        in Pi's request context. `maxTokens` appears only when the request sets an output cap
+        (never since Pi 1.6.0). Nothing that is not sent (the cancel signal) is included.
+        """
+        options = dict(self.options)
+        if self.max_tokens is not None:
+            options["maxTokens"] = self.max_tokens
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "systemPrompt": self.system_prompt,
+            "messages": [
+                m for m in self.messages if not (isinstance(m, dict) and m.get("role") == "system")
+            ],
+            "options": options,
+        }
+
+    @property
     def prompt_text(self) -> str:
         """The text of the (last) user message."""
         for message in reversed(self.messages):
@@ -786,17 +814,29 @@ class EmbeddedSummarizer:
     provider = "embedded"
     model = "embedded-summarizer"
 
-    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+    # A model stops at its own output limit; with no cap in the request and no model limit
+    # (the default since Pi 1.6.0), the embedded summarizer stops here so a summary stays much
+    # smaller than the context it replaces.
+    DEFAULT_MAX_TOKENS = 13107
+
+    def __init__(
+        self, clock: Callable[[], float] | None = None, default_max_tokens: int | None = None
+    ) -> None:
         self._clock = clock
+        self._default_max_tokens = (
+            self.DEFAULT_MAX_TOKENS if default_max_tokens is None else default_max_tokens
+        )
 
     def summarize_text(self, request: SummaryRequest) -> str:
         prompt = _parse_prompt(request.prompt_text, request.kind if request.kind else None)
         facts = _extract(_split_parts(prompt.conversation))
-        limit = (
-            request.max_tokens * 4
-            if isinstance(request.max_tokens, int) and request.max_tokens > 0
-            else None
-        )
+        cap = request.max_tokens
+        if cap is None and request.model:
+            # No cap in the request (Pi 1.6.0): the model's own output limit applies, as at a provider.
+            cap = request.model.get("maxTokens")
+        if cap is None or (isinstance(cap, (int, float)) and cap <= 0):
+            cap = self._default_max_tokens
+        limit = cap * 4 if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0 else None
         if prompt.kind == KIND_TURN_PREFIX:
             sections = self._prefix_sections(facts)
         else:

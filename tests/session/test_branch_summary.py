@@ -193,7 +193,7 @@ def test_s89_nothing_to_summarize():
 def test_s89_generating():
     stub = StubSummarizer("SUM")
     result = generate_branch_summary(
-        s88_entries(), stub, model={"contextWindow": 128000, "maxTokens": 0}
+        s88_entries(), stub, model={"contextWindow": 128000, "maxTokens": 0}, pi_version="1.0.3"
     )
     assert result.summary == (
         PREAMBLE
@@ -223,7 +223,7 @@ def test_s89_generating():
 )
 def test_s89_output_cap(model, expected):
     stub = StubSummarizer("SUM")
-    generate_branch_summary(s88_entries(), stub, model=model)
+    generate_branch_summary(s88_entries(), stub, model=model, pi_version="1.0.3")
     assert stub.requests[0].max_tokens == expected
 
 

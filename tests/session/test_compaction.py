@@ -289,7 +289,9 @@ def test_s77_serialization():
         {"type": "text", "text": "b"},
         {"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "x", "n": 1}},
     ]
-    text = serialize_conversation(convert_to_llm([U("hi"), assistant, R("y" * 2005)]))
+    text = serialize_conversation(
+        convert_to_llm([U("hi"), assistant, R("y" * 2005)]), pi_version="1.0.3"
+    )
     assert text == (
         "[User]: hi\n\n[Assistant thinking]: hmm\n\n[Assistant]: a\nb\n\n[Assistant tool calls]: "
         'read(path="x", n=1)\n\n[Tool result]: '
@@ -331,7 +333,7 @@ def test_serialization_tolerates_malformed_content():
 def test_s78_compact_without_split():
     prep = prepare_compaction(s68_path(), S(1500))
     stub = StubSummarizer(response("SUMMARY", usage=UT(70)))
-    result = compact(prep, stub, model={"maxTokens": 0})
+    result = compact(prep, stub, model={"maxTokens": 0}, pi_version="1.0.3")
     assert len(stub.requests) == 1
     request = stub.requests[0]
     assert request.max_tokens == 13107
@@ -360,7 +362,7 @@ def test_s78_compact_without_split():
 def test_s79_compact_split_without_history():
     prep = prepare_compaction(s69_path(), S(1000))
     stub = StubSummarizer("PREFIX")
-    result = compact(prep, stub)
+    result = compact(prep, stub, pi_version="1.0.3")
     assert len(stub.requests) == 1
     assert stub.requests[0].max_tokens == 8192
     assert stub.requests[0].prompt_text.startswith("# Conversation\n")
@@ -434,7 +436,14 @@ def test_s81_split_with_history_combines_usage():
         "cacheRead": 0,
         "cacheWrite": 0,
         "totalTokens": 42,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 3},
+        "cost": {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "total": 3,
+            "totalFromProvider": False,  # Pi 1.6.0 (docs/spec-pi-1.6.md P15)
+        },
     }
 
 
@@ -482,7 +491,7 @@ def test_s82_request_options(model, level, expected):
 
 def test_s82_passed_session_id_is_used_and_reserve_scales_caps():
     stub = StubSummarizer("T")
-    compact(_split_prep(1000), stub, session_id="route-1")
+    compact(_split_prep(1000), stub, session_id="route-1", pi_version="1.0.3")
     assert [r.options["sessionId"] for r in stub.requests] == ["route-1", "route-1"]
     assert [r.max_tokens for r in stub.requests] == [800, 500]
 
@@ -549,7 +558,7 @@ def test_s84_update_prompt_and_focus():
     assert prep.previous_summary == "S1"
     assert prep.is_split_turn and prep.messages_to_summarize
     stub = StubSummarizer("T")
-    compact(prep, stub, custom_instructions="focus on tests")
+    compact(prep, stub, custom_instructions="focus on tests", pi_version="1.0.3")
     history, prefix = stub.prompts
     assert (
         "</conversation>\n\n<previous-summary>\nS1\n</previous-summary>\n\n" + UPDATE_INSTRUCTIONS
@@ -810,5 +819,5 @@ def test_settings_may_be_given_in_pi_form():
     assert prep.first_kept_entry_id == "e3"
     assert prep.to_json()["settings"] is settings
     stub = StubSummarizer("S")
-    compact(prep, stub)
+    compact(prep, stub, pi_version="1.0.3")
     assert stub.requests[0].max_tokens == 800

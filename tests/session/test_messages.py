@@ -346,7 +346,7 @@ def test_combine_usage_sums_and_key_order():
         "totalTokens": 100,
         "cost": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "total": 10},
     }
-    result = combine_usage(a, b)
+    result = combine_usage(a, b, pi_version="1.0.3")
     assert list(result) == [
         "input",
         "output",

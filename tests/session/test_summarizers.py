@@ -230,17 +230,20 @@ def test_openai_summarizer_through_compact():
         chunks=["## Goal\n", "- test"],
         usage={"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59},
     )
-    with FakeOpenAIServer(reply) as server:
+    with FakeOpenAIServer([reply, reply]) as server:
         summarizer = OpenAICompatibleSummarizer(server.base_url, "sum-model", api_key="k")
         result = compact(prep, summarizer, model={"maxTokens": 0})
-        body = server.requests[0]["body"]
+        compact(prep, summarizer, model={"maxTokens": 0}, pi_version="1.0.3")
+        body, legacy_body = (r["body"] for r in server.requests)
     assert result.summary == "## Goal\n- test"
     assert (
         result.usage["input"] == 50
         and result.usage["output"] == 9
         and result.usage["totalTokens"] == 59
     )
-    assert body["max_tokens"] == 13107
+    # Pi 1.6.0 sends no output cap for a compaction summary; 1.0.3 sent 0.8 x reserve.
+    assert "max_tokens" not in body
+    assert legacy_body["max_tokens"] == 13107
     assert body["model"] == "sum-model"
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert body["messages"][0]["content"].startswith("You are a context-summarization assistant")
