@@ -267,7 +267,7 @@ class NavigateForm(ActionForm):
 
     target = forms.CharField()
     summary = forms.ChoiceField(
-        choices=[("none", "none"), ("auto", "auto"), ("custom", "custom")], required=False
+        choices=[("none", "none"), ("embedded", "embedded"), ("custom", "custom")], required=False
     )
     summary_text = forms.CharField(required=False)
 

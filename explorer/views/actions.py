@@ -22,6 +22,11 @@ from explorer.analysis.projection import align_projection
 from explorer.permissions import editor_required, get_session_for_user
 from explorer.session.describe import entry_text, entry_title
 from explorer.session.errors import SessionError
+from explorer.session.request_preview import (
+    branch_entries_request_preview,
+    compaction_request_preview,
+    format_request_preview,
+)
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 
 
@@ -165,6 +170,7 @@ def navigate_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     target, data = _target(session, _source(request))
     form = _form(request, forms.NavigateForm, session, cursor, data)
+    abandoned = form.abandoned()
     if request.method == "POST":
         note = form.perform()
         if note:
@@ -172,7 +178,10 @@ def navigate_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             return _done(request, note, url)
     return _panel(request, session, cursor, "tree", "explorer/navigate.html", "navigate-form", form, {
         "target": target, "target_title": entry_title(data, 120),
-        "abandoned_count": len(form.abandoned()),
+        "abandoned_count": len(abandoned),
+        "request_text": format_request_preview(branch_entries_request_preview(abandoned))
+        if abandoned
+        else "",
         "summary_mode": _source(request).get("summary") or "none",
     })  # fmt: skip
 
@@ -210,6 +219,11 @@ def _compact_preview(request: HtmxHttpRequest, session, form) -> dict[str, Any]:
             dry = {"summary": result.summary, "tokens_before": result.tokens_before}
         except SessionError as exc:
             form.add_error(None, str(exc))
+    request_text = ""
+    if prep is not None:
+        _light, path = form.route()
+        preview = compaction_request_preview(path, form.settings())
+        request_text = format_request_preview(preview)
     first_id = prep.first_kept_entry_id if prep else None
     first = queries.load_entries(session, [first_id]).get(first_id, {}) if first_id else {}
     return {
@@ -217,5 +231,6 @@ def _compact_preview(request: HtmxHttpRequest, session, form) -> dict[str, Any]:
         "dry": dry,
         "first_kept_title": entry_title(first, 120),
         "keep_recent": form.settings().keep_recent_tokens,
+        "request_text": request_text,
         "already_compacted": bool(light) and light[-1].type == "compaction",
     }

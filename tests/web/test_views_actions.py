@@ -141,6 +141,22 @@ def test_it_navigates_with_a_branch_summary(editor_client, session):
     assert bs.data()["fromId"] == "1b2c3d4e"
 
 
+def test_it_navigates_with_a_generated_branch_summary(editor_client, session):
+    page = editor_client.get(
+        reverse("explorer:navigate", args=[session.pk]), {"target": "e5f6a7b8"}
+    ).content.decode()
+    # The preview shows the request the summarizer gets (Pi 1.6.0: no output cap).
+    assert "What the summarizer is sent" in page and "--- system prompt ---" in page
+    assert "no maxTokens" in page
+    r = editor_client.post(
+        reverse("explorer:navigate", args=[session.pk]),
+        {"target": "e5f6a7b8", "summary": "embedded"},
+    )
+    assert r.status_code == 302
+    bs = Entry.objects.filter(session=session, type="branch_summary").get()
+    assert bs.parent_id == "e5f6a7b8" and bs.data()["summary"]
+
+
 def test_it_shows_the_compaction_dry_run(editor_client, session):
     r = editor_client.get(reverse("explorer:compact", args=[session.pk]))
     assert r.status_code == 200
@@ -216,6 +232,8 @@ def test_compact_now_with_a_chosen_tail_previews_then_applies(editor_client, ses
     assert r.status_code == 200
     assert "Summary preview" in html and "Original Request" in html  # split turn: prefix summary
     assert 'name="keep_recent" value="1"' in html
+    # What the summarizer is sent, as Pi 1.6.0 sends it (the split turn's prefix request).
+    assert "What the summarizer is sent" in html and "Turn prefix summarization" in html
     before = _raws(session)
     r = editor_client.post(url, {"keep_recent": "1"})
     assert r.status_code == 302
