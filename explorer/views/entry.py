@@ -15,6 +15,7 @@ from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_message, entry_title, usage_of
+from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -215,6 +216,7 @@ def entry_panel_context(
         "token_estimate": int(tokens),
         "usage": usage,
         "cost": cost_of(data),
+        "facts": message_facts(m),
         "label": labels.get(entry_id),
         "raw_pretty": raw_pretty,
         "raw_truncated": raw_cut,

@@ -317,3 +317,34 @@ def test_a_permalink_to_a_missing_entry_says_so(viewer_client, make_session):
     # An htmx fragment carries no notice (it would surface on a later page instead).
     viewer_client.get(url, {"leaf": "nope9"}, HTTP_HX_REQUEST="true")
     assert "nope9" not in viewer_client.get(url).content.decode()
+
+
+def test_the_entry_panel_shows_the_newer_message_fields(viewer_client, make_session):
+    """Pi 1.6.0's optional fields read in words; an absent duration shows nothing."""
+    from explorer.session import jsonfmt
+
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "s-fields",
+        "timestamp": "2026-11-20T10:00:00.000Z",
+        "cwd": "/w",
+    }
+    timed = {
+        "type": "message", "id": "a1", "parentId": None, "timestamp": "2026-11-20T10:00:01.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                    "provider": "azure-openai-responses", "model": "gpt-x", "responseModel": "gpt-x-2",
+                    "durationMs": 1234, "stopReason": "stop", "timestamp": 1},
+    }  # fmt: skip
+    untimed = {
+        "type": "message", "id": "a2", "parentId": "a1", "timestamp": "2026-11-20T10:00:02.000Z",
+        "message": {"role": "toolResult", "toolCallId": "c", "toolName": "read",
+                    "content": [{"type": "text", "text": "x"}], "isError": False, "timestamp": 2},
+    }  # fmt: skip
+    data = b"".join(jsonfmt.dumps(x).encode() + b"\n" for x in (header, timed, untimed))
+    session = make_session(data)
+    url = reverse("explorer:entry", args=[session.pk])
+    page = viewer_client.get(url, {"id": "a1"}).content.decode()
+    assert "took 1.2 s" in page and "gpt-x-2" in page
+    other = viewer_client.get(url, {"id": "a2"}).content.decode()
+    assert "took" not in other
