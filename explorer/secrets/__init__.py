@@ -1,0 +1,76 @@
+"""Secrets in sessions: find them, fingerprint them, mask them. Pure Python, no Django.
+
+Agent transcripts collect credentials: keys pasted into prompts, `.env` files read by a
+tool, tokens echoed by `curl -v`. This package finds them in any Pi entry and masks them
+while the raw session stays as it was.
+
+API
+---
+- `scan_text(text) -> list[Match]`: secrets in one string (kind, start, end).
+- `scan_entry(entry, key=...) -> list[Finding]`: secrets in every string of an entry (any
+  type), each with a JSON Pointer path, offsets, a masked preview and a keyed fingerprint;
+  never the secret itself. Provider signatures, encrypted reasoning, base64 image data and
+  the structural keys (ids, parent ids, types, timestamps) are never scanned or changed.
+- `mask_text(text, findings)`, `redact_entry(entry)`, `redact_line(raw_line)`,
+  `redact_bytes(data)`: each secret becomes `[REDACTED:kind]`; redacted lines are still a
+  valid Pi session (same ids, parents, types and key order; untouched lines byte-identical).
+- `redact_for_search(text)`: the text to index, so no query matches inside a secret.
+- `RULES_VERSION`: stored with every finding.
+
+How the web app should integrate it
+-----------------------------------
+1. **Scan at import and on every append.** Wherever an entry enters the store (file
+   import, follow/live tail, editor appends), call `scan_entry(entry, key=site_key)` and
+   store each `Finding` with the session, entry id and the file line number; `site_key` is
+   derived from the Django `SECRET_KEY` (e.g. an HMAC of a fixed label), so fingerprints are
+   stable across rescans but useless to a reader of the database.
+2. **Rules version.** Store `finding.rules_version`; when a session's stored version differs
+   from `RULES_VERSION`, rescan it (a background task at startup is enough) and match old and
+   new findings by (entry id, path, fingerprint) so statuses (open / false positive /
+   rotated) survive.
+3. **Mask in one place.** The single function that turns an entry into what a page, partial,
+   live frame, JSON response or HTML export shows should call `redact_entry(entry)` unless
+   the viewer has revealed that finding; search indexes `redact_for_search(text)`. Findings
+   marked "false positive" are left in clear by applying `mask_text` with the remaining
+   findings of that string instead of `redact_entry`.
+4. **Downloads.** Admins get the raw bytes; viewers and editors get `redact_bytes(raw)`,
+   which validates and opens like the original.
+5. **Reveal is audited.** Showing one finding in clear (admin, or editor when allowed)
+   re-reads the string at `finding.path`, checks `fingerprint(value[start:end], site_key)`
+   still equals the stored fingerprint (the entry may have been rescanned with new rules),
+   and records who revealed which finding when, before returning the value.
+"""
+
+from __future__ import annotations
+
+from .redact import mask_text, redact_bytes, redact_entry, redact_for_search, redact_line
+from .rules import RULES, RULES_VERSION, Rule
+from .scanner import (
+    DEFAULT_FINGERPRINT_KEY,
+    Finding,
+    Match,
+    fingerprint,
+    json_pointer,
+    placeholder,
+    scan_entry,
+    scan_text,
+)
+
+__all__ = [
+    "DEFAULT_FINGERPRINT_KEY",
+    "RULES",
+    "RULES_VERSION",
+    "Finding",
+    "Match",
+    "Rule",
+    "fingerprint",
+    "json_pointer",
+    "mask_text",
+    "placeholder",
+    "redact_bytes",
+    "redact_entry",
+    "redact_for_search",
+    "redact_line",
+    "scan_entry",
+    "scan_text",
+]

@@ -1,0 +1,111 @@
+"""Masking: secrets replaced by `[REDACTED:kind]` in text, entries, JSONL lines and files.
+
+The redacted session must stay a valid Pi session: only string values change (never keys,
+ids, parent ids, types, timestamps or signatures), the key order is kept, and a line
+without a secret is returned byte for byte, so a redacted export differs from the raw
+file exactly on the lines that held a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from explorer.session import jsonfmt
+
+from .scanner import Finding, Match, _string_matches, iter_strings, placeholder, scan_text
+
+__all__ = ["mask_text", "redact_bytes", "redact_entry", "redact_for_search", "redact_line"]
+
+
+def mask_text(text: str, findings: Iterable[Finding | Match]) -> str:
+    """`text` with each finding's span replaced by its placeholder.
+
+    The findings must belong to this one string (same path); overlapping or out-of-range
+    spans are ignored rather than producing a half-masked secret twice.
+    """
+    spans = sorted((f.start, f.end, f.kind) for f in findings)
+    if not spans:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        if start < pos or end > len(text) or end <= start:
+            continue
+        parts.append(text[pos:start])
+        parts.append(placeholder(kind))
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def redact_for_search(text: str) -> str:
+    """The text a search index should hold: every secret replaced, so that no query (a
+    prefix, a fragment) can match inside a secret or reveal it in a snippet."""
+    return mask_text(text, scan_text(text))
+
+
+def _replace_at(root: Any, path: tuple[str | int, ...], new: str) -> Any:
+    """`root` with the string at `path` replaced, copying only the containers on the way
+    (dicts keep their key order) and sharing everything else."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    copy: Any = dict(root) if isinstance(root, dict) else list(root)
+    copy[head] = _replace_at(root[head], rest, new)
+    return copy
+
+
+def redact_entry(entry: Any) -> Any:
+    """The entry with every secret masked; the very same object when it holds none.
+
+    Containers along a changed path are copies; the input is never modified, so a caller
+    can redact the manager's own entries for display without touching the session.
+    """
+    changes: list[tuple[tuple[str | int, ...], str]] = []
+    for path, key, value in iter_strings(entry):
+        matches = _string_matches(key, value)
+        if matches:
+            changes.append((path, mask_text(value, matches)))
+    result = entry
+    for path, new in changes:
+        result = _replace_at(result, path, new)
+    return result
+
+
+def _split_ending(raw: bytes) -> tuple[bytes, bytes]:
+    body = raw.rstrip(b"\r\n")
+    return body, raw[len(body) :]
+
+
+def redact_line(raw_line: bytes) -> bytes:
+    """One JSONL line with its secrets masked, still a valid line of a Pi session.
+
+    A line without a secret comes back unchanged (same bytes). A changed JSON line is
+    written the way Pi writes lines (`JSON.stringify`, same key order) and keeps its line
+    ending. A line that is not JSON (Pi skips those) is masked as plain text: it may still
+    hold a pasted key.
+    """
+    body, ending = _split_ending(raw_line)
+    if not body.strip():
+        return raw_line
+    text = body.decode("utf-8", "replace")
+    try:
+        value = jsonfmt.loads(text)
+    except ValueError:
+        masked = redact_for_search(text)
+        return raw_line if masked == text else masked.encode("utf-8") + ending
+    redacted = redact_entry(value)
+    if redacted is value:
+        return raw_line
+    return jsonfmt.dumps(redacted).encode("utf-8", "surrogatepass") + ending
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """A whole session file redacted line by line (the download for viewers and editors)."""
+    # Pi splits on "\n" only (a lone "\r" is JSON whitespace), so must we
+    lines = data.split(b"\n")
+    out = [redact_line(line + b"\n") for line in lines[:-1]]
+    if lines[-1]:
+        out.append(redact_line(lines[-1]))
+    return b"".join(out)

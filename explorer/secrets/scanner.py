@@ -1,0 +1,282 @@
+"""Finding secrets in text and in Pi session entries.
+
+`scan_text` works on one string; `scan_entry` walks every string of an entry (whatever its
+type, so new entry types and extension data are covered without code changes) and skips
+only what must never change: provider signatures and encrypted reasoning (opaque bytes a
+provider verifies), base64 image data, and the structural keys that hold the tree together
+(ids, parent ids, types, timestamps). A finding never holds the secret itself: only where
+it is, a masked preview and a keyed hash, so findings can be stored and shown safely.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .rules import RULES, RULES_VERSION, Rule, looks_random, secretish_name
+
+__all__ = [
+    "DEFAULT_FINGERPRINT_KEY",
+    "Finding",
+    "Match",
+    "fingerprint",
+    "iter_strings",
+    "json_pointer",
+    "placeholder",
+    "scan_entry",
+    "scan_text",
+]
+
+DEFAULT_FINGERPRINT_KEY = b"session-explorer/secrets"
+
+# Keys whose values are never scanned nor rewritten anywhere in an entry.
+STRUCTURAL_KEYS = frozenset(
+    {
+        "id",
+        "parentId",
+        "targetId",
+        "fromId",
+        "firstKeptEntryId",
+        "toolCallId",
+        "type",
+        "role",
+        "timestamp",
+        "version",
+        "mimeType",
+        "stopReason",
+        "api",
+        "provider",
+        "model",
+        "customType",
+    }
+)
+_IMAGE_TYPES = frozenset({"image", "base64", "image_url", "input_image"})
+
+
+def _opaque_key(key: str) -> bool:
+    """Provider-verified or encrypted payloads (`thinkingSignature`, `textSignature`,
+    `thoughtSignature`, `encrypted_content`, `encryptedContent`, ...): changing one byte
+    makes the provider reject the next request, and they hold no readable text."""
+    low = key.lower()
+    return "signature" in low or low.startswith("encrypted") or low == "redacted_thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A secret inside one string: `text[start:end]` is the secret (code point offsets)."""
+
+    kind: str
+    start: int
+    end: int
+    prefix: str = ""
+    """The public, fixed vendor prefix at the start of the secret ("" when there is none)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret inside an entry, safe to store: no secret, only where and a keyed hash.
+
+    `path` is a JSON Pointer (RFC 6901) to the string inside the entry; `start`/`end` are
+    code point offsets in that string. `fingerprint` is the same for the same secret found
+    again (another entry, another rescan), so statuses such as "rotated" follow the secret.
+    """
+
+    kind: str
+    path: str
+    start: int
+    end: int
+    preview: str
+    fingerprint: str
+    rules_version: str = RULES_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "preview": self.preview,
+            "fingerprint": self.fingerprint,
+            "rulesVersion": self.rules_version,
+        }
+
+
+def placeholder(kind: str) -> str:
+    """What replaces a secret everywhere it is shown."""
+    return f"[REDACTED:{kind}]"
+
+
+def fingerprint(secret: str, key: bytes = DEFAULT_FINGERPRINT_KEY) -> str:
+    """A keyed BLAKE2b hash of the secret. The web app should pass a site key so that a
+    stolen database does not let anyone test guesses of short passwords offline."""
+    return hashlib.blake2b(
+        secret.encode("utf-8", "surrogatepass"), key=key[:64], digest_size=16
+    ).hexdigest()
+
+
+def json_pointer(path: tuple[str | int, ...]) -> str:
+    """RFC 6901 pointer for a path of keys and indices ("" is the entry itself)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _prefix_of(rule: Rule, m: Any) -> str:
+    if rule.group != 0:
+        return ""
+    groups = m.groupdict()
+    for name in ("pre", "pre2", "pre3"):
+        if groups.get(name):
+            return groups[name]
+    return ""
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _lowered(text: str) -> str:
+    """Lower-cased text with the same length, so offsets found in it are offsets in `text`
+    (`str.lower` can lengthen some non-ASCII letters; the keywords are ASCII anyway)."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def _generic(rule: Rule, text: str, lower: str) -> Iterator[tuple[int, int]]:
+    seen: set[int] = set()
+    for word in rule.keywords:
+        i = lower.find(word)
+        while i >= 0:
+            after = i + len(word)
+            m = rule.pattern.match(text, after)
+            if m is not None and m.start("val") not in seen:
+                name_start = i
+                while (
+                    name_start > 0 and i - name_start < 60 and text[name_start - 1] in _NAME_CHARS
+                ):
+                    name_start -= 1
+                start, end = m.span("val")
+                if secretish_name(text[name_start : m.end("tail")]) and looks_random(
+                    text[start:end]
+                ):
+                    seen.add(start)
+                    yield start, end
+            i = lower.find(word, after)
+
+
+def scan_text(text: str) -> list[Match]:
+    """All secrets in `text`, in order, without overlaps (a vendor rule beats the generic
+    entropy rule; a longer match beats a shorter one)."""
+    if len(text) < 8:
+        return []
+    lower = _lowered(text)
+    candidates: list[tuple[int, int, int, int, Match]] = []
+    for rule in RULES:
+        if not any(k in lower for k in rule.keywords):
+            continue
+        if rule.kind == "generic-secret":
+            for start, end in _generic(rule, text, lower):
+                candidates.append(
+                    (-rule.priority, start - end, start, end, Match(rule.kind, start, end))
+                )
+            continue
+        for m in rule.pattern.finditer(text):
+            start, end = m.span(rule.group)
+            if start < 0 or end <= start:
+                continue
+            if rule.check is not None and not rule.check(text[start:end]):
+                continue
+            match = Match(rule.kind, start, end, _prefix_of(rule, m))
+            candidates.append((-rule.priority, start - end, start, end, match))
+    if not candidates:
+        return []
+    candidates.sort(key=lambda c: c[:3])
+    kept: list[Match] = []
+    for _, _, start, end, match in candidates:
+        if all(end <= k.start or start >= k.end for k in kept):
+            kept.append(match)
+    kept.sort(key=lambda k: k.start)
+    return kept
+
+
+def _value_secret(key: str, value: str) -> list[Match]:
+    """`{"api_key": "..."}` in structured data: the key name is the context the text rules
+    would otherwise miss, so a random-looking value under a secret-ish key is a secret."""
+    if not secretish_name(key):
+        return []
+    stripped = value.strip()
+    start = value.find(stripped) if stripped else 0
+    low = stripped.lower()
+    for scheme in ("bearer ", "token ", "basic "):
+        if low.startswith(scheme):
+            rest = stripped[len(scheme) :].lstrip()
+            start += len(stripped) - len(rest)
+            stripped = rest
+            break
+    if looks_random(stripped):
+        return [Match("generic-secret", start, start + len(stripped))]
+    return []
+
+
+def _is_base64_data_uri(value: str) -> bool:
+    return value.startswith("data:") and ";base64," in value[:100]
+
+
+def iter_strings(entry: Any) -> Iterator[tuple[tuple[str | int, ...], str | None, str]]:
+    """Every scannable string of an entry: (path, parent key or None, string).
+
+    Iterative so that deeply nested extension data cannot hit the recursion limit.
+    """
+    stack: list[tuple[tuple[str | int, ...], str | None, Any]] = [((), None, entry)]
+    while stack:
+        path, key, value = stack.pop()
+        if isinstance(value, str):
+            if not _is_base64_data_uri(value):
+                yield path, key, value
+        elif isinstance(value, dict):
+            kind = value.get("type")
+            skip_data = kind in _IMAGE_TYPES
+            # redacted thinking carries the provider's encrypted reasoning, not text
+            skip_thinking = kind == "thinking" and value.get("redacted") is True
+            for k, v in reversed(list(value.items())):
+                if not isinstance(k, str) or k in STRUCTURAL_KEYS or _opaque_key(k):
+                    continue
+                if (skip_data and k == "data") or (skip_thinking and k == "thinking"):
+                    continue
+                if isinstance(v, (str, dict, list)):
+                    stack.append(((*path, k), k, v))
+        elif isinstance(value, list):
+            for i in range(len(value) - 1, -1, -1):
+                v = value[i]
+                if isinstance(v, (str, dict, list)):
+                    stack.append(((*path, i), None, v))
+
+
+def _string_matches(key: str | None, value: str) -> list[Match]:
+    matches = scan_text(value)
+    if key is not None and not matches:
+        matches = _value_secret(key, value)
+    return matches
+
+
+def scan_entry(entry: Any, *, key: bytes = DEFAULT_FINGERPRINT_KEY) -> list[Finding]:
+    """Every secret in one Pi entry (any type), in document order.
+
+    `key` keys the fingerprints (see `fingerprint`); use the same key for every scan of a
+    site so that findings match up across rescans.
+    """
+    findings: list[Finding] = []
+    for path, parent_key, value in iter_strings(entry):
+        for m in _string_matches(parent_key, value):
+            secret = value[m.start : m.end]
+            findings.append(
+                Finding(
+                    kind=m.kind,
+                    path=json_pointer(path),
+                    start=m.start,
+                    end=m.end,
+                    preview=(m.prefix + "…" if m.prefix else "") + placeholder(m.kind),
+                    fingerprint=fingerprint(secret, key),
+                )
+            )
+    return findings
