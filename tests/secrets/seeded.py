@@ -66,7 +66,7 @@ def make_secrets(seed: int = 14) -> dict[str, str]:
 # must stay as it is because image data is never scanned.
 IMAGE_DATA = "iVBORw0KGgo" + "AKIAABCDEFGHIJKLMNOP" + "ghp_" + "Q" * 36 + "AAAA"
 # Provider signatures are opaque and must never change, even when they look like a key.
-SIGNATURE = "EqQBCkYIBxgCKkB" + "sk-ant-api03-" + "S" * 93 + "AA" + "=="
+SIGNATURE = "EqQBCkYIBxgCKkB/" + "sk-ant-api03-" + "S" * 93 + "AA" + "=="
 
 
 def _ts(n: int) -> str:
