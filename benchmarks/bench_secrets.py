@@ -1,7 +1,8 @@
 """Secret scanner: false positives on ordinary code and logs, and scanning throughput.
 
 1. False positives. Every finding on a corpus that holds no live secret counts as one:
-   the Python standard library source (`/usr/lib/python3.11`), this project's own code and
+   the Python standard library source (`/usr/lib/python3.11`), the packages installed in
+   the virtualenv (Django, cryptography, Playwright, ...), this project's own code and
    tests, Pi's real session fixtures (`/work/shared/fixtures/pi`, read only) and the
    machine's plain-text logs. Printed per corpus: MB, findings, findings per MB, the share
    of lines with a finding, and the rules that fire most (with masked previews only).
@@ -19,6 +20,7 @@ import collections
 import os
 import platform
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -35,25 +37,17 @@ from benchmarks.results import write_section  # noqa: E402
 from explorer.secrets import RULES_VERSION, redact_line, scan_entry, scan_text  # noqa: E402
 
 STDLIB = Path("/usr/lib/python3.11")
+SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 PI_FIXTURES = Path(os.environ.get("SESSIONS_FIXTURES_DIR", "/work/shared/fixtures")) / "pi"
 TEXT_SUFFIXES = {".py", ".md", ".txt", ".html", ".css", ".js", ".toml", ".cfg", ".json", ".jsonl"}
 
 
+_SKIP_DIRS = frozenset({"__pycache__", ".venv", ".git", "node_modules", "dist-packages"})
+
+
 def _files(root: Path, suffixes: set[str]) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if d
-            not in {
-                "__pycache__",
-                ".venv",
-                ".git",
-                "node_modules",
-                "site-packages",
-                "dist-packages",
-            }
-        )
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if path.suffix in suffixes and path.is_file():
@@ -65,8 +59,14 @@ def corpora() -> dict[str, list[Path]]:
     logs += [p for p in sorted(Path("/var/log/apt").glob("*.log")) if os.access(p, os.R_OK)]
     return {
         "python3.11 stdlib (.py)": list(_files(STDLIB, {".py"})),
+        "installed packages (Django, cryptography, ...: .py/.js/.json/.txt/.md)": list(
+            _files(SITE_PACKAGES, TEXT_SUFFIXES)
+        ),
         "this repo (code, tests, docs)": [
-            p for p in _files(ROOT, TEXT_SUFFIXES) if "benchmarks/RESULTS.md" not in str(p)
+            # the scanner's own tests hold fake secrets on purpose
+            p
+            for p in _files(ROOT, TEXT_SUFFIXES)
+            if "benchmarks/RESULTS.md" not in str(p) and "tests/secrets" not in str(p)
         ],
         "Pi fixtures (JSONL, scan_entry)": sorted(PI_FIXTURES.glob("*.jsonl")),
         "system logs (/var/log)": logs,

@@ -172,7 +172,10 @@ def scan_text(text: str) -> list[Match]:
     lower = _lowered(text)
     candidates: list[tuple[int, int, int, int, Match]] = []
     for rule in RULES:
-        if not any(k in lower for k in rule.keywords):
+        if rule.gate is not None:
+            if rule.gate.search(lower) is None:
+                continue
+        elif not any(k in lower for k in rule.keywords):
             continue
         if rule.kind == "generic-secret":
             for start, end in _generic(rule, text, lower):
