@@ -9,11 +9,13 @@ API
 - `scan_text(text) -> list[Match]`: secrets in one string (kind, start, end).
 - `scan_entry(entry, key=...) -> list[Finding]`: secrets in every string of an entry (any
   type), each with a JSON Pointer path, offsets, a masked preview and a keyed fingerprint;
-  never the secret itself. Provider signatures, encrypted reasoning, base64 image data and
+  never the secret itself. `scan_bytes(data)` does a whole file with line numbers and
+  entry ids. Provider signatures, encrypted reasoning, base64 image data and
   the structural keys (ids, parent ids, types, timestamps) are never scanned or changed.
 - `mask_text(text, findings)`, `redact_entry(entry)`, `redact_line(raw_line)`,
-  `redact_bytes(data)`: each secret becomes `[REDACTED:kind]`; redacted lines are still a
-  valid Pi session (same ids, parents, types and key order; untouched lines byte-identical).
+  `redact_bytes(data)`: each secret becomes `[REDACTED:kind]` (except the fingerprints in
+  `allow`); redacted lines are still a valid Pi session (same ids, parents, types and key
+  order; untouched lines byte-identical).
 - `redact_for_search(text)`: the text to index, so no query matches inside a secret.
 - `RULES_VERSION`: stored with every finding.
 
@@ -29,10 +31,10 @@ How the web app should integrate it
    new findings by (entry id, path, fingerprint) so statuses (open / false positive /
    rotated) survive.
 3. **Mask in one place.** The single function that turns an entry into what a page, partial,
-   live frame, JSON response or HTML export shows should call `redact_entry(entry)` unless
-   the viewer has revealed that finding; search indexes `redact_for_search(text)`. Findings
-   marked "false positive" are left in clear by applying `mask_text` with the remaining
-   findings of that string instead of `redact_entry`.
+   live frame, JSON response or HTML export shows should call `redact_entry(entry,
+   allow=..., key=site_key)`, where `allow` holds the fingerprints of the findings marked
+   "false positive" (and of a finding the viewer has just revealed); search indexes
+   `redact_for_search(text)`.
 4. **Downloads.** Admins get the raw bytes; viewers and editors get `redact_bytes(raw)`,
    which validates and opens like the original.
 5. **Reveal is audited.** Showing one finding in clear (admin, or editor when allowed)
@@ -48,10 +50,12 @@ from .rules import RULES, RULES_VERSION, Rule
 from .scanner import (
     DEFAULT_FINGERPRINT_KEY,
     Finding,
+    LineFinding,
     Match,
     fingerprint,
     json_pointer,
     placeholder,
+    scan_bytes,
     scan_entry,
     scan_text,
 )
@@ -61,6 +65,7 @@ __all__ = [
     "RULES",
     "RULES_VERSION",
     "Finding",
+    "LineFinding",
     "Match",
     "Rule",
     "fingerprint",
@@ -71,6 +76,7 @@ __all__ = [
     "redact_entry",
     "redact_for_search",
     "redact_line",
+    "scan_bytes",
     "scan_entry",
     "scan_text",
 ]

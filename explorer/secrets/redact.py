@@ -8,12 +8,21 @@ file exactly on the lines that held a secret.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from explorer.session import jsonfmt
 
-from .scanner import Finding, Match, _string_matches, iter_strings, placeholder, scan_text
+from .scanner import (
+    DEFAULT_FINGERPRINT_KEY,
+    Finding,
+    Match,
+    _string_matches,
+    fingerprint,
+    iter_strings,
+    placeholder,
+    scan_text,
+)
 
 __all__ = ["mask_text", "redact_bytes", "redact_entry", "redact_for_search", "redact_line"]
 
@@ -56,15 +65,24 @@ def _replace_at(root: Any, path: tuple[str | int, ...], new: str) -> Any:
     return copy
 
 
-def redact_entry(entry: Any) -> Any:
+def redact_entry(
+    entry: Any,
+    *,
+    allow: Collection[str] = (),
+    key: bytes = DEFAULT_FINGERPRINT_KEY,
+) -> Any:
     """The entry with every secret masked; the very same object when it holds none.
 
     Containers along a changed path are copies; the input is never modified, so a caller
     can redact the manager's own entries for display without touching the session.
+    `allow` holds fingerprints (made with `key`) left in clear: findings a team marked as
+    false positives, or the one finding an admin chose to reveal.
     """
     changes: list[tuple[tuple[str | int, ...], str]] = []
-    for path, key, value in iter_strings(entry):
-        matches = _string_matches(key, value)
+    for path, parent_key, value in iter_strings(entry):
+        matches = _string_matches(parent_key, value)
+        if matches and allow:
+            matches = [m for m in matches if fingerprint(value[m.start : m.end], key) not in allow]
         if matches:
             changes.append((path, mask_text(value, matches)))
     result = entry
@@ -78,13 +96,18 @@ def _split_ending(raw: bytes) -> tuple[bytes, bytes]:
     return body, raw[len(body) :]
 
 
-def redact_line(raw_line: bytes) -> bytes:
+def redact_line(
+    raw_line: bytes,
+    *,
+    allow: Collection[str] = (),
+    key: bytes = DEFAULT_FINGERPRINT_KEY,
+) -> bytes:
     """One JSONL line with its secrets masked, still a valid line of a Pi session.
 
     A line without a secret comes back unchanged (same bytes). A changed JSON line is
     written the way Pi writes lines (`JSON.stringify`, same key order) and keeps its line
     ending. A line that is not JSON (Pi skips those) is masked as plain text: it may still
-    hold a pasted key.
+    hold a pasted key. `allow` and `key` as for `redact_entry`.
     """
     body, ending = _split_ending(raw_line)
     if not body.strip():
@@ -93,19 +116,24 @@ def redact_line(raw_line: bytes) -> bytes:
     try:
         value = jsonfmt.loads(text)
     except ValueError:
-        masked = redact_for_search(text)
+        masked = redact_entry(text, allow=allow, key=key)
         return raw_line if masked == text else masked.encode("utf-8") + ending
-    redacted = redact_entry(value)
+    redacted = redact_entry(value, allow=allow, key=key)
     if redacted is value:
         return raw_line
     return jsonfmt.dumps(redacted).encode("utf-8", "surrogatepass") + ending
 
 
-def redact_bytes(data: bytes) -> bytes:
+def redact_bytes(
+    data: bytes,
+    *,
+    allow: Collection[str] = (),
+    key: bytes = DEFAULT_FINGERPRINT_KEY,
+) -> bytes:
     """A whole session file redacted line by line (the download for viewers and editors)."""
     # Pi splits on "\n" only (a lone "\r" is JSON whitespace), so must we
     lines = data.split(b"\n")
-    out = [redact_line(line + b"\n") for line in lines[:-1]]
+    out = [redact_line(line + b"\n", allow=allow, key=key) for line in lines[:-1]]
     if lines[-1]:
-        out.append(redact_line(lines[-1]))
+        out.append(redact_line(lines[-1], allow=allow, key=key))
     return b"".join(out)

@@ -18,6 +18,7 @@ the version they were made with, and a stored finding with another version means
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections.abc import Callable
@@ -156,7 +157,7 @@ def looks_random(value: str) -> bool:
 
 _NAME_WORD = re.compile(
     r"secret|passw(?:or)?d|passwd|pwd|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?key|"
-    r"private[_\-]?key|signing[_\-]?key|encryption[_\-]?key|token|credential|bearer",
+    r"private[_\-]?key|signing[_\-]?key|encryption[_\-]?key|token|credential|bearer|authorization",
     re.IGNORECASE,
 )
 # Names that mention a secret word but describe something else (counts, limits, kinds, files).
@@ -209,6 +210,17 @@ def _openai_ok(value: str) -> bool:
         and any(c.islower() for c in body)
         and shannon_entropy(body) >= 4.0
     )
+
+
+def _basic_ok(value: str) -> bool:
+    """`Authorization: Basic <base64 of user:password>`: decode it, so that ordinary words
+    after "basic" never count."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep and password) and decoded.isprintable() and _url_password_ok(password)
 
 
 def _bearer_ok(value: str) -> bool:
@@ -380,6 +392,14 @@ RULES: tuple[Rule, ...] = (
         ("bearer",),
         group=1,
         check=_bearer_ok,
+        priority=12,
+    ),
+    Rule(
+        "basic-auth",
+        re.compile(r"\b[Bb]asic\s+([A-Za-z0-9+/]{8,512}={0,2})(?![A-Za-z0-9+/=])"),
+        ("basic",),
+        group=1,
+        check=_basic_ok,
         priority=12,
     ),
     Rule(

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.session import jsonfmt
+
 from .rules import RULES, RULES_VERSION, Rule, looks_random, secretish_name
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "iter_strings",
     "json_pointer",
     "placeholder",
+    "LineFinding",
+    "scan_bytes",
     "scan_entry",
     "scan_text",
 ]
@@ -283,3 +287,36 @@ def scan_entry(entry: Any, *, key: bytes = DEFAULT_FINGERPRINT_KEY) -> list[Find
                 )
             )
     return findings
+
+
+@dataclass(frozen=True, slots=True)
+class LineFinding:
+    """A finding in a session file: its 1-based line number (as validation reports count
+    lines) and the entry id when the line is an entry with a string id."""
+
+    line: int
+    entry_id: str | None
+    finding: Finding
+
+
+def scan_bytes(data: bytes, *, key: bytes = DEFAULT_FINGERPRINT_KEY) -> list[LineFinding]:
+    """Every secret in a session file, line by line, for an import or a findings panel.
+
+    Lines Pi skips (not JSON) are scanned as text: their findings have the path "" and
+    offsets in the decoded line.
+    """
+    out: list[LineFinding] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", "replace")
+        try:
+            value: Any = jsonfmt.loads(text)
+        except ValueError:
+            value = text.rstrip("\r")
+        entry_id = value.get("id") if isinstance(value, dict) else None
+        for finding in scan_entry(value, key=key):
+            out.append(
+                LineFinding(number, entry_id if isinstance(entry_id, str) else None, finding)
+            )
+    return out

@@ -6,6 +6,7 @@ The secrets are random (seeded) strings in each vendor's format, never real cred
 
 from __future__ import annotations
 
+import base64
 import random
 import string
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ def make_secrets(seed: int = 14) -> dict[str, str]:
         "bearer-token": r(40, ALNUM),
         "huggingface-token": "hf_" + r(34, string.ascii_letters),
         "npm-token": "npm_" + r(36),
+        "basic-auth": base64.b64encode(f"deploy:{r(16)}".encode()).decode(),
     }
 
 
@@ -218,7 +220,7 @@ def build_session(seed: int = 14) -> tuple[bytes, list[Seed], dict[str, str]]:
             "message": {
                 "role": "bashExecution",
                 "command": f"psql postgres://admin:{s['url-credentials']}@db.internal:5432/app",
-                "output": "psql (16.4)",
+                "output": f"> Authorization: Basic {s['basic-auth']}\npsql (16.4)",
                 "exitCode": 0,
                 "cancelled": False,
                 "truncated": False,
@@ -227,6 +229,7 @@ def build_session(seed: int = 14) -> tuple[bytes, list[Seed], dict[str, str]]:
         }
     )
     put("url-credentials", "/message/command")
+    put("basic-auth", "/message/output")
     # label on the first entry holds a GitHub token
     add({"type": "label", "targetId": first, "label": f"leaked {s['github-token']}"})
     put("github-token", "/label")

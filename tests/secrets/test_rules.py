@@ -59,6 +59,7 @@ POSITIVE = [
     ("huggingface-token", f"HF_TOKEN={S['huggingface-token']}", S["huggingface-token"]),
     ("npm-token", f"//registry.npmjs.org/:_authToken={S['npm-token']}", S["npm-token"]),
     ("pypi-token", f"password = {PYPI}", PYPI),
+    ("basic-auth", f"-H 'Authorization: Basic {S['basic-auth']}'", S["basic-auth"]),
 ]
 
 
@@ -131,6 +132,7 @@ NEGATIVE = [
     "self.assertEqual(token, expected_token_value_abc)",
     "ghp_short and AKIA12 and AIza-too-short",
     "Authorization: Bearer <token>",
+    "Basic authentication: Basic dXNlcm5hbWU= is only a user name",
     "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
 ]
 

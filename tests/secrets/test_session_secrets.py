@@ -13,6 +13,7 @@ from explorer.secrets import (
     fingerprint,
     redact_bytes,
     redact_line,
+    scan_bytes,
     scan_entry,
 )
 from explorer.session import SessionManager, jsonfmt, validate_bytes
@@ -202,3 +203,35 @@ def test_lines_without_secrets_are_byte_identical(seeded):
 def test_real_pi_sessions_without_secrets_redact_to_the_same_bytes(name):
     data = (PI_FIXTURES / name).read_bytes()
     assert redact_bytes(data) == data
+
+
+def test_scan_bytes_gives_file_line_numbers_and_entry_ids(seeded):
+    data, seeds, _ = seeded
+    entries = _entries(data)
+    found = [(lf.line, lf.entry_id, lf.finding.kind, lf.finding.path) for lf in scan_bytes(data)]
+    expected = [(s.line + 1, entries[s.line]["id"], s.kind, s.path) for s in seeds]
+    assert sorted(found) == sorted(expected)
+
+
+def test_scan_bytes_scans_lines_pi_would_skip():
+    gh = build_session()[2]["github-token"]
+    data = (
+        b'{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}\n{broken '
+        + gh.encode()
+        + b"\n"
+    )
+    (lf,) = scan_bytes(data)
+    assert (lf.line, lf.entry_id, lf.finding.kind, lf.finding.path) == (2, None, "github-token", "")
+
+
+def test_allowed_fingerprints_stay_in_clear(seeded):
+    data, seeds, secrets = seeded
+    key = b"site"
+    allowed = {fingerprint(secrets["github-token"], key), fingerprint(secrets["jwt"], key)}
+    out = redact_bytes(data, allow=allowed, key=key)
+    assert secrets["github-token"].encode() in out and secrets["jwt"].encode() in out
+    for seed in seeds:
+        if seed.kind not in ("github-token", "jwt"):
+            assert seed.secret.encode() not in out
+    # a fingerprint made with another key allows nothing
+    assert secrets["github-token"].encode() not in redact_bytes(data, allow=allowed)
