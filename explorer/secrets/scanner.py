@@ -242,6 +242,8 @@ def iter_strings(entry: Any) -> Iterator[tuple[tuple[str | int, ...], str | None
                 yield path, key, value
         elif isinstance(value, dict):
             kind = value.get("type")
+            if not isinstance(kind, str):  # hostile or broken data: any JSON value
+                kind = None
             skip_data = kind in _IMAGE_TYPES
             # redacted thinking carries the provider's encrypted reasoning, not text
             skip_thinking = kind == "thinking" and value.get("redacted") is True
