@@ -233,14 +233,18 @@ def _bearer_ok(value: str) -> bool:
 _B = r"(?<![A-Za-z0-9_\-])"  # start of a token: not inside a longer word
 _E = r"(?![A-Za-z0-9_\-])"  # end of a token
 
+PRIVATE_KEY_MAX = 16384
+PRIVATE_KEY_FOOTER = re.compile(r"-----END[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+# A key block cut short (truncated tool output): the base64 lines (and PEM header lines such
+# as "Proc-Type: 4,ENCRYPTED") that follow the header; escaped newlines count as newlines.
+PRIVATE_KEY_BODY = re.compile(r"(?:\\[nr]|[A-Za-z0-9+/=:,\-\s])+")
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
-        re.compile(
-            r"(?P<pre>-----BEGIN[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
-            r"(?:[\s\S]{1,16384}?-----END[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-            r"|(?:[\s\\]*[A-Za-z0-9+/=:,\-]{16,}){2,})"
-        ),
+        # the header only: the scanner finds the end itself (see PRIVATE_KEY_FOOTER), in
+        # linear time however many headers a text holds
+        re.compile(r"(?P<pre>-----BEGIN[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----)"),
         ("private key",),
         priority=30,
     ),
@@ -326,8 +330,8 @@ RULES: tuple[Rule, ...] = (
         "slack-token",
         re.compile(
             _B + r"(?:(?P<pre>xox[abposre]-)[0-9]{6,16}-[A-Za-z0-9\-]{8,200}"
-            r"|(?P<pre2>xapp-)\d-[A-Z0-9]{6,}-\d{6,}-[A-Za-z0-9]{16,}"
-            r"|(?P<pre3>xoxe\.xox[bp]-)\d-[A-Za-z0-9]{100,})" + _E
+            r"|(?P<pre2>xapp-)\d-[A-Z0-9]{6,32}-\d{6,20}-[A-Za-z0-9]{16,128}"
+            r"|(?P<pre3>xoxe\.xox[bp]-)\d-[A-Za-z0-9]{100,400})" + _E
         ),
         ("xox", "xapp-"),
         priority=20,
@@ -336,7 +340,7 @@ RULES: tuple[Rule, ...] = (
         "stripe-key",
         re.compile(
             _B
-            + r"(?:(?P<pre>(?:sk|rk)_(?:live|test|prod)_)[A-Za-z0-9]{16,250}|(?P<pre2>whsec_)[A-Za-z0-9]{32,})"
+            + r"(?:(?P<pre>(?:sk|rk)_(?:live|test|prod)_)[A-Za-z0-9]{16,250}|(?P<pre2>whsec_)[A-Za-z0-9]{32,256})"
             + _E
         ),
         ("k_live_", "k_test_", "k_prod_", "whsec_"),
@@ -362,14 +366,15 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "pypi-token",
-        re.compile(_B + r"(?P<pre>pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_\-]{50,}"),
+        re.compile(_B + r"(?P<pre>pypi-AgEIcHlwaS5vcmc)[A-Za-z0-9_\-]{50,1024}"),
         ("pypi-ageichlwas5vcmc",),
         priority=20,
     ),
     Rule(
         "jwt",
         re.compile(
-            _B + r"(?P<pre>eyJ)[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*={0,2}"
+            _B
+            + r"(?P<pre>eyJ)[A-Za-z0-9_\-]{10,2048}\.eyJ[A-Za-z0-9_\-]{10,16384}\.[A-Za-z0-9_\-]{0,2048}={0,2}"
             r"(?![A-Za-z0-9_\-=])"
         ),
         ("eyj",),
@@ -410,7 +415,7 @@ RULES: tuple[Rule, ...] = (
         # backwards and applies `secretish_name` and `looks_random`.
         re.compile(
             r"(?P<tail>[A-Za-z0-9_.\-]{0,40})[\"']?\s{0,3}(?::=|=>|=|:)(?!=)\s{0,3}"
-            r"(?P<q>[\"'`]?)(?P<val>[^\s\"'`,;(){}\[\]<>\\]{12,256})(?P=q)(?![^\s\"'`,;(){}\[\]<>\\]|\()"
+            r"(?P<q>[\"'`]?)(?P<val>[^\s\"'`,;(){}\[\]<>\\=]{12,256}={0,2})(?P=q)(?![^\s\"'`,;(){}\[\]<>\\]|\()"
         ),
         ("secret", "pass", "pwd", "key", "token", "credential", "auth"),
         group="val",

@@ -10,6 +10,7 @@ it is, a masked preview and a keyed hash, so findings can be stored and shown sa
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,16 @@ from typing import Any
 
 from explorer.session import jsonfmt
 
-from .rules import RULES, RULES_VERSION, Rule, looks_random, secretish_name
+from .rules import (
+    PRIVATE_KEY_BODY,
+    PRIVATE_KEY_FOOTER,
+    PRIVATE_KEY_MAX,
+    RULES,
+    RULES_VERSION,
+    Rule,
+    looks_random,
+    secretish_name,
+)
 
 __all__ = [
     "DEFAULT_FINGERPRINT_KEY",
@@ -168,6 +178,57 @@ def _generic(rule: Rule, text: str, lower: str) -> Iterator[tuple[int, int]]:
             i = lower.find(word, after)
 
 
+def _trim_key_body(chunk: str) -> str:
+    """Drop trailing whitespace and escaped newlines: they belong to what follows."""
+    while True:
+        trimmed = chunk.rstrip()
+        if trimmed.endswith(("\\n", "\\r")):
+            trimmed = trimmed[:-2]
+        if trimmed == chunk:
+            return chunk
+        chunk = trimmed
+
+
+def _private_keys(rule: Rule, text: str) -> Iterator[tuple[int, int, str]]:
+    """Key blocks: from a header to its footer, or through the key lines that follow when
+    the footer is missing; never past the next header."""
+    headers = list(rule.pattern.finditer(text))
+    for i, header in enumerate(headers):
+        limit = min(
+            header.end() + PRIVATE_KEY_MAX,
+            headers[i + 1].start() if i + 1 < len(headers) else len(text),
+        )
+        at = text.find("-----END", header.end(), limit)
+        footer = PRIVATE_KEY_FOOTER.match(text, at, limit) if at >= 0 else None
+        if footer is not None:
+            yield header.start(), footer.end(), header.group("pre")
+            continue
+        body = PRIVATE_KEY_BODY.match(text, header.end(), limit)
+        if body is None:
+            continue
+        chunk = _trim_key_body(body.group())
+        end = body.start() + len(chunk)
+        if sum(c.isalnum() for c in chunk) >= 32:
+            yield header.start(), end, header.group("pre")
+
+
+def _without_overlaps(candidates: list[tuple[int, int, int, int, Match]]) -> list[Match]:
+    """Best first (priority, then length, then position); a candidate overlapping one
+    already kept is dropped. Kept spans stay sorted, so each test is a bisection."""
+    candidates.sort(key=lambda c: c[:3])
+    starts: list[int] = []
+    kept: list[Match] = []
+    for _, _, start, end, match in candidates:
+        i = bisect.bisect_left(starts, start)
+        if i > 0 and kept[i - 1].end > start:
+            continue
+        if i < len(kept) and kept[i].start < end:
+            continue
+        starts.insert(i, start)
+        kept.insert(i, match)
+    return kept
+
+
 def scan_text(text: str) -> list[Match]:
     """All secrets in `text`, in order, without overlaps (a vendor rule beats the generic
     entropy rule; a longer match beats a shorter one)."""
@@ -187,6 +248,12 @@ def scan_text(text: str) -> list[Match]:
                     (-rule.priority, start - end, start, end, Match(rule.kind, start, end))
                 )
             continue
+        if rule.kind == "private-key":
+            for start, end, pre in _private_keys(rule, text):
+                candidates.append(
+                    (-rule.priority, start - end, start, end, Match(rule.kind, start, end, pre))
+                )
+            continue
         for m in rule.pattern.finditer(text):
             start, end = m.span(rule.group)
             if start < 0 or end <= start:
@@ -195,15 +262,7 @@ def scan_text(text: str) -> list[Match]:
                 continue
             match = Match(rule.kind, start, end, _prefix_of(rule, m))
             candidates.append((-rule.priority, start - end, start, end, match))
-    if not candidates:
-        return []
-    candidates.sort(key=lambda c: c[:3])
-    kept: list[Match] = []
-    for _, _, start, end, match in candidates:
-        if all(end <= k.start or start >= k.end for k in kept):
-            kept.append(match)
-    kept.sort(key=lambda k: k.start)
-    return kept
+    return _without_overlaps(candidates) if candidates else []
 
 
 def _value_secret(key: str, value: str) -> list[Match]:

@@ -184,3 +184,20 @@ def test_entropy_rule_catches_nearly_all_random_values(alphabet, length, floor):
     values = ["".join(rnd.choice(alphabet) for _ in range(length)) for _ in range(400)]
     found = sum(1 for v in values if scan_text(f'client_secret = "{v}"'))
     assert found / len(values) >= floor
+
+
+def test_truncated_private_key_keeps_the_text_after_it():
+    body = "MIIEpAIBAAKCAQEAn" + "x" * 40 + "n\nABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdrn"
+    text = "-----BEGIN EC PRIVATE KEY-----\n" + body + "\n\n[truncated]"
+    (m,) = scan_text(text)
+    assert text[m.start : m.end] == "-----BEGIN EC PRIVATE KEY-----\n" + body
+    escaped = "-----BEGIN EC PRIVATE KEY-----\\n" + body.replace("\n", "\\n") + "\\n' | ssh-add -"
+    (m,) = scan_text(escaped)
+    assert escaped[m.end :] == "\\n' | ssh-add -"
+
+
+def test_many_key_headers_are_found_separately():
+    block = "-----BEGIN PRIVATE KEY-----\n" + "A1b2C3d4" * 8 + "\n"
+    text = "\n".join([block] * 50)
+    matches = scan_text(text)
+    assert len(matches) == 50 and all(m.kind == "private-key" for m in matches)
