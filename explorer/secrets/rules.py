@@ -1,16 +1,22 @@
 """The detection rules: vendor token formats plus one entropy rule for secret-ish assignments.
 
 Why our own rules rather than a package: detect-secrets 1.5.0 (the maintained Python
-scanner) was measured on this machine at 0.06 MB/s through its ad-hoc `scan_line` API
-(0.2 MB/s calling its plugins directly), reports no offsets (masking would have to search
-for the value again), reports only the `ghp` prefix group for GitHub tokens (so the token
-itself would stay in clear), has no Anthropic or Google API key rule, and its eager
-entropy plugins flagged 41,000 strings in 0.36 MB of the standard library. It also pulls
-in `requests` and `PyYAML`. The vendor formats themselves are public facts (the token
-prefixes documented by the vendors, as collected in gitleaks' default rule set); the
-patterns below are written for this project: each rule has cheap literal keywords that
-must occur in the text before its regular expression runs, which keeps a 90 MB session
-scan fast.
+scanner, last released 2024) was measured on this machine on 0.36 MB of the standard
+library: 0.06 MB/s through its ad-hoc `scan_line` API (0.2 MB/s calling its plugins
+directly), with 41,000 findings from its eager entropy plugins. It reports no offsets
+(masking would have to search for the value again), reports only the `ghp` prefix group
+for GitHub tokens (the token itself would stay in clear), has no Anthropic, Google API key,
+Hugging Face or other model-provider rule, and pulls in `requests` and `PyYAML`. No
+dependency is added. The vendor formats are public facts (the prefixes the vendors
+document, as also collected in gitleaks' default rule set); the patterns are written for
+this project. Compared with gitleaks' defaults we cover the formats an agent transcript is
+likely to hold (cloud, forge, model-provider, chat, payment and package-registry tokens,
+key blocks, JWTs, URL and Basic credentials) and leave out its long tail of rarer vendors
+and its per-vendor "name near a value" rules, which the one generic entropy rule replaces.
+
+Each rule has cheap literal keywords (or one gate pattern) that must occur in the text
+before its regular expression runs, and every pattern is bounded, so scanning stays linear
+in the text: tens of MB/s, see `benchmarks/RESULTS.md`.
 
 Bump `RULES_VERSION` whenever a rule, a keyword list or a filter changes: findings store
 the version they were made with, and a stored finding with another version means "rescan".
@@ -350,6 +356,43 @@ RULES: tuple[Rule, ...] = (
         "google-api-key",
         re.compile(_B + r"(?P<pre>AIza)[A-Za-z0-9_\-]{35}" + _E),
         ("aiza",),
+        priority=20,
+    ),
+    # Other model providers: their keys are the ones most likely pasted into an agent session.
+    Rule(
+        "openrouter-api-key",
+        re.compile(_B + r"(?P<pre>sk-or-v1-)[0-9a-f]{64}" + _E),
+        ("sk-or-",),
+        priority=25,
+    ),
+    Rule(
+        "xai-api-key",
+        re.compile(_B + r"(?P<pre>xai-)[A-Za-z0-9]{70,90}" + _E),
+        ("xai-",),
+        priority=20,
+    ),
+    Rule(
+        "groq-api-key",
+        re.compile(_B + r"(?P<pre>gsk_)[A-Za-z0-9]{48,56}" + _E),
+        ("gsk_",),
+        priority=20,
+    ),
+    Rule(
+        "sendgrid-api-key",
+        re.compile(_B + r"(?P<pre>SG\.)[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+        ("sg.",),
+        priority=20,
+    ),
+    Rule(
+        "digitalocean-token",
+        re.compile(_B + r"(?P<pre>do[pro]_v1_)[a-f0-9]{64}" + _E),
+        ("_v1_",),
+        priority=20,
+    ),
+    Rule(
+        "age-secret-key",
+        re.compile(r"(?P<pre>AGE-SECRET-KEY-1)[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        ("age-secret-key-1",),
         priority=20,
     ),
     Rule(

@@ -19,6 +19,18 @@ PYPI = "pypi-AgEIcHlwaS5vcmc" + "".join(
     _rnd.choice(string.ascii_letters + string.digits) for _ in range(70)
 )
 
+
+def _r(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
+    return "".join(_rnd.choice(alphabet) for _ in range(n))
+
+
+OPENROUTER = "sk-or-v1-" + _r(64, "0123456789abcdef")
+XAI = "xai-" + _r(80)
+GROQ = "gsk_" + _r(52)
+SENDGRID = "SG." + _r(22) + "." + _r(43)
+DIGITALOCEAN = "dop_v1_" + _r(64, "0123456789abcdef")
+AGE = "AGE-SECRET-KEY-1" + _r(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")
+
 # (kind, text, the secret inside it)
 POSITIVE = [
     ("aws-access-key", f'{{"AccessKeyId": "{S["aws-access-key"]}"}}', S["aws-access-key"]),
@@ -60,6 +72,12 @@ POSITIVE = [
     ("npm-token", f"//registry.npmjs.org/:_authToken={S['npm-token']}", S["npm-token"]),
     ("pypi-token", f"password = {PYPI}", PYPI),
     ("basic-auth", f"-H 'Authorization: Basic {S['basic-auth']}'", S["basic-auth"]),
+    ("openrouter-api-key", f"OPENROUTER_API_KEY={OPENROUTER}", OPENROUTER),
+    ("xai-api-key", f'"apiKey": "{XAI}"', XAI),
+    ("groq-api-key", f"export GROQ_API_KEY='{GROQ}'", GROQ),
+    ("sendgrid-api-key", f"sg.client = SendGridAPIClient({SENDGRID!r})", SENDGRID),
+    ("digitalocean-token", f"doctl auth init -t {DIGITALOCEAN}", DIGITALOCEAN),
+    ("age-secret-key", f"# created: 2025-01-01\n{AGE}\n", AGE),
 ]
 
 
