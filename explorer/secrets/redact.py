@@ -14,12 +14,14 @@ from typing import Any
 from explorer.session import jsonfmt
 
 from .scanner import (
+    _MIN_SECRET,
     DEFAULT_FINGERPRINT_KEY,
     Finding,
     Match,
+    _path_of,
     _string_matches,
+    _walk,
     fingerprint,
-    iter_strings,
     placeholder,
     scan_text,
 )
@@ -79,12 +81,12 @@ def redact_entry(
     false positives, or the one finding an admin chose to reveal.
     """
     changes: list[tuple[tuple[str | int, ...], str]] = []
-    for path, parent_key, value in iter_strings(entry):
+    for link, parent_key, value in _walk(entry, _MIN_SECRET):
         matches = _string_matches(parent_key, value)
         if matches and allow:
             matches = [m for m in matches if fingerprint(value[m.start : m.end], key) not in allow]
         if matches:
-            changes.append((path, mask_text(value, matches)))
+            changes.append((_path_of(link), mask_text(value, matches)))
     result = entry
     for path, new in changes:
         result = _replace_at(result, path, new)

@@ -11,6 +11,7 @@ it is, a masked preview and a keyed hash, so findings can be stored and shown sa
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ STRUCTURAL_KEYS = frozenset(
 _IMAGE_TYPES = frozenset({"image", "base64", "image_url", "input_image"})
 
 
+@functools.lru_cache(maxsize=4096)
 def _opaque_key(key: str) -> bool:
     """Provider-verified or encrypted payloads (`thinkingSignature`, `textSignature`,
     `thoughtSignature`, `encrypted_content`, `encryptedContent`, ...): changing one byte
@@ -237,10 +239,14 @@ def scan_text(text: str) -> list[Match]:
     lower = _lowered(text)
     candidates: list[tuple[int, int, int, int, Match]] = []
     for rule in RULES:
+        keywords = rule.keywords
         if rule.gate is not None:
             if rule.gate.search(lower) is None:
                 continue
-        elif not any(k in lower for k in rule.keywords):
+        elif len(keywords) == 1:  # most rules: skip the generator's overhead
+            if keywords[0] not in lower:
+                continue
+        elif not any(k in lower for k in keywords):
             continue
         if rule.kind == "generic-secret":
             for start, end in _generic(rule, text, lower):
@@ -288,17 +294,32 @@ def _is_base64_data_uri(value: str) -> bool:
     return value.startswith("data:") and ";base64," in value[:100]
 
 
-def iter_strings(entry: Any) -> Iterator[tuple[tuple[str | int, ...], str | None, str]]:
-    """Every scannable string of an entry: (path, parent key or None, string).
+_Link = tuple[Any, str | int] | None  # (parent link, key or index); None is the entry itself
+_MIN_SECRET = 8  # no rule matches a shorter string
+
+
+def _path_of(link: _Link) -> tuple[str | int, ...]:
+    steps: list[str | int] = []
+    while link is not None:
+        link, step = link
+        steps.append(step)
+    return tuple(reversed(steps))
+
+
+def _walk(entry: Any, min_len: int = 0) -> list[tuple[_Link, str | None, str]]:
+    """The scannable strings of an entry in document order, each with a cheap link to its
+    path (a path is only built for the few strings that hold a secret).
 
     Iterative so that deeply nested extension data cannot hit the recursion limit.
     """
-    stack: list[tuple[tuple[str | int, ...], str | None, Any]] = [((), None, entry)]
+    out: list[tuple[_Link, str | None, str]] = []
+    stack: list[tuple[_Link, str | None, Any]] = [(None, None, entry)]
+    pop, push = stack.pop, stack.append
     while stack:
-        path, key, value = stack.pop()
+        link, key, value = pop()
         if isinstance(value, str):
-            if not _is_base64_data_uri(value):
-                yield path, key, value
+            if len(value) >= min_len and not _is_base64_data_uri(value):
+                out.append((link, key, value))
         elif isinstance(value, dict):
             kind = value.get("type")
             if not isinstance(kind, str):  # hostile or broken data: any JSON value
@@ -306,18 +327,29 @@ def iter_strings(entry: Any) -> Iterator[tuple[tuple[str | int, ...], str | None
             skip_data = kind in _IMAGE_TYPES
             # redacted thinking carries the provider's encrypted reasoning, not text
             skip_thinking = kind == "thinking" and value.get("redacted") is True
-            for k, v in reversed(list(value.items())):
-                if not isinstance(k, str) or k in STRUCTURAL_KEYS or _opaque_key(k):
+            for k in reversed(list(value)):
+                v = value[k]
+                if not isinstance(v, (str, dict, list)) or not isinstance(k, str):
+                    continue
+                if k in STRUCTURAL_KEYS or _opaque_key(k):
                     continue
                 if (skip_data and k == "data") or (skip_thinking and k == "thinking"):
                     continue
-                if isinstance(v, (str, dict, list)):
-                    stack.append(((*path, k), k, v))
+                push(((link, k), k, v))
         elif isinstance(value, list):
             for i in range(len(value) - 1, -1, -1):
                 v = value[i]
                 if isinstance(v, (str, dict, list)):
-                    stack.append(((*path, i), None, v))
+                    push(((link, i), None, v))
+    return out
+
+
+def iter_strings(entry: Any) -> Iterator[tuple[tuple[str | int, ...], str | None, str]]:
+    """Every scannable string of an entry, in document order: (path, parent key or None,
+    string). Signatures, encrypted reasoning, image data, data URIs and structural keys are
+    left out: they are never scanned and never changed."""
+    for link, key, value in _walk(entry):
+        yield _path_of(link), key, value
 
 
 def _string_matches(key: str | None, value: str) -> list[Match]:
@@ -334,13 +366,13 @@ def scan_entry(entry: Any, *, key: bytes = DEFAULT_FINGERPRINT_KEY) -> list[Find
     site so that findings match up across rescans.
     """
     findings: list[Finding] = []
-    for path, parent_key, value in iter_strings(entry):
+    for link, parent_key, value in _walk(entry, _MIN_SECRET):
         for m in _string_matches(parent_key, value):
             secret = value[m.start : m.end]
             findings.append(
                 Finding(
                     kind=m.kind,
-                    path=json_pointer(path),
+                    path=json_pointer(_path_of(link)),
                     start=m.start,
                     end=m.end,
                     preview=(m.prefix + "…" if m.prefix else "") + placeholder(m.kind),
