@@ -67,7 +67,11 @@ STRUCTURAL_KEYS = frozenset(
         "customType",
     }
 )
-_IMAGE_TYPES = frozenset({"image", "base64", "image_url", "input_image"})
+# Blocks whose `data` is binary or provider-encrypted: base64 images, and the redacted
+# thinking blocks some providers return (their data is encrypted reasoning).
+_OPAQUE_DATA_TYPES = frozenset(
+    {"image", "base64", "image_url", "input_image", "redacted_thinking", "redactedThinking"}
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -324,7 +328,7 @@ def _walk(entry: Any, min_len: int = 0) -> list[tuple[_Link, str | None, str]]:
             kind = value.get("type")
             if not isinstance(kind, str):  # hostile or broken data: any JSON value
                 kind = None
-            skip_data = kind in _IMAGE_TYPES
+            skip_data = kind in _OPAQUE_DATA_TYPES
             # redacted thinking carries the provider's encrypted reasoning, not text
             skip_thinking = kind == "thinking" and value.get("redacted") is True
             for k in reversed(list(value)):

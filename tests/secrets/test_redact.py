@@ -97,15 +97,17 @@ def test_redacted_thinking_and_encrypted_reasoning_are_opaque():
         "thinkingSignature": GH,
     }
     other = {"type": "reasoning", "encrypted_content": GH, "summary": f"note {GH}"}
+    raw = {"type": "redacted_thinking", "data": f"x {GH}"}
     entry = {
         "type": "custom",
         "id": "1",
         "parentId": None,
         "timestamp": "t",
-        "data": [block, other],
+        "data": [block, other, raw],
     }
     out = redact_entry(entry)
     assert out["data"][0] is block
+    assert out["data"][2] is raw
     assert out["data"][1]["encrypted_content"] == GH
     assert out["data"][1]["summary"] == "note [REDACTED:github-token]"
 
