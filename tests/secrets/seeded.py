@@ -293,3 +293,17 @@ def build_session(seed: int = 14) -> tuple[bytes, list[Seed], dict[str, str]]:
     put("npm-token", "/message/content/0/text")
     data = "".join(jsonfmt.dumps(line) + "\n" for line in lines).encode("utf-8")
     return data, seeds, s
+
+
+_CONTEXT = {
+    "aws-secret-key": "aws_secret_access_key = {}",
+    "url-credentials": "postgres://app:{}@db.internal/app",
+    "bearer-token": "Authorization: Bearer {}",
+    "basic-auth": "Authorization: Basic {}",
+    "generic-secret": 'API_TOKEN="{}"',
+}
+
+
+def in_context(kind: str, secret: str) -> str:
+    """The secret as it appears in text: a few kinds are only secrets next to their name."""
+    return _CONTEXT.get(kind, "{}").format(secret)
