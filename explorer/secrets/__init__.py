@@ -18,6 +18,7 @@ API
   order; untouched lines byte-identical).
 - `redact_for_search(text)`: the text to index, so no query matches inside a secret.
 - `RULES_VERSION`: stored with every finding.
+- `python -m explorer.secrets scan|redact FILE`: the same from the command line.
 
 How the web app should integrate it
 -----------------------------------
