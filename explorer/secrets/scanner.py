@@ -46,7 +46,8 @@ __all__ = [
 
 DEFAULT_FINGERPRINT_KEY = b"session-explorer/secrets"
 
-# Keys whose values are never scanned nor rewritten anywhere in an entry.
+# Keys whose values are never scanned nor rewritten: the fields that hold the tree and the
+# message structure together (outside free-form values, see FREE_FORM_KEYS).
 STRUCTURAL_KEYS = frozenset(
     {
         "id",
@@ -67,6 +68,10 @@ STRUCTURAL_KEYS = frozenset(
         "customType",
     }
 )
+# Values written by tools and extensions, not by the session format: inside them an "id" or
+# a "type" is just data (a tool argument `{"id": "<key>"}` must be scanned), so the
+# structural keys are only skipped outside them.
+FREE_FORM_KEYS = frozenset({"arguments", "details", "data", "nestedCalls", "input"})
 # Blocks whose `data` is binary or provider-encrypted: base64 images, and the redacted
 # thinking blocks some providers return (their data is encrypted reasoning).
 _OPAQUE_DATA_TYPES = frozenset(
@@ -317,10 +322,10 @@ def _walk(entry: Any, min_len: int = 0) -> list[tuple[_Link, str | None, str]]:
     Iterative so that deeply nested extension data cannot hit the recursion limit.
     """
     out: list[tuple[_Link, str | None, str]] = []
-    stack: list[tuple[_Link, str | None, Any]] = [(None, None, entry)]
+    stack: list[tuple[_Link, str | None, Any, bool]] = [(None, None, entry, False)]
     pop, push = stack.pop, stack.append
     while stack:
-        link, key, value = pop()
+        link, key, value, free = pop()
         if isinstance(value, str):
             if len(value) >= min_len and not _is_base64_data_uri(value):
                 out.append((link, key, value))
@@ -335,16 +340,16 @@ def _walk(entry: Any, min_len: int = 0) -> list[tuple[_Link, str | None, str]]:
                 v = value[k]
                 if not isinstance(v, (str, dict, list)) or not isinstance(k, str):
                     continue
-                if k in STRUCTURAL_KEYS or _opaque_key(k):
+                if (not free and k in STRUCTURAL_KEYS) or _opaque_key(k):
                     continue
                 if (skip_data and k == "data") or (skip_thinking and k == "thinking"):
                     continue
-                push(((link, k), k, v))
+                push(((link, k), k, v, free or k in FREE_FORM_KEYS))
         elif isinstance(value, list):
             for i in range(len(value) - 1, -1, -1):
                 v = value[i]
                 if isinstance(v, (str, dict, list)):
-                    push(((link, i), None, v))
+                    push(((link, i), None, v, free))
     return out
 
 

@@ -166,3 +166,22 @@ def test_lone_surrogates_survive_redaction():
     out = redact_line(raw)
     assert b"\\ud800" in out
     assert jsonfmt.loads(out)["label"] == "\ud800 [REDACTED:github-token]"
+
+
+def test_ids_inside_tool_arguments_and_extension_data_are_scanned():
+    call = {"type": "toolCall", "id": "call_1", "name": "api", "arguments": {"id": AWS, "type": GH}}
+    entry = {
+        "type": "message",
+        "id": "m1",
+        "parentId": None,
+        "timestamp": "t",
+        "message": {"role": "assistant", "content": [call], "timestamp": 1},
+    }
+    out = redact_entry(entry)
+    assert out["message"]["content"][0]["id"] == "call_1"
+    assert out["message"]["content"][0]["arguments"] == {
+        "id": "[REDACTED:aws-access-key]",
+        "type": "[REDACTED:github-token]",
+    }
+    custom = {"type": "custom", "id": "c1", "parentId": "m1", "timestamp": "t", "data": {"id": GH}}
+    assert [f.path for f in scan_entry(custom)] == ["/data/id"]
