@@ -13,9 +13,12 @@ from __future__ import annotations
 import bisect
 import functools
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import ahocorasick_rs
 
 from explorer.session import jsonfmt
 
@@ -167,26 +170,30 @@ def _lowered(text: str) -> str:
     return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
 
 
-def _generic(rule: Rule, text: str, lower: str) -> Iterator[tuple[int, int]]:
+_KEYWORD_LIST: list[str] = sorted({k for rule in RULES for k in rule.keywords})
+assert all(k == k.lower() for k in _KEYWORD_LIST), "keywords are matched in lower-cased text"
+_KEYWORD_RULES: list[tuple[int, ...]] = [
+    tuple(r for r, rule in enumerate(RULES) if k in rule.keywords) for k in _KEYWORD_LIST
+]
+_KEYWORDS = ahocorasick_rs.AhoCorasick(_KEYWORD_LIST, matchkind=ahocorasick_rs.MatchKind.Standard)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_GENERIC = next(r for r, rule in enumerate(RULES) if rule.kind == "generic-secret")
+
+
+def _generic(rule: Rule, text: str, hits: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """`hits`: (start, end) of each keyword occurrence, from the keyword automaton."""
     seen: set[int] = set()
-    for word in rule.keywords:
-        i = lower.find(word)
-        while i >= 0:
-            after = i + len(word)
-            m = rule.pattern.match(text, after)
-            if m is not None and m.start("val") not in seen:
-                name_start = i
-                while (
-                    name_start > 0 and i - name_start < 60 and text[name_start - 1] in _NAME_CHARS
-                ):
-                    name_start -= 1
-                start, end = m.span("val")
-                if secretish_name(text[name_start : m.end("tail")]) and looks_random(
-                    text[start:end]
-                ):
-                    seen.add(start)
-                    yield start, end
-            i = lower.find(word, after)
+    for i, after in hits:
+        m = rule.pattern.match(text, after)
+        if m is None or m.start("val") in seen:
+            continue
+        name_start = i
+        while name_start > 0 and i - name_start < 60 and text[name_start - 1] in _NAME_CHARS:
+            name_start -= 1
+        start, end = m.span("val")
+        if secretish_name(text[name_start : m.end("tail")]) and looks_random(text[start:end]):
+            seen.add(start)
+            yield start, end
 
 
 def _trim_key_body(chunk: str) -> str:
@@ -245,20 +252,28 @@ def scan_text(text: str) -> list[Match]:
     entropy rule; a longer match beats a shorter one)."""
     if len(text) < 8:
         return []
+    # one pass finds every keyword of every rule; a rule runs only if one of its own occurs
     lower = _lowered(text)
+    try:
+        found = _KEYWORDS.find_matches_as_indexes(lower, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): same length
+        found = _KEYWORDS.find_matches_as_indexes(_SURROGATE.sub("\ufffd", lower), overlapping=True)
+    if not found:
+        return []
+    triggered = bytearray(len(RULES))
+    generic_hits: list[tuple[int, int]] = []
+    for index, start, end in found:
+        for r in _KEYWORD_RULES[index]:
+            triggered[r] = 1
+            if r == _GENERIC:
+                generic_hits.append((start, end))
     candidates: list[tuple[int, int, int, int, Match]] = []
-    for rule in RULES:
-        keywords = rule.keywords
-        if rule.gate is not None:
-            if rule.gate.search(lower) is None:
-                continue
-        elif len(keywords) == 1:  # most rules: skip the generator's overhead
-            if keywords[0] not in lower:
-                continue
-        elif not any(k in lower for k in keywords):
+    for r, rule in enumerate(RULES):
+        if not triggered[r]:
             continue
-        if rule.kind == "generic-secret":
-            for start, end in _generic(rule, text, lower):
+        if r == _GENERIC:
+            generic_hits.sort()
+            for start, end in _generic(rule, text, generic_hits):
                 candidates.append(
                     (-rule.priority, start - end, start, end, Match(rule.kind, start, end))
                 )
