@@ -16,8 +16,9 @@ and its per-vendor "name near a value" rules, which the one generic entropy rule
 
 Each rule has lower-case literal keywords, one of which must occur in the text before its
 regular expression runs. All keywords of all rules are found in one pass by an
-Aho-Corasick automaton (`ahocorasick-rs`, pinned in pyproject.toml: measured 7x faster
-than one substring test per keyword, which had become the larger part of a scan). Every
+Aho-Corasick automaton (`ahocorasick-rs`, pinned in pyproject.toml: about ten times
+faster than one substring test per keyword, which had been the larger part of a scan;
+`bench_secrets.py` measures both). Every
 pattern is bounded, so scanning stays linear in the text; see `benchmarks/RESULTS.md`.
 
 Bump `RULES_VERSION` whenever a rule, a keyword list or a filter changes: findings store
