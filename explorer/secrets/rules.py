@@ -239,6 +239,12 @@ def _bearer_ok(value: str) -> bool:
 _B = r"(?<![A-Za-z0-9_\-])"  # start of a token: not inside a longer word
 _E = r"(?![A-Za-z0-9_\-])"  # end of a token
 
+# `--api-key VALUE`, `-p VALUE` is not covered: only a long flag whose name is secret-ish
+GENERIC_FLAG = re.compile(
+    r"(?P<tail>[A-Za-z0-9_\-]{0,40})[ \t]+(?P<q>[\"']?)(?P<val>[^\s\"'`,;(){}\[\]<>\\=]{12,256}={0,2})"
+    r"(?P=q)(?![^\s\"'`,;(){}\[\]<>\\])"
+)
+
 PRIVATE_KEY_MAX = 16384
 PRIVATE_KEY_FOOTER = re.compile(r"-----END[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 # A key block cut short (truncated tool output): the base64 lines (and PEM header lines such
@@ -450,10 +456,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "generic-secret",
-        # Matched from just after each keyword occurrence (found with `str.find`, ten times
-        # faster than letting the pattern try every position): the rest of the name, an
+        # Matched from just after each keyword occurrence (found by the keyword automaton,
+        # far faster than letting the pattern try every position): the rest of the name, an
         # assignment operator, then a value, quoted or bare. The scanner extends the name
-        # backwards and applies `secretish_name` and `looks_random`.
+        # backwards and applies `secretish_name` and `looks_random`; a command-line flag
+        # (`--token VALUE`) is tried with GENERIC_FLAG instead.
         re.compile(
             r"(?P<tail>[A-Za-z0-9_.\-]{0,40})[\"']?\s{0,3}(?::=|=>|=|:)(?!=)\s{0,3}"
             r"(?P<q>[\"'`]?)(?P<val>[^\s\"'`,;(){}\[\]<>\\=]{12,256}={0,2})(?P=q)(?![^\s\"'`,;(){}\[\]<>\\]|\()"

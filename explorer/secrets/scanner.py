@@ -23,6 +23,7 @@ import ahocorasick_rs
 from explorer.session import jsonfmt
 
 from .rules import (
+    GENERIC_FLAG,
     PRIVATE_KEY_BODY,
     PRIVATE_KEY_FOOTER,
     PRIVATE_KEY_MAX,
@@ -184,12 +185,14 @@ def _generic(rule: Rule, text: str, hits: list[tuple[int, int]]) -> Iterator[tup
     """`hits`: (start, end) of each keyword occurrence, from the keyword automaton."""
     seen: set[int] = set()
     for i, after in hits:
-        m = rule.pattern.match(text, after)
-        if m is None or m.start("val") in seen:
-            continue
         name_start = i
         while name_start > 0 and i - name_start < 60 and text[name_start - 1] in _NAME_CHARS:
             name_start -= 1
+        m = rule.pattern.match(text, after)
+        if m is None and text.startswith("--", name_start):
+            m = GENERIC_FLAG.match(text, after)
+        if m is None or m.start("val") in seen:
+            continue
         start, end = m.span("val")
         if secretish_name(text[name_start : m.end("tail")]) and looks_random(text[start:end]):
             seen.add(start)
