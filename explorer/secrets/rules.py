@@ -462,8 +462,8 @@ RULES: tuple[Rule, ...] = (
         # backwards and applies `secretish_name` and `looks_random`; a command-line flag
         # (`--token VALUE`) is tried with GENERIC_FLAG instead.
         re.compile(
-            r"(?P<tail>[A-Za-z0-9_.\-]{0,40})[\"']?\s{0,3}(?::=|=>|=|:)(?!=)\s{0,3}"
-            r"(?P<q>[\"'`]?)(?P<val>[^\s\"'`,;(){}\[\]<>\\=]{12,256}={0,2})(?P=q)(?![^\s\"'`,;(){}\[\]<>\\]|\()"
+            r"(?P<tail>[A-Za-z0-9_.\-]{0,40})(?:\\?[\"'])?\s{0,3}(?::=|=>|=|:)(?!=)\s{0,3}"
+            r"(?P<q>(?:\\?[\"'`])?)(?P<val>[^\s\"'`,;(){}\[\]<>\\=]{12,256}={0,2})(?P=q)(?![^\s\"'`,;(){}\[\]<>\\]|\()"
         ),
         ("secret", "pass", "pwd", "key", "token", "credential", "auth"),
         group="val",

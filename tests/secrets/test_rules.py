@@ -68,6 +68,12 @@ POSITIVE = [
     ("generic-secret", f'{{"apiKey": "{S["generic-secret"]}"}}', S["generic-secret"]),
     ("generic-secret", f"  auth_token: '{S['generic-secret']}'", S["generic-secret"]),
     ("generic-secret", f"mysql --password={S['generic-secret']} -u root", S["generic-secret"]),
+    # JSON inside a JSON string, as a tool result holding an API response dump shows it
+    (
+        "generic-secret",
+        '{\\"client_secret\\": \\"' + S["generic-secret"] + '\\"}',
+        S["generic-secret"],
+    ),
     ("generic-secret", f"vercel deploy --token {S['generic-secret']} --prod", S["generic-secret"]),
     ("generic-secret", f'cli login --api-key "{S["generic-secret"]}"', S["generic-secret"]),
     ("huggingface-token", f"HF_TOKEN={S['huggingface-token']}", S["huggingface-token"]),
