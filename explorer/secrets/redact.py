@@ -32,17 +32,22 @@ __all__ = ["mask_text", "redact_bytes", "redact_entry", "redact_for_search", "re
 def mask_text(text: str, findings: Iterable[Finding | Match]) -> str:
     """`text` with each finding's span replaced by its placeholder.
 
-    The findings must belong to this one string (same path); overlapping or out-of-range
-    spans are ignored rather than producing a half-masked secret twice.
+    The findings must belong to this one string (same path). Overlapping spans (possible
+    only when findings come from different scans) are merged under the first one's kind,
+    so no part of either secret stays in clear; spans outside the text are ignored.
     """
-    spans = sorted((f.start, f.end, f.kind) for f in findings)
+    spans = sorted((f.start, f.end, f.kind) for f in findings if 0 <= f.start < f.end <= len(text))
     if not spans:
         return text
+    merged: list[list[Any]] = []
+    for start, end, kind in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end, kind])
     parts: list[str] = []
     pos = 0
-    for start, end, kind in spans:
-        if start < pos or end > len(text) or end <= start:
-            continue
+    for start, end, kind in merged:
         parts.append(text[pos:start])
         parts.append(placeholder(kind))
         pos = end

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 from explorer.secrets import (
+    Match,
     mask_text,
     redact_bytes,
     redact_entry,
@@ -28,6 +29,12 @@ def test_mask_text_replaces_each_span_with_its_kind():
         == "a [REDACTED:github-token] b [REDACTED:aws-access-key] c"
     )
     assert mask_text(text, []) == text
+
+
+def test_mask_text_merges_overlapping_spans_and_ignores_bad_ones():
+    text = "0123456789abcdef"
+    spans = [Match("a", 2, 6), Match("b", 4, 9), Match("c", 12, 40), Match("d", 5, 5)]
+    assert mask_text(text, spans) == "01[REDACTED:a]9abcdef"
 
 
 def test_mask_text_with_entry_findings_of_one_path():
