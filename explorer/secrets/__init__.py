@@ -39,14 +39,22 @@ How the web app should integrate it
 4. **Downloads.** Admins get the raw bytes; viewers and editors get `redact_bytes(raw)`,
    which validates and opens like the original.
 5. **Reveal is audited.** Showing one finding in clear (admin, or editor when allowed)
-   re-reads the string at `finding.path`, checks `fingerprint(value[start:end], site_key)`
-   still equals the stored fingerprint (the entry may have been rescanned with new rules),
-   and records who revealed which finding when, before returning the value.
+   records who revealed which finding when, then calls `reveal(entry, finding,
+   key=site_key)`: it re-reads the string at `finding.path` and returns the secret only if
+   its fingerprint still matches (None for a stale finding).
 """
 
 from __future__ import annotations
 
-from .redact import mask_text, redact_bytes, redact_entry, redact_for_search, redact_line
+from .redact import (
+    mask_text,
+    redact_bytes,
+    redact_entry,
+    redact_for_search,
+    redact_line,
+    resolve_pointer,
+    reveal,
+)
 from .rules import RULES, RULES_VERSION, Rule
 from .scanner import (
     DEFAULT_FINGERPRINT_KEY,
@@ -77,6 +85,8 @@ __all__ = [
     "redact_entry",
     "redact_for_search",
     "redact_line",
+    "resolve_pointer",
+    "reveal",
     "scan_bytes",
     "scan_entry",
     "scan_text",

@@ -26,7 +26,15 @@ from .scanner import (
     scan_text,
 )
 
-__all__ = ["mask_text", "redact_bytes", "redact_entry", "redact_for_search", "redact_line"]
+__all__ = [
+    "mask_text",
+    "redact_bytes",
+    "redact_entry",
+    "redact_for_search",
+    "redact_line",
+    "resolve_pointer",
+    "reveal",
+]
 
 
 def mask_text(text: str, findings: Iterable[Finding | Match]) -> str:
@@ -144,3 +152,32 @@ def redact_bytes(
     if lines[-1]:
         out.append(redact_line(lines[-1], allow=allow, key=key))
     return b"".join(out)
+
+
+def resolve_pointer(entry: Any, pointer: str) -> Any:
+    """The value at an RFC 6901 pointer inside an entry (None when the path is gone)."""
+    value = entry
+    if not pointer:
+        return value
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict):
+            if part not in value:
+                return None
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def reveal(entry: Any, finding: Finding, *, key: bytes = DEFAULT_FINGERPRINT_KEY) -> str | None:
+    """The secret of a stored finding, for an audited reveal; None when the entry no longer
+    holds that secret at that place (changed, or rescanned with other rules), so a stale
+    finding can never reveal something else."""
+    text = resolve_pointer(entry, finding.path)
+    if not isinstance(text, str) or not 0 <= finding.start < finding.end <= len(text):
+        return None
+    secret = text[finding.start : finding.end]
+    return secret if fingerprint(secret, key) == finding.fingerprint else None

@@ -13,6 +13,8 @@ from explorer.secrets import (
     fingerprint,
     redact_bytes,
     redact_line,
+    resolve_pointer,
+    reveal,
     scan_bytes,
     scan_entry,
 )
@@ -220,6 +222,28 @@ def test_lines_without_secrets_are_byte_identical(seeded):
 def test_real_pi_sessions_without_secrets_redact_to_the_same_bytes(name):
     data = (PI_FIXTURES / name).read_bytes()
     assert redact_bytes(data) == data
+
+
+def test_reveal_returns_the_secret_only_for_a_matching_finding(seeded):
+    data, seeds, _ = seeded
+    entries = _entries(data)
+    for seed in seeds:
+        entry = entries[seed.line]
+        finding = next(f for f in scan_entry(entry, key=b"k") if f.path == seed.path)
+        assert reveal(entry, finding, key=b"k") == seed.secret
+        assert reveal(entry, finding) is None  # another site key
+    # the entry changed since the scan: the stale finding reveals nothing
+    label_seed = next(s for s in seeds if s.kind == "github-token")
+    entry = entries[label_seed.line]
+    finding = scan_entry(entry)[0]
+    changed = dict(entry, label="leaked " + "x" * 40)
+    assert reveal(changed, finding) is None
+    assert reveal({"type": "label"}, finding) is None
+    assert (
+        resolve_pointer(entries[3], "/message/content/3/arguments/env/API_SECRET")
+        == (seeded[2]["generic-secret"])
+    )
+    assert resolve_pointer(entries[3], "/message/content/9") is None
 
 
 def test_scan_bytes_gives_file_line_numbers_and_entry_ids(seeded):
