@@ -1,6 +1,6 @@
-"""Properties of redaction over arbitrary entry-shaped JSON: the shape never changes, no
+"""Properties of redaction over arbitrary entry-shaped JSON (the shape never changes, no
 secret survives where scanning reaches, what must not change does not, and redacting twice
-is redacting once."""
+is redacting once) and of detection (a vendor token is found whatever text surrounds it)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.secrets import redact_entry, redact_line
+from explorer.secrets import redact_entry, redact_line, scan_text
 from explorer.secrets.scanner import FREE_FORM_KEYS, STRUCTURAL_KEYS, _opaque_key, iter_strings
 from explorer.session import jsonfmt
 
 from .seeded import make_secrets
 
-POOL = [
-    v
-    for k, v in make_secrets(5).items()
+# kinds that are secrets on their own (the others need their name or scheme next to them)
+KINDS_WITHOUT_CONTEXT = {
+    k
+    for k in make_secrets(5)
     if k
     not in ("generic-secret", "url-credentials", "bearer-token", "aws-secret-key", "basic-auth")
-]
+}
+POOL = [v for k, v in make_secrets(5).items() if k in KINDS_WITHOUT_CONTEXT]
 WORDS = [
     "hello",
     "the",
@@ -118,3 +120,22 @@ def test_redaction_keeps_shape_removes_secrets_and_is_idempotent(value):
     assert redact_entry(out) == out
     line = jsonfmt.dumps(value).encode() + b"\n"
     assert jsonfmt.loads(redact_line(line)) == out
+
+
+VENDOR = [(k, v) for k, v in make_secrets(6).items() if k in KINDS_WITHOUT_CONTEXT]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(VENDOR),
+    st.text(max_size=40),
+    st.text(max_size=40),
+    st.sampled_from([" ", "\n", "\t", '"', "'", "=", ": ", "(", "[", ","]),
+)
+def test_a_vendor_token_is_found_exactly_whatever_text_surrounds_it(item, before, after, sep):
+    kind, secret = item
+    closing = {"(": ")", "[": "]"}.get(sep, sep)
+    text = f"{before} {sep}{secret}{closing} {after}"
+    start = len(before) + 1 + len(sep)
+    matches = scan_text(text)
+    assert any((m.kind, m.start, m.end) == (kind, start, start + len(secret)) for m in matches)
