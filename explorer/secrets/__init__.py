@@ -42,6 +42,16 @@ How the web app should integrate it
    records who revealed which finding when, then calls `reveal(entry, finding,
    key=site_key)`: it re-reads the string at `finding.path` and returns the secret only if
    its fingerprint still matches (None for a stale finding).
+
+Known limits
+------------
+- Object keys are not scanned (masking a key could merge two keys); only string values.
+- A value under any key containing "signature" or starting with "encrypted" is skipped,
+  wherever it is: those are provider data that must stay byte-identical.
+- A secret split over two strings (two content blocks) is not found.
+- Version 1 files have no ids: Pi (and `SessionManager.load_readonly`) assign them when
+  loading, from the file's content, so store findings under the ids the importer assigned
+  to the raw file; the redacted download gets other ids when it is opened.
 """
 
 from __future__ import annotations
