@@ -134,7 +134,8 @@ VENDOR = [(k, v) for k, v in make_secrets(6).items() if k in KINDS_WITHOUT_CONTE
 )
 def test_a_vendor_token_is_found_exactly_whatever_text_surrounds_it(item, before, after, sep):
     kind, secret = item
-    closing = {"(": ")", "[": "]"}.get(sep, sep)
+    # quotes and brackets close; an assignment does not (a JWT may end in "=" padding)
+    closing = {"(": ")", "[": "]", "=": "", ": ": ""}.get(sep, sep)
     text = f"{before} {sep}{secret}{closing} {after}"
     start = len(before) + 1 + len(sep)
     matches = scan_text(text)
