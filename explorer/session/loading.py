@@ -32,11 +32,13 @@ __all__ = [
     "discover_header",
     "is_valid_header",
     "load_entries_from_file",
+    "load_line",
     "migrate_session_entries",
     "parse_bytes",
     "parse_file",
     "parse_session_entries",
     "read_session_header",
+    "skeleton_of",
 ]
 
 HEADER_SCAN_LIMIT = 1024 * 1024
@@ -52,14 +54,19 @@ def _is_blank(line: str) -> bool:
 
 def _is_falsy(value: Any) -> bool:
     # JSON values only: null, false, 0, -0 and "" are falsy in JavaScript.
-    return value is None or value is False or value == "" or (
-        type(value) in (int, float) and value == 0
+    return (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
     )
 
 
 def is_valid_header(value: Any) -> bool:
     """A header is an object with `type == "session"` and a string `id`."""
-    return type(value) is dict and value.get("type") == "session" and isinstance(value.get("id"), str)
+    return (
+        type(value) is dict and value.get("type") == "session" and isinstance(value.get("id"), str)
+    )
 
 
 @dataclass(slots=True)
@@ -89,6 +96,10 @@ class LoadedFile:
     spans: array | None = None
     """Lean reads only: byte offsets `[start0, end0, start1, end1, ...]` of each kept line
     in the file (end excludes the newline), instead of `raw_lines`."""
+    deferred: array | None = None
+    """Deferred reads only: ascending positions (in `entries`) of the entries kept as a
+    skeleton (`skeleton_of`) because their line was longer than the threshold; the full
+    entry is `load_line` of the line's bytes at `spans`."""
 
 
 def _excerpt(line: str, limit: int = 80) -> str:
@@ -104,9 +115,13 @@ class _Parser:
     offsets are kept: the file itself holds the original text.
     """
 
-    def __init__(self, keep_raw: bool = True) -> None:
+    def __init__(self, keep_raw: bool = True, defer_over: int | None = None) -> None:
         self.result = LoadedFile()
         self.keep_raw = keep_raw
+        # Skeletons only in lean reads (the file keeps the text) of version-3 files (a
+        # migration would rewrite entries that the file's lines no longer describe).
+        self.defer_over = defer_over if not keep_raw else None
+        self.deferred = array("q")
         self.entries: list[Any] = []
         self.raws: list[str] = []
         self.spans = array("q")
@@ -192,6 +207,11 @@ class _Parser:
             result.first_value = value
             result.first_value_line = self.line_no
             self.have_header = True
+            if value.get("version") != 3:
+                self.defer_over = None
+        elif self.defer_over is not None and len(raw) > self.defer_over and line is None:
+            self.deferred.append(len(self.entries))
+            value = skeleton_of(value)
         self.entries.append(value)
         if self.keep_raw:
             self.raws.append(line if line is not None else self._decode(raw))
@@ -217,6 +237,8 @@ class _Parser:
             result.valid = True
             if not self.keep_raw:
                 result.spans = self.spans
+            if self.defer_over is not None:
+                result.deferred = self.deferred
         return result
 
 
@@ -227,6 +249,73 @@ def _fast_loads(line: str) -> Any:
         # orjson refuses some texts JSON.parse accepts (lone surrogate escapes, huge
         # integers); the standard-library path decides.
         return jsonfmt.loads(line)
+
+
+def load_line(raw: bytes | memoryview) -> Any:
+    """The value the loader's lean read gives for one line's bytes (same parser choice), so
+    a deferred entry loaded again later is exactly the entry a full read would have kept."""
+    if _INDEX_KEY_BYTES.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return _fast_loads(_decode_lenient(raw))
+    return jsonfmt.loads(_decode_lenient(raw))
+
+
+def _decode_lenient(raw: bytes | memoryview) -> str:
+    try:
+        return str(raw, "utf-8")
+    except UnicodeDecodeError:
+        return str(raw, "utf-8", "replace")
+
+
+# Fields a skeleton always keeps, whatever their size: what the tree, the path walk, the
+# label map, the session name and the compaction folding read.
+_SKELETON_KEYS = frozenset(
+    ("type", "id", "parentId", "timestamp", "firstKeptEntryId", "targetId", "label", "name")
+)
+_SKELETON_VALUE_LIMIT = 1024
+
+
+def _small(value: Any, budget: int = _SKELETON_VALUE_LIMIT) -> int:
+    """Remaining budget after `value`'s approximate size, or -1 once it is exceeded."""
+    kind = type(value)
+    if kind is str:
+        budget -= len(value)
+    elif kind is dict:
+        for key, item in value.items():
+            budget = _small(item, budget - len(key))
+            if budget < 0:
+                return -1
+    elif kind is list:
+        for item in value:
+            budget = _small(item, budget - 1)
+            if budget < 0:
+                return -1
+    else:
+        budget -= 8
+    return budget
+
+
+def skeleton_of(entry: Any) -> Any:
+    """The entry without its big values (message content, details, data, summaries).
+
+    A skeleton keeps the identity and tree fields and every value up to about 1 KB, at the
+    top level and inside `message` (role, provider, model, usage, tool name, flags): enough
+    to walk paths, replay settings, fold compactions and build the tree, while a multi-MB
+    body stays in the file until something needs it.
+    """
+    if type(entry) is not dict:
+        return entry
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key in _SKELETON_KEYS:
+            out[key] = value
+        elif key == "message" and type(value) is dict:
+            out[key] = {k: v for k, v in value.items() if k == "role" or _small(v) >= 0}
+        elif _small(value) >= 0:
+            out[key] = value
+    return out
 
 
 def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
@@ -245,12 +334,15 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
 READ_CHUNK = 4 * 1024 * 1024
 
 
-def parse_file(path: str, *, keep_raw: bool = True) -> LoadedFile:
+def parse_file(path: str, *, keep_raw: bool = True, defer_over: int | None = None) -> LoadedFile:
     """`parse_bytes` of a file, read in chunks so the whole file is never held as bytes.
 
-    `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`).
+    `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`). With it,
+    `defer_over` keeps an entry whose line is longer than that many bytes as a skeleton
+    (`skeleton_of`, listed in `deferred`): a 2 GB file of multi-MB tool results then costs
+    memory for its tree, not for its bodies. Version-3 files only; others load in full.
     """
-    parser = _Parser(keep_raw)
+    parser = _Parser(keep_raw, defer_over)
     size = 0
     consumed = 0
     pending: list[bytes] = []
