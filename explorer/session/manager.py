@@ -337,23 +337,29 @@ class SessionManager:
         unchanged while the manager is used).
         """
         raw_path: str | None = None
+        rng: RandomSource
+        migration_rng: RandomSource
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             shown = path or "<bytes>"
             seed = hashlib.sha256(data).digest()
             loaded = parse_bytes(data)
+            rng = deterministic_rng(seed + b"/append")
+            migration_rng = deterministic_rng(seed)
         else:
             shown = resolve_path(source)
-            digest = hashlib.sha256()
             if os.path.exists(shown):
-                with builtins.open(shown, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 22), b""):
-                        digest.update(chunk)
                 loaded = parse_file(shown, keep_raw=False, defer_over=defer_bodies_over)
                 raw_path = shown
             else:
                 loaded = parse_bytes(b"")
-            seed = digest.digest()
+            # Hashing a multi-GB file costs seconds; most inspections never draw an id.
+            rng = _FileSeededRng(shown, loaded.size, b"/append")
+            migration_rng = _FileSeededRng(shown, loaded.size, b"")
+            if loaded.valid:
+                # The constructor's placeholder session (replaced by the file's) draws its
+                # id; count those bytes instead of hashing for them.
+                rng.counting = True
         if not loaded.valid and loaded.size > 0:
             raise SessionError(f"Session file is not a valid pi session: {shown}")
         header = loaded.entries[0] if loaded.valid else None
@@ -366,10 +372,12 @@ class SessionManager:
             False,
             None,
             None,
-            rng=deterministic_rng(seed + b"/append"),
-            migration_rng=deterministic_rng(seed),
+            rng=rng,
+            migration_rng=migration_rng,
             clock=None,
         )
+        if isinstance(rng, _FileSeededRng):
+            rng.counting = False
         if loaded.valid:
             if loaded.spans is not None and raw_path is not None:
                 manager._load_entries(
@@ -1117,6 +1125,41 @@ class _DeferredTreeNode(TreeNode):
     @entry.setter
     def entry(self, value: dict[str, Any]) -> None:
         self._skeleton = value
+
+
+class _FileSeededRng:
+    """`deterministic_rng(sha256(first `size` bytes of the file) + suffix)`, hashed on the
+    first real draw: the same stream as hashing at load time as long as those bytes are
+    unchanged (the single writer only appends). While `counting`, draws return zeros and
+    only advance the position, for values that are thrown away."""
+
+    def __init__(self, path: str, size: int, suffix: bytes) -> None:
+        self.path = path
+        self.size = size
+        self.suffix = suffix
+        self.counting = False
+        self._skip = 0
+        self._source: RandomSource | None = None
+
+    def __call__(self, n: int) -> bytes:
+        if self.counting:
+            self._skip += n
+            return bytes(n)
+        if self._source is None:
+            digest = hashlib.sha256()
+            if self.size:
+                with builtins.open(self.path, "rb") as fh:
+                    left = self.size
+                    while left > 0:
+                        chunk = fh.read(min(left, 1 << 22))
+                        if not chunk:
+                            break
+                        digest.update(chunk)
+                        left -= len(chunk)
+            self._source = deterministic_rng(digest.digest() + self.suffix)
+            if self._skip:
+                self._source(self._skip)
+        return self._source(n)
 
 
 def _read_storage(storage: SessionStorage) -> LoadedFile:

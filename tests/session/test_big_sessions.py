@@ -181,20 +181,89 @@ def test_skeleton_keeps_tree_and_settings_fields_only() -> None:
         "parentId": "p",
         "timestamp": _ts(1),
         "message": {**A("t" * 5000), "content": [{"type": "text", "text": "t" * 5000}]},
+        "extra": {"big": "b" * 5000},
     }
     skeleton = skeleton_of(entry)
-    assert skeleton["message"]["role"] == "assistant"
-    assert skeleton["message"]["provider"] == "test"
-    assert skeleton["message"]["usage"] == entry["message"]["usage"]
-    assert "content" not in skeleton["message"]
-    assert {k: v for k, v in skeleton.items() if k != "message"} == {
+    message = entry["message"]
+    assert skeleton == {
         "type": "message",
         "id": "x",
         "parentId": "p",
         "timestamp": _ts(1),
+        "message": {k: v for k, v in message.items() if k != "content"},
     }
     big_label = {"type": "label", "id": "l", "parentId": "x", "targetId": "x", "label": "L" * 4000}
     assert skeleton_of(big_label) == big_label  # tree fields are kept whatever their size
+
+
+def _lines_with_odd_big_ones() -> list[bytes]:
+    """Long lines of every kind the fast skeleton must either match or hand back."""
+    big = "x" * 5_000
+    good = [
+        jsonfmt.dumps(e).encode()
+        for e in _stamp(chain(msg("u1", U(big)), msg("a1", A(big)), custom("k1", "s", {"v": big})))
+    ]
+    odd = [
+        # Not valid UTF-8 inside a body: kept with a replacement character.
+        b'{"type":"message","id":"b1","parentId":"k1","timestamp":"'
+        + _ts(9).encode()
+        + b'","message":{"role":"user","content":"\xff'
+        + big.encode()
+        + b'","timestamp":1}}',
+        # Truncated (a crash mid-write): malformed.
+        b'{"type":"message","id":"b2","parentId":"b1","message":{"role":"user","content":"'
+        + big.encode(),
+        # `message` is not an object: kept as it is.
+        b'{"type":"message","id":"b3","parentId":"b1","message":"' + big.encode() + b'"}',
+        # Numbers orjson refuses (JavaScript reads 1e400 as Infinity).
+        b'{"type":"custom","id":"b4","parentId":"b3","customType":"n","data":[1e400,"'
+        + big.encode()
+        + b'"]}',
+        # Duplicate keys: the last one wins, as in JSON.parse.
+        b'{"type":"custom","id":"b5","id":"b6","parentId":"b4","customType":"d","data":"'
+        + big.encode()
+        + b'"}',
+        # A lone surrogate escape (JSON.parse keeps it).
+        b'{"type":"custom","id":"b7","parentId":"b6","customType":"s","data":"\\ud800'
+        + big.encode()
+        + b'"}',
+        # Integer-like keys (JavaScript puts them first) in the body and in a kept field.
+        b'{"type":"message","id":"b8","parentId":"b7","message":{"role":"assistant",'
+        b'"usage":{"b":1,"10":2,"2":3},"content":[{"a":1,"7":"' + big.encode() + b'"}]}}',
+        # An array, not an entry.
+        b'["' + big.encode() + b'"]',
+    ]
+    return good + odd
+
+
+def test_fast_skeletons_match_the_full_read(tmp_path: Path) -> None:
+    lines = [jsonfmt.dumps(header()).encode(), *_lines_with_odd_big_ones()]
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    full = parse_file(str(path), keep_raw=False)
+    lean = parse_file(str(path), keep_raw=False, defer_over=1_000)
+    assert lean.line_numbers == full.line_numbers
+    assert lean.malformed == full.malformed and len(full.malformed) == 1
+    assert full.invalid_utf8 == [5]
+    assert lean.invalid_utf8 == []  # a deferred body is not decoded (validation reads in full)
+    assert lean.non_objects == full.non_objects and len(full.non_objects) == 1
+    # Deferred: every long entry except the one whose JSON needs the standard-library
+    # parser (a lone surrogate), which loads in full as before.
+    assert list(lean.deferred) == [1, 2, 3, 4, 5, 6, 7, 9]
+    for position, entry in enumerate(full.entries):
+        expected = skeleton_of(entry) if position in lean.deferred else entry
+        assert lean.entries[position] == expected
+    ids = [e.get("id") for e in lean.entries]
+    assert ids == [full.entries[0]["id"], "u1", "a1", "k1", "b1", "b3", "b4", "b6", "b7", "b8"]
+    assert list(lean.entries[9]["message"]["usage"]) == ["2", "10", "b"]
+    eager, deferred = _eager_and_deferred(path)
+    for entry_id in eager.by_id:
+        assert deferred.get_entry(entry_id) == eager.get_entry(entry_id)
+    b8 = deferred.get_entry("b8")
+    assert b8 is not None and list(b8["message"]["content"][0]) == ["7", "a"]
+    b1 = deferred.get_entry("b1")
+    assert b1 is not None and b1["message"]["content"].startswith("\ufffdxxx")
+    assert list(deferred.iter_lines()) == list(eager.iter_lines())
 
 
 def test_legacy_files_are_never_deferred(tmp_path: Path) -> None:
