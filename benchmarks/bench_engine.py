@@ -15,6 +15,12 @@ Targets (from the issue), each measured against a baseline taken in the same run
    allocator slack are not counted). RSS (Linux VmHWM/VmRSS, in a second, untraced child) is
    printed too.
 
+Also measured, for information: the same open with deferred bodies
+(`defer_bodies_over=64 KiB`), and, only when the environment variable `PI_NODE_INSTALL`
+names a directory holding Pi 1.6.0's Node packages (`node_modules/@earendil-works/...`),
+Pi's own `SessionManager.open` + `buildSessionContext` on the same file, timed inside Node
+by `benchmarks/pi_node_open.mjs` (target: the engine at most 0.5x of Pi). CI never sets it.
+
 Timings are the best of several runs (`--repeat`), the usual estimate of the undisturbed cost
 on a shared machine. The file comes from `benchmarks/gen_session.py` (deterministic).
 
@@ -48,6 +54,9 @@ from benchmarks.results import write_section  # noqa: E402
 TARGET_OPEN = 2.0
 TARGET_SWITCH = 1.5
 TARGET_MEMORY = 3.0
+TARGET_PI = 0.5
+DEFER_BYTES = 64 * 1024
+PI_SCRIPT = Path(__file__).resolve().parent / "pi_node_open.mjs"
 
 
 def _best(fn: Any, repeat: int) -> float:
@@ -120,6 +129,27 @@ def open_and_context(path: Path) -> Any:
     return manager, context
 
 
+def open_deferred_and_context(path: Path) -> Any:
+    from explorer.session.manager import SessionManager
+
+    manager = SessionManager.open(str(path), defer_bodies_over=DEFER_BYTES)
+    context = manager.build_session_context()
+    return manager, context
+
+
+def pi_node_open(path: Path, install: Path, repeat: int) -> dict[str, Any]:
+    """Pi's own open + buildSessionContext, best of `repeat`, timed inside one Node process."""
+    package = install / "node_modules" / "@earendil-works" / "pi-coding-agent"
+    out = subprocess.run(
+        ["node", "--expose-gc", str(PI_SCRIPT), str(package), str(path), str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(install),
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _depths(entries: list[dict[str, Any]]) -> dict[str, int]:
     parent = {e["id"]: e.get("parentId") for e in entries}
     depth: dict[str, int] = {}
@@ -155,7 +185,9 @@ def _one_round(manager: Any, targets: list[str]) -> tuple[float, int]:
     return (time.perf_counter() - start) / len(targets), messages
 
 
-def switch_costs(big: Any, small: Any, targets: list[str], rounds: int) -> tuple[float, float, int, int]:
+def switch_costs(
+    big: Any, small: Any, targets: list[str], rounds: int
+) -> tuple[float, float, int, int]:
     """Best (minimum) seconds per (branch + build_session_context) in each manager.
 
     Rounds alternate between the two so that load from other processes affects both alike;
@@ -220,7 +252,14 @@ def memory_after_open(path: Path) -> dict[str, Any]:
     return result
 
 
-def run(entries: int, small: int, branch_points: int, data_dir: Path, repeat: int) -> dict[str, Any]:
+def run(
+    entries: int,
+    small: int,
+    branch_points: int,
+    data_dir: Path,
+    repeat: int,
+    pi_install: Path | None = None,
+) -> dict[str, Any]:
     from explorer.session.manager import SessionManager
 
     big = data_dir / f"bench-{entries}-{branch_points}-{DEFAULT_SEED}.jsonl"
@@ -244,9 +283,25 @@ def run(entries: int, small: int, branch_points: int, data_dir: Path, repeat: in
     results["baseline_gc_s"] = _best(lambda: baseline_orjson_gc(big), repeat)
     results["open_context_s"] = engine
     results["open_ratio"] = engine / base
+    base_d, deferred = _best_pair(
+        lambda: baseline_orjson(big), lambda: open_deferred_and_context(big), repeat
+    )
+    results["deferred_baseline_s"] = base_d
+    results["open_deferred_s"] = deferred
+    results["open_deferred_ratio"] = deferred / base_d
+    if pi_install is not None:
+        # Pi in Node, then the engine again, so both meet about the same machine load.
+        pi = pi_node_open(big, pi_install, max(3, repeat))
+        mine = _best(lambda: open_and_context(big), max(3, repeat))
+        results["pi_s"] = pi["best_ms"] / 1000
+        results["pi_messages"] = pi["messages"]
+        results["pi_engine_s"] = mine
+        results["pi_ratio"] = mine / results["pi_s"]
     manager, context = open_and_context(big)
     results["default_leaf_depth"] = len(manager.get_branch())
     results["default_context_messages"] = len(context.messages)
+    if "pi_messages" in results:
+        assert results["pi_messages"] == len(context.messages), "Pi and the engine disagree"
     assert big.read_bytes() == before, "open must not modify a valid version-3 file"
 
     # 2. leaf switch: the same target entries (all within the small file) in both files.
@@ -296,6 +351,8 @@ def report(r: dict[str, Any]) -> str:
         f"{r['switch_big_ms']:.2f} ms | same leaves in the file's first {r['small_entries']:,} "
         f"entries {r['switch_small_ms']:.2f} ms | {r['switch_ratio']:.2f}x | <= {TARGET_SWITCH}x | "
         f"{ok[r['switch_ratio'] <= TARGET_SWITCH]} |",
+        f"| (same, deferred bodies over 64 KiB: {r['open_deferred_s'] * 1000:.0f} ms, against "
+        f"{r['deferred_baseline_s'] * 1000:.0f} ms) | | | {r['open_deferred_ratio']:.2f}x | (info) | |",
         f"| (same, against orjson.loads of every line with results dropped: "
         f"{r['baseline_discard_s'] * 1000:.0f} ms) | | | "
         f"{r['open_context_s'] / r['baseline_discard_s']:.2f}x | (info) | |",
@@ -312,6 +369,13 @@ def report(r: dict[str, Any]) -> str:
         f"| RSS retained after open (VmRSS growth) | {r['memory_rss_retained_bytes'] / mb:.0f} MB | "
         f"file size | {r['memory_rss_retained_bytes'] / r['file_bytes']:.2f}x | (info) | |",
     ]
+    if "pi_s" in r:
+        lines.append(
+            f"| open + context against Pi 1.6.0's Node code (`SessionManager.open` + "
+            f"`buildSessionContext`, {r['pi_messages']:,} messages; hand-run, `PI_NODE_INSTALL`) | "
+            f"{r['pi_engine_s'] * 1000:.0f} ms | Node {r['pi_s'] * 1000:.0f} ms | "
+            f"{r['pi_ratio']:.2f}x | <= {TARGET_PI}x | {ok[r['pi_ratio'] <= TARGET_PI]} |"
+        )
     return "\n".join(lines)
 
 
@@ -333,16 +397,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=5_000)
     parser.add_argument("--branch-points", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--data-dir", default=os.environ.get("BENCH_DATA_DIR") or tempfile.gettempdir())
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("BENCH_DATA_DIR") or tempfile.gettempdir()
+    )
     parser.add_argument("--write-results", action="store_true", help="update benchmarks/RESULTS.md")
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    results = run(args.entries, args.small, args.branch_points, data_dir, args.repeat)
+    pi_install = os.environ.get("PI_NODE_INSTALL")
+    results = run(
+        args.entries,
+        args.small,
+        args.branch_points,
+        data_dir,
+        args.repeat,
+        Path(pi_install) if pi_install else None,
+    )
     text = report(results)
     print(text)
     if args.write_results:
-        write_section("bench_engine", f"## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{NOTES}")
+        write_section(
+            "bench_engine", f"## Engine (`benchmarks/bench_engine.py`)\n\n{text}\n\n{NOTES}"
+        )
     failed = (
         results["open_ratio"] > TARGET_OPEN
         or results["switch_ratio"] > TARGET_SWITCH

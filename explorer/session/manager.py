@@ -67,7 +67,7 @@ __all__ = ["DEFAULT_DEFER_BYTES", "SessionManager", "TreeNode"]
 DEFAULT_DEFER_BYTES = 64 * 1024
 """A sensible `defer_bodies_over`: lines above 64 KiB are rare (about 1% of real lines) but
 hold most of the bytes of a multi-GB session."""
-_FULL_CACHE_BYTES = 64 * 1024 * 1024
+_FULL_CACHE_BYTES = 8 * 1024 * 1024  # of line bytes; parsed, up to 4x that (UCS-4 text)
 
 StorageFactory = Callable[[str], SessionStorage]
 
@@ -686,8 +686,9 @@ class SessionManager:
 
         `by_id`, `file_entries`, `get_entries` and `get_branch_skeleton` hand out skeletons for
         deferred entries (identity, tree and settings fields; no bodies): callers that read
-        bodies pass entries through here. Recently loaded bodies are cached up to 64 MB of
-        line bytes, so repeated reads of the same entries return the same objects.
+        bodies pass entries through here. Recently loaded bodies are cached (8 MiB of line
+        bytes, and always the latest), so repeated reads of the same entries return the
+        same objects without a second parse.
         """
         if not self._deferred:
             return entry
@@ -700,12 +701,13 @@ class SessionManager:
             cache.move_to_end(position)
             return hit[0]
         full, size = self._read_deferred(position)
-        if size <= _FULL_CACHE_BYTES:
-            cache[position] = (full, size)
-            self._full_cache_bytes += size
-            while self._full_cache_bytes > _FULL_CACHE_BYTES and cache:
-                _, (_, dropped) = cache.popitem(last=False)
-                self._full_cache_bytes -= dropped
+        cache[position] = (full, size)
+        self._full_cache_bytes += size
+        # Over budget, older entries go; the newest stays even alone over it, so a caller
+        # reading one big entry's fields one after another parses it once.
+        while self._full_cache_bytes > _FULL_CACHE_BYTES and len(cache) > 1:
+            _, (_, dropped) = cache.popitem(last=False)
+            self._full_cache_bytes -= dropped
         return full
 
     def _read_deferred(self, position: int) -> tuple[dict[str, Any], int]:
