@@ -168,7 +168,7 @@ def report(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target-bytes", type=float, default=2e9)
+    parser.add_argument("--target-bytes", type=float, default=2.1e9)
     parser.add_argument("--entries", type=int, default=150_000)
     parser.add_argument("--branch-points", type=int, default=320)
     parser.add_argument(
@@ -191,7 +191,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 NOTES = """\
-"""
+How it works. `pisession` opens the file with `defer_bodies_over=64 KiB`: a line longer than
+that is checked as JSON and reduced to a skeleton (identity, tree fields, settings, message
+role and metadata) by a msgspec decoder that skips the bodies without building them (about
+7x faster than `orjson.loads` on multi-MB lines); the body is parsed again from the file when
+a command needs it: the entries of the context window (from the latest compaction's first
+kept entry to the leaf), `get_entry`, the tree nodes a renderer reads, `iter_lines`. A small
+cache (8 MiB of line bytes) keeps recently loaded bodies. The command line no longer reads
+the whole file into memory, and hashes it (for reproducible ids) only when an id is drawn.
+
+What dominates what is left. Memory: the entries under 64 KiB, parsed in full (about 2.5x
+their share of the file; here about 13% of the bytes and most of the peak), plus the context
+window's bodies and, in `show`, one multi-MB body at a time while its line is described.
+Time (profile of the open): the skeleton scan of the long lines and `orjson.loads` of the
+others, then reading the file. `show` parses every long line a second time to describe it,
+which is why it takes longer than the baseline. Timings on this shared machine vary by 2x
+between runs; the memory figures do not."""
 
 
 if __name__ == "__main__":

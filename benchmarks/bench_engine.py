@@ -290,13 +290,17 @@ def run(
     results["open_deferred_s"] = deferred
     results["open_deferred_ratio"] = deferred / base_d
     if pi_install is not None:
-        # Pi in Node, then the engine again, so both meet about the same machine load.
-        pi = pi_node_open(big, pi_install, max(3, repeat))
-        mine = _best(lambda: open_and_context(big), max(3, repeat))
-        results["pi_s"] = pi["best_ms"] / 1000
+        # Pi in Node and the engine alternately, so both meet about the same machine load.
+        pi_best: list[float] = []
+        mine: list[float] = []
+        for _ in range(max(3, repeat)):
+            pi = pi_node_open(big, pi_install, 2)
+            pi_best.append(pi["best_ms"] / 1000)
+            mine.append(_best(lambda: open_and_context(big), 2))
+        results["pi_s"] = min(pi_best)
         results["pi_messages"] = pi["messages"]
-        results["pi_engine_s"] = mine
-        results["pi_ratio"] = mine / results["pi_s"]
+        results["pi_engine_s"] = min(mine)
+        results["pi_ratio"] = results["pi_engine_s"] / results["pi_s"]
     manager, context = open_and_context(big)
     results["default_leaf_depth"] = len(manager.get_branch())
     results["default_context_messages"] = len(context.messages)
@@ -376,19 +380,41 @@ def report(r: dict[str, Any]) -> str:
             f"{r['pi_engine_s'] * 1000:.0f} ms | Node {r['pi_s'] * 1000:.0f} ms | "
             f"{r['pi_ratio']:.2f}x | <= {TARGET_PI}x | {ok[r['pi_ratio'] <= TARGET_PI]} |"
         )
+        lines.append(
+            f"| (the orjson baseline above against the same Node time) | | | "
+            f"{r['baseline_s'] / r['pi_s']:.2f}x | (info) | |"
+        )
     return "\n".join(lines)
 
 
 NOTES = """\
 How to read it. Timings are the best of several runs in one process, next to a baseline
-taken in the same run; the machine is shared with other work (2 CPUs), so absolute numbers
-move between runs and the ratios somewhat: open + context measured 1.3x-1.9x over repeated
-runs. The leaf switch does not depend on the file size: it is one walk up the path through
-the id index. Memory after open is the parsed entries (Python dicts and strings; a string
-with any non-ASCII character takes 2 or 4 bytes per character) plus an index; the manager
-keeps each line's byte span rather than its text, since the original bytes stay in the file.
-Earlier in this project the manager kept every line's text as well, which measured 3.7x on
-this file and failed the memory target."""
+taken in the same run; the machine is shared with other work (2 CPUs, load average often
+4-6), so absolute numbers move between runs and the ratios somewhat: open + context measured
+1.4x-1.8x over repeated runs. The leaf switch does not depend on the file size: it is one
+walk up the path through the id index. Memory after open is the parsed entries (Python dicts
+and strings; a string with any non-ASCII character takes 2 or 4 bytes per character) plus an
+index; the manager keeps each line's byte span rather than its text, since the original bytes
+stay in the file.
+
+What dominates the remaining cost (cProfile of open + context on the 50,000-entry file):
+`orjson.loads` of every line is about a third of the engine's time and is the baseline's own
+work; per-line bookkeeping in the loader (slicing each line, byte offsets, line numbers) about
+a fifth; the scan for integer-like keys (JavaScript orders them first, so such lines take the
+standard-library parser) about an eighth; freeing the previous run's objects and the read
+buffers about a sixth; the id index about 7%; the context itself 1-2%.
+
+Pi 1.6.0 in Node (hand-run, `PI_NODE_INSTALL`): the goal of at most 0.5x of Pi's time is not
+met. Plain `orjson.loads` of every line alone already takes about half of Pi's time on this
+machine, so no loader that builds every entry can reach it. What would: building bodies only
+when needed for *every* line, not only long ones. Measured on this file, a msgspec decoder
+into typed skeleton structs reads all lines in about half the time of `orjson.loads`, but
+turning those structs back into the dicts the engine and the site use costs more than it
+saved (skeleton dicts: 1.2x of `orjson.loads`). Meeting the Pi goal therefore needs entry
+skeletons as structs throughout the read paths (tree, index, settings replay), with dicts
+only for the context window: a change of the engine's data model, left for a follow-up. The
+deferred open (`defer_bodies_over=64 KiB`) is measured above: on this file few lines are that
+long, so it costs about the same as the full open."""
 
 
 def main(argv: list[str] | None = None) -> int:
