@@ -400,14 +400,14 @@ stay in the file.
 What dominates the remaining cost (cProfile of open + context on the 50,000-entry file):
 `orjson.loads` of every line is about a third of the engine's time and is the baseline's own
 work; per-line bookkeeping in the loader (slicing each line, byte offsets, line numbers) about
-a fifth; the scan for integer-like keys (JavaScript orders them first, so such lines take the
-standard-library parser) about an eighth; freeing the previous run's objects and the read
-buffers about a sixth; the id index about 7%; the context itself 1-2%.
+a quarter; the scan for integer-like keys (JavaScript orders them first, so such lines take
+the standard-library parser) about an eighth; releasing the read buffers about 8%; the id
+index about 8%; the context itself 1-2%.
 
 Pi 1.6.0 in Node (hand-run, `PI_NODE_INSTALL`): the goal of at most 0.5x of Pi's time is not
-met. Plain `orjson.loads` of every line alone already takes about half of Pi's time on this
-machine, so no loader that builds every entry can reach it. What would: building bodies only
-when needed for *every* line, not only long ones. Measured on this file, a msgspec decoder
+met. Plain `orjson.loads` of every line alone already takes 0.4x-0.5x of Pi's time on this
+machine, which leaves a loader that builds every entry almost no room. What would: building
+bodies only when needed for *every* line, not only long ones. Measured on this file, a msgspec decoder
 into typed skeleton structs reads all lines in about half the time of `orjson.loads`, but
 turning those structs back into the dicts the engine and the site use costs more than it
 saved (skeleton dicts: 1.2x of `orjson.loads`). Meeting the Pi goal therefore needs entry
