@@ -15,6 +15,12 @@ Targets (from the issue), each measured against a baseline taken in the same run
    allocator slack are not counted). RSS (Linux VmHWM/VmRSS, in a second, untraced child) is
    printed too.
 
+Also measured, for information: the same open with deferred bodies
+(`defer_bodies_over=64 KiB`), and, only when the environment variable `PI_NODE_INSTALL`
+names a directory holding Pi 1.6.0's Node packages (`node_modules/@earendil-works/...`),
+Pi's own `SessionManager.open` + `buildSessionContext` on the same file, timed inside Node
+by `benchmarks/pi_node_open.mjs` (target: the engine at most 0.5x of Pi). CI never sets it.
+
 Timings are the best of several runs (`--repeat`), the usual estimate of the undisturbed cost
 on a shared machine. The file comes from `benchmarks/gen_session.py` (deterministic).
 
@@ -48,6 +54,9 @@ from benchmarks.results import write_section  # noqa: E402
 TARGET_OPEN = 2.0
 TARGET_SWITCH = 1.5
 TARGET_MEMORY = 3.0
+TARGET_PI = 0.5
+DEFER_BYTES = 64 * 1024
+PI_SCRIPT = Path(__file__).resolve().parent / "pi_node_open.mjs"
 
 
 def _best(fn: Any, repeat: int) -> float:
@@ -118,6 +127,27 @@ def open_and_context(path: Path) -> Any:
     manager = SessionManager.open(str(path))
     context = manager.build_session_context()
     return manager, context
+
+
+def open_deferred_and_context(path: Path) -> Any:
+    from explorer.session.manager import SessionManager
+
+    manager = SessionManager.open(str(path), defer_bodies_over=DEFER_BYTES)
+    context = manager.build_session_context()
+    return manager, context
+
+
+def pi_node_open(path: Path, install: Path, repeat: int) -> dict[str, Any]:
+    """Pi's own open + buildSessionContext, best of `repeat`, timed inside one Node process."""
+    package = install / "node_modules" / "@earendil-works" / "pi-coding-agent"
+    out = subprocess.run(
+        ["node", "--expose-gc", str(PI_SCRIPT), str(package), str(path), str(repeat)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(install),
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _depths(entries: list[dict[str, Any]]) -> dict[str, int]:
@@ -223,7 +253,12 @@ def memory_after_open(path: Path) -> dict[str, Any]:
 
 
 def run(
-    entries: int, small: int, branch_points: int, data_dir: Path, repeat: int
+    entries: int,
+    small: int,
+    branch_points: int,
+    data_dir: Path,
+    repeat: int,
+    pi_install: Path | None = None,
 ) -> dict[str, Any]:
     from explorer.session.manager import SessionManager
 
@@ -248,9 +283,29 @@ def run(
     results["baseline_gc_s"] = _best(lambda: baseline_orjson_gc(big), repeat)
     results["open_context_s"] = engine
     results["open_ratio"] = engine / base
+    base_d, deferred = _best_pair(
+        lambda: baseline_orjson(big), lambda: open_deferred_and_context(big), repeat
+    )
+    results["deferred_baseline_s"] = base_d
+    results["open_deferred_s"] = deferred
+    results["open_deferred_ratio"] = deferred / base_d
+    if pi_install is not None:
+        # Pi in Node and the engine alternately, so both meet about the same machine load.
+        pi_best: list[float] = []
+        mine: list[float] = []
+        for _ in range(max(3, repeat)):
+            pi = pi_node_open(big, pi_install, 2)
+            pi_best.append(pi["best_ms"] / 1000)
+            mine.append(_best(lambda: open_and_context(big), 2))
+        results["pi_s"] = min(pi_best)
+        results["pi_messages"] = pi["messages"]
+        results["pi_engine_s"] = min(mine)
+        results["pi_ratio"] = results["pi_engine_s"] / results["pi_s"]
     manager, context = open_and_context(big)
     results["default_leaf_depth"] = len(manager.get_branch())
     results["default_context_messages"] = len(context.messages)
+    if "pi_messages" in results:
+        assert results["pi_messages"] == len(context.messages), "Pi and the engine disagree"
     assert big.read_bytes() == before, "open must not modify a valid version-3 file"
 
     # 2. leaf switch: the same target entries (all within the small file) in both files.
@@ -300,6 +355,8 @@ def report(r: dict[str, Any]) -> str:
         f"{r['switch_big_ms']:.2f} ms | same leaves in the file's first {r['small_entries']:,} "
         f"entries {r['switch_small_ms']:.2f} ms | {r['switch_ratio']:.2f}x | <= {TARGET_SWITCH}x | "
         f"{ok[r['switch_ratio'] <= TARGET_SWITCH]} |",
+        f"| (same, deferred bodies over 64 KiB: {r['open_deferred_s'] * 1000:.0f} ms, against "
+        f"{r['deferred_baseline_s'] * 1000:.0f} ms) | | | {r['open_deferred_ratio']:.2f}x | (info) | |",
         f"| (same, against orjson.loads of every line with results dropped: "
         f"{r['baseline_discard_s'] * 1000:.0f} ms) | | | "
         f"{r['open_context_s'] / r['baseline_discard_s']:.2f}x | (info) | |",
@@ -316,19 +373,48 @@ def report(r: dict[str, Any]) -> str:
         f"| RSS retained after open (VmRSS growth) | {r['memory_rss_retained_bytes'] / mb:.0f} MB | "
         f"file size | {r['memory_rss_retained_bytes'] / r['file_bytes']:.2f}x | (info) | |",
     ]
+    if "pi_s" in r:
+        lines.append(
+            f"| open + context against Pi 1.6.0's Node code (`SessionManager.open` + "
+            f"`buildSessionContext`, {r['pi_messages']:,} messages; hand-run, `PI_NODE_INSTALL`) | "
+            f"{r['pi_engine_s'] * 1000:.0f} ms | Node {r['pi_s'] * 1000:.0f} ms | "
+            f"{r['pi_ratio']:.2f}x | <= {TARGET_PI}x | {ok[r['pi_ratio'] <= TARGET_PI]} |"
+        )
+        lines.append(
+            f"| (the orjson baseline above against the same Node time) | | | "
+            f"{r['baseline_s'] / r['pi_s']:.2f}x | (info) | |"
+        )
     return "\n".join(lines)
 
 
 NOTES = """\
 How to read it. Timings are the best of several runs in one process, next to a baseline
-taken in the same run; the machine is shared with other work (2 CPUs), so absolute numbers
-move between runs and the ratios somewhat: open + context measured 1.3x-1.9x over repeated
-runs. The leaf switch does not depend on the file size: it is one walk up the path through
-the id index. Memory after open is the parsed entries (Python dicts and strings; a string
-with any non-ASCII character takes 2 or 4 bytes per character) plus an index; the manager
-keeps each line's byte span rather than its text, since the original bytes stay in the file.
-Earlier in this project the manager kept every line's text as well, which measured 3.7x on
-this file and failed the memory target."""
+taken in the same run; the machine is shared with other work (2 CPUs, load average often
+4-6), so absolute numbers move between runs and the ratios somewhat: open + context measured
+1.4x-1.8x over repeated runs. The leaf switch does not depend on the file size: it is one
+walk up the path through the id index. Memory after open is the parsed entries (Python dicts
+and strings; a string with any non-ASCII character takes 2 or 4 bytes per character) plus an
+index; the manager keeps each line's byte span rather than its text, since the original bytes
+stay in the file.
+
+What dominates the remaining cost (cProfile of open + context on the 50,000-entry file):
+`orjson.loads` of every line is about a third of the engine's time and is the baseline's own
+work; per-line bookkeeping in the loader (slicing each line, byte offsets, line numbers) about
+a quarter; the scan for integer-like keys (JavaScript orders them first, so such lines take
+the standard-library parser) about an eighth; releasing the read buffers about 8%; the id
+index about 8%; the context itself 1-2%.
+
+Pi 1.6.0 in Node (hand-run, `PI_NODE_INSTALL`): the goal of at most 0.5x of Pi's time is not
+met. Plain `orjson.loads` of every line alone already takes 0.4x-0.5x of Pi's time on this
+machine, which leaves a loader that builds every entry almost no room. What would: building
+bodies only when needed for *every* line, not only long ones. Measured on this file, a msgspec decoder
+into typed skeleton structs reads all lines in about half the time of `orjson.loads`, but
+turning those structs back into the dicts the engine and the site use costs more than it
+saved (skeleton dicts: 1.2x of `orjson.loads`). Meeting the Pi goal therefore needs entry
+skeletons as structs throughout the read paths (tree, index, settings replay), with dicts
+only for the context window: a change of the engine's data model, left for a follow-up. The
+deferred open (`defer_bodies_over=64 KiB`) is measured above: on this file few lines are that
+long, so it costs about the same as the full open."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -344,7 +430,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    results = run(args.entries, args.small, args.branch_points, data_dir, args.repeat)
+    pi_install = os.environ.get("PI_NODE_INSTALL")
+    results = run(
+        args.entries,
+        args.small,
+        args.branch_points,
+        data_dir,
+        args.repeat,
+        Path(pi_install) if pi_install else None,
+    )
     text = report(results)
     print(text)
     if args.write_results:

@@ -21,9 +21,11 @@ or from the shell::
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ if __package__ in (None, ""):  # run as a script: make the project importable
 
 from explorer.session.jsonfmt import dumps, iso_from_ms
 
-__all__ = ["DEFAULT_SEED", "generate_session", "main"]
+__all__ = ["DEFAULT_SEED", "BigShapes", "big_shapes_for", "generate_session", "main"]
 
 DEFAULT_SEED = 20250304
 START_MS = 1_741_064_767_000  # 2025-03-04T05:06:07.000Z
@@ -80,10 +82,54 @@ _UNICODE_LINES = [
 ]
 
 
+@dataclass(frozen=True)
+class BigShapes:
+    """The shapes of the sessions users report at 1-2 GB, added on top of the default ones.
+
+    Such files are big because of a few hundred huge lines, not because of long text: tool
+    outputs of 1-5 MB (a whole log or generated file read back), screenshots pasted as images,
+    and compactions only every few thousand entries, since the huge outputs are truncated
+    before they reach the model.
+    """
+
+    huge_result_rate: float = 0.01
+    """Share of `read`/`bash` results that are 1-5 MB of text."""
+    image_rate: float = 0.003
+    """Share of user prompts and of `read` results that carry an image (100-800 KB base64)."""
+    compaction_chars: int = 1_500_000
+    """Characters of path since the last compaction before the next one is considered."""
+
+
+# Measured on generated files: per entry, about 0.23 `read`/`bash` results and 0.12 user
+# prompts; the default shapes average about 1,800 bytes a line.
+_READ_BASH_PER_ENTRY = 0.23
+_USER_PER_ENTRY = 0.12
+_DEFAULT_LINE_BYTES = 1_800
+_HUGE_MEAN_BYTES = 3_300_000  # 3 M characters; escapes and UTF-8 add about a tenth
+_IMAGE_MEAN_BYTES = 450_000
+
+
+def big_shapes_for(target_bytes: int, entries: int, image_rate: float = 0.003) -> BigShapes:
+    """Big shapes whose expected file size is about `target_bytes` for `entries` entries."""
+    images = entries * (_USER_PER_ENTRY + _READ_BASH_PER_ENTRY / 2) * image_rate * _IMAGE_MEAN_BYTES
+    rest = target_bytes - entries * _DEFAULT_LINE_BYTES - images
+    huge_results = max(0.0, rest / _HUGE_MEAN_BYTES)
+    rate = min(0.5, huge_results / max(1.0, entries * _READ_BASH_PER_ENTRY))
+    return BigShapes(huge_result_rate=rate, image_rate=image_rate)
+
+
 class _Gen:
     """State of one generation run: the tree built so far and the current position."""
 
-    def __init__(self, path: Path, entries: int, branch_points: int, seed: int, cwd: str):
+    def __init__(
+        self,
+        path: Path,
+        entries: int,
+        branch_points: int,
+        seed: int,
+        cwd: str,
+        big: BigShapes | None = None,
+    ):
         self.path = path
         self.total = entries
         self.branch_points = branch_points
@@ -97,7 +143,13 @@ class _Gen:
         self.kind_of: dict[str, str] = {}  # "user" / "assistant" / "toolResult" / "custom" / other
         self.since_compaction: dict[str, int] = {}  # chars on the path since the last compaction
         self.branched: set[str] = set()
-        self.lines: list[str] = []
+        self.out: Any = None  # the open temporary file: lines are streamed, never all held
+        self.bytes_written = 0
+        self.big = big
+        # Big shapes draw from their own random stream, so the default shapes stay identical
+        # to what this generator always produced for the same arguments.
+        self.big_rng = random.Random(seed ^ 0x5EED_B16) if big is not None else None
+        self._pool: list[str] = []
         self.system_message: dict[str, Any] | None = None
         self.session_id = self._uuid7()
 
@@ -198,7 +250,7 @@ class _Gen:
     def _emit(self, entry: dict[str, Any], kind: str, chars: int = 0) -> str:
         entry_id = entry["id"]
         parent = entry["parentId"]
-        self.lines.append(dumps(entry))
+        self._write(dumps(entry))
         self.parent_of[entry_id] = parent
         self.kind_of[entry_id] = kind
         base = self.since_compaction.get(parent, 0) if parent else 0
@@ -206,6 +258,63 @@ class _Gen:
         self.leaf = entry_id
         self.count += 1
         return entry_id
+
+    def _write(self, line: str) -> None:
+        data = line.encode("utf-8") + b"\n"
+        self.out.write(data)
+        self.bytes_written += len(data)
+
+    # -- big shapes ----------------------------------------------------------------------------
+
+    def _huge_text(self, size: int) -> str:
+        """`size` characters of tool output, assembled from a pool of generated blocks: a
+        multi-megabyte output costs a join, not a million random draws."""
+        rng = self.big_rng
+        assert rng is not None
+        if not self._pool:
+            saved, self.rng = self.rng, rng  # the pool comes from the big stream too
+            try:
+                for i in range(48):
+                    block = self._unicode_output(16_384) if i % 4 == 0 else self._code(16_384)
+                    self._pool.append(block + "\n")
+            finally:
+                self.rng = saved
+        parts: list[str] = []
+        total = 0
+        pool = self._pool
+        while total < size:
+            block = pool[rng.randrange(len(pool))]
+            parts.append(block)
+            total += len(block)
+        return "".join(parts)[:size]
+
+    def _image_block(self) -> dict[str, Any]:
+        """A screenshot-like image block: base64 of incompressible bytes (100-800 KB)."""
+        rng = self.big_rng
+        assert rng is not None
+        raw = rng.randbytes(rng.randint(75_000, 600_000))
+        return {
+            "type": "image",
+            "data": base64.b64encode(raw).decode("ascii"),
+            "mimeType": "image/png",
+        }
+
+    def _big_result(self, name: str) -> tuple[list[dict[str, Any]], int] | None:
+        """Content of a big tool result (1-5 MB of output, or a read image), or None for a
+        normal one. The second value is what the compaction clock counts: a huge output is
+        counted as a truncated one would be, so compactions stay every few thousand entries."""
+        big, rng = self.big, self.big_rng
+        if big is None or rng is None:
+            return None
+        if name in ("read", "bash") and rng.random() < big.huge_result_rate:
+            text = self._huge_text(rng.randint(1_000_000, 5_000_000))
+            return [{"type": "text", "text": text}], 20_000
+        if name == "read" and rng.random() < big.image_rate:
+            return [
+                {"type": "text", "text": "Read image file [image/png]"},
+                self._image_block(),
+            ], 2_000
+        return None
 
     def _base(self, type_: str) -> dict[str, Any]:
         return {"type": type_, "id": self._id(), "parentId": self.leaf, "timestamp": self._tick()}
@@ -247,6 +356,12 @@ class _Gen:
         rng = self.rng
         prompt = self._sentences(rng.choice((60, 150, 400, 1_200)))
         content: Any = prompt if rng.random() < 0.5 else [{"type": "text", "text": prompt}]
+        if (
+            self.big_rng is not None
+            and self.big is not None
+            and self.big_rng.random() < self.big.image_rate
+        ):
+            content = [{"type": "text", "text": prompt}, self._image_block()]  # a pasted screenshot
         self.message({"role": "user", "content": content}, len(prompt))
         steps = rng.randint(1, 6)
         for step in range(steps):
@@ -309,6 +424,20 @@ class _Gen:
             for call_id, name in calls:
                 if self.count >= self.total:
                     return
+                big_result = self._big_result(name)
+                if big_result is not None:
+                    blocks_out, counted = big_result
+                    self.message(
+                        {
+                            "role": "toolResult",
+                            "toolCallId": call_id,
+                            "toolName": name,
+                            "content": blocks_out,
+                            "isError": False,
+                        },
+                        counted,
+                    )
+                    continue
                 size = self._result_size()
                 if name in ("read", "bash"):
                     output = self._unicode_output(size) if rng.random() < 0.3 else self._code(size)
@@ -471,7 +600,6 @@ class _Gen:
     # -- driver --------------------------------------------------------------------------------
 
     def run(self) -> Path:
-        rng = self.rng
         self.model = "claude-sonnet-4-5"
         header = {
             "type": "session",
@@ -480,7 +608,17 @@ class _Gen:
             "timestamp": iso_from_ms(self.now),
             "cwd": self.cwd,
         }
-        self.lines.append(dumps(header))
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "wb", buffering=1 << 20) as self.out:
+            self._write(dumps(header))
+            self._body()
+        self.out = None
+        os.replace(tmp, self.path)
+        return self.path
+
+    def _body(self) -> None:
+        rng = self.rng
+        compact_after = self.big.compaction_chars if self.big is not None else 600_000
         if self.total > 0:
             self.system()
         # Branch points spread evenly over the file; leave room for the final stretch.
@@ -498,17 +636,12 @@ class _Gen:
                     next_branch += every
             if self.count >= self.total:
                 break
-            if self.since_compaction.get(self.leaf or "", 0) > 600_000 and rng.random() < 0.5:
+            if self.since_compaction.get(self.leaf or "", 0) > compact_after and rng.random() < 0.5:
                 self.compaction()
             elif rng.random() < 0.12:
                 self.metadata()
             else:
                 self.turn()
-        data = ("\n".join(self.lines) + "\n").encode("utf-8")
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, self.path)
-        return self.path
 
 
 def generate_session(
@@ -518,15 +651,19 @@ def generate_session(
     seed: int = DEFAULT_SEED,
     *,
     cwd: str = "/home/dev/project",
+    big: BigShapes | None = None,
 ) -> Path:
     """Write a version-3 session file with exactly `entries` entries after the header.
 
     `branch_points` distinct entries get a second child (a navigation back to them); the
-    file's last entry is the default leaf. Returns the path written.
+    file's last entry is the default leaf. `big` adds huge tool results, images and sparse
+    compactions (see `BigShapes`). Lines are streamed to a temporary file that replaces
+    `path` at the end, so memory stays bounded by the tree's ids, whatever the file size.
+    Returns the path written.
     """
     if entries < 0 or branch_points < 0:
         raise ValueError("entries and branch_points must be non-negative")
-    return _Gen(Path(path), entries, branch_points, seed, cwd).run()
+    return _Gen(Path(path), entries, branch_points, seed, cwd, big).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -535,8 +672,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=50_000)
     parser.add_argument("--branch-points", type=int, default=200)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument(
+        "--target-bytes",
+        type=float,
+        default=None,
+        help="add big shapes (1-5 MB tool results, images, sparse compactions) sized so the "
+        "file is about this many bytes, e.g. 2e9",
+    )
     args = parser.parse_args(argv)
-    out = generate_session(args.path, args.entries, args.branch_points, args.seed)
+    big = big_shapes_for(int(args.target_bytes), args.entries) if args.target_bytes else None
+    out = generate_session(args.path, args.entries, args.branch_points, args.seed, big=big)
     size = out.stat().st_size
     print(f"{out}: {args.entries} entries, {args.branch_points} branch points, {size / 1e6:.1f} MB")
     return 0

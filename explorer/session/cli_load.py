@@ -1,8 +1,10 @@
 """Loading a session file for inspection: in memory only, never written, ids reproducible.
 
 Opening a file the way Pi does may write to it (migration rewrite, newline repair, a header for
-an empty file). Inspection must not, so the command line reads the bytes once and builds an
-in-memory manager from them. A legacy (version 1) file gets fresh entry ids while migrating;
+an empty file). Inspection must not, so the command line reads the file once into an in-memory
+manager. Lines longer than 64 KiB stay in the file as skeletons until a command needs their
+bodies (`SessionManager.full_entry`), so a 2 GB session of multi-MB tool results is inspected
+with memory for its tree and its current context, not for every body. A legacy (version 1) file gets fresh entry ids while migrating;
 they are drawn from a random source seeded with the file's bytes, so every run over the same
 file prints the same ids and an id printed by one command can be passed to the next.
 """
@@ -41,10 +43,7 @@ class Inspected:
 
 def read_input(path: str) -> bytes:
     """The file's bytes, or a CliError that says plainly what is wrong."""
-    if not os.path.exists(path):
-        raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory (expected a session .jsonl file)")
+    _check_input(path)
     try:
         with open(path, "rb") as fh:
             return fh.read()
@@ -52,14 +51,35 @@ def read_input(path: str) -> bytes:
         raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
+def _check_input(path: str) -> int:
+    """The file's size after the checks `read_input` makes, without reading the content."""
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory (expected a session .jsonl file)")
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+            return os.fstat(fh.fileno()).st_size
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _header_line(path: str, header_line: int) -> bytes:
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if number == header_line:
+                return line.rstrip(b"\n")
+    return b""
+
+
 def _version(header: dict[str, Any]) -> Any:
     version = header.get("version")
     return 1 if version is None else version
 
 
-def _legacy_version(data: bytes, header_line: int) -> Any:
+def _legacy_version(line: bytes) -> Any:
     """The file's own version when it is below 3 (the loaded header was migrated in place)."""
-    line = data.split(b"\n", header_line)[header_line - 1]
     try:
         header = jsonfmt.loads(line)
     except ValueError:
@@ -71,19 +91,20 @@ def _legacy_version(data: bytes, header_line: int) -> Any:
 
 def load_for_inspection(path: str) -> Inspected:
     """An in-memory manager over the file's current content; raises CliError on bad input."""
-    from .manager import SessionManager  # imported late: the CLI's --help must not need it
+    # The manager is imported late: the CLI's --help must not need it.
+    from .manager import DEFAULT_DEFER_BYTES, SessionManager
 
-    data = read_input(path)
-    if not data:
+    if _check_input(path) == 0:
         raise CliError(f"{path}: empty file, not a pi session (no header)")
     try:
-        manager = SessionManager.load_readonly(data, path=os.path.abspath(path))
+        manager = SessionManager.load_readonly(path, defer_bodies_over=DEFAULT_DEFER_BYTES)
     except SessionError as exc:
         raise CliError(str(exc)) from exc
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     loaded = getattr(manager, "loaded_file", None)
     line_numbers = list(loaded.line_numbers) if loaded is not None else []
-    migrated_from = _legacy_version(data, line_numbers[0]) if line_numbers else None
-    del data  # the manager holds what it needs; large files should not be kept twice
+    migrated_from = _legacy_version(_header_line(path, line_numbers[0])) if line_numbers else None
     return Inspected(
         path=path,
         manager=manager,

@@ -19,6 +19,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from . import jsonfmt
@@ -32,11 +33,13 @@ __all__ = [
     "discover_header",
     "is_valid_header",
     "load_entries_from_file",
+    "load_line",
     "migrate_session_entries",
     "parse_bytes",
     "parse_file",
     "parse_session_entries",
     "read_session_header",
+    "skeleton_of",
 ]
 
 HEADER_SCAN_LIMIT = 1024 * 1024
@@ -94,6 +97,11 @@ class LoadedFile:
     spans: array | None = None
     """Lean reads only: byte offsets `[start0, end0, start1, end1, ...]` of each kept line
     in the file (end excludes the newline), instead of `raw_lines`."""
+    deferred: array | None = None
+    """Deferred reads only: ascending positions (in `entries`) of the entries kept as a
+    skeleton (`skeleton_of`) because their line was longer than the threshold; the full
+    entry is `load_line` of the line's bytes at `spans`. `invalid_utf8` does not list
+    deferred lines (their bodies are not decoded); validation reads files in full."""
 
 
 def _excerpt(line: str, limit: int = 80) -> str:
@@ -109,9 +117,13 @@ class _Parser:
     offsets are kept: the file itself holds the original text.
     """
 
-    def __init__(self, keep_raw: bool = True) -> None:
+    def __init__(self, keep_raw: bool = True, defer_over: int | None = None) -> None:
         self.result = LoadedFile()
         self.keep_raw = keep_raw
+        # Skeletons only in lean reads (the file keeps the text) of version-3 files (a
+        # migration would rewrite entries that the file's lines no longer describe).
+        self.defer_over = defer_over if not keep_raw else None
+        self.deferred = array("q")
         self.entries: list[Any] = []
         self.raws: list[str] = []
         self.spans = array("q")
@@ -125,6 +137,9 @@ class _Parser:
         file offset `base`."""
         if self.stopped:
             self.line_no += buf.count(b"\n", start, end)
+            return
+        if self.defer_over is not None and self.have_header:
+            self._region_deferring(buf, start, end, base)
             return
         slow: list[int] = []
         if _INDEX_KEY_BYTES.search(buf, start, end) is not None:
@@ -145,6 +160,27 @@ class _Parser:
                 self.line_no += buf.count(b"\n", pos, end)
                 return
 
+    def _region_deferring(self, buf: bytes, start: int, end: int, base: int) -> None:
+        """`region` when long lines become skeletons: those are not searched for index-like
+        keys (the skeleton's few values and a later full load check for themselves), which
+        saves a scan of most of the file's bytes."""
+        view = memoryview(buf)
+        find = buf.find
+        search = _INDEX_KEY_BYTES.search
+        limit = self.defer_over
+        assert limit is not None
+        pos = start
+        while pos < end:
+            nl = find(b"\n", pos, end)
+            if nl - pos > limit:
+                self._line(view[pos:nl], False, base + pos, True)
+            else:
+                self._line(view[pos:nl], search(buf, pos, nl) is not None, base + pos)
+            pos = nl + 1
+            if self.stopped:
+                self.line_no += buf.count(b"\n", pos, end)
+                return
+
     def tail(self, piece: bytes, base: int = 0) -> None:
         """The text after the last newline (the file does not end with one)."""
         if not self.stopped:
@@ -159,18 +195,25 @@ class _Parser:
             self.result.invalid_utf8.append(self.line_no)
             return str(raw, "utf-8", "replace")
 
-    def _line(self, raw: memoryview, slow: bool, offset: int) -> None:
+    def _line(self, raw: memoryview, slow: bool, offset: int, unscanned: bool = False) -> None:
         self.line_no += 1
         result = self.result
         line: str | None = None
         value: Any = None
         parsed = False
-        if not self.keep_raw and not slow:
-            try:
-                value = orjson.loads(raw)
-                parsed = True
-            except orjson.JSONDecodeError:
-                pass
+        skeleton = False
+        if not self.keep_raw:
+            if self.defer_over is not None and self.have_header and len(raw) > self.defer_over:
+                value = _fast_skeleton(raw)
+                parsed = skeleton = value is not None
+                if not parsed and unscanned:
+                    slow = _INDEX_KEY_BYTES.search(raw) is not None
+            if not parsed and not slow:
+                try:
+                    value = orjson.loads(raw)
+                    parsed = True
+                except orjson.JSONDecodeError:
+                    pass
         if not parsed:
             line = self._decode(raw)
             if line[:1] != "{" and _is_blank(line):
@@ -197,6 +240,12 @@ class _Parser:
             result.first_value = value
             result.first_value_line = self.line_no
             self.have_header = True
+            if value.get("version") != 3:
+                self.defer_over = None
+        elif self.defer_over is not None and len(raw) > self.defer_over and line is None:
+            self.deferred.append(len(self.entries))
+            if not skeleton:
+                value = skeleton_of(value)
         self.entries.append(value)
         if self.keep_raw:
             self.raws.append(line if line is not None else self._decode(raw))
@@ -222,6 +271,8 @@ class _Parser:
             result.valid = True
             if not self.keep_raw:
                 result.spans = self.spans
+            if self.defer_over is not None:
+                result.deferred = self.deferred
         return result
 
 
@@ -232,6 +283,124 @@ def _fast_loads(line: str) -> Any:
         # orjson refuses some texts JSON.parse accepts (lone surrogate escapes, huge
         # integers); the standard-library path decides.
         return jsonfmt.loads(line)
+
+
+def load_line(raw: bytes | memoryview) -> Any:
+    """The value the loader's lean read gives for one line's bytes (same parser choice), so
+    a deferred entry loaded again later is exactly the entry a full read would have kept."""
+    if _INDEX_KEY_BYTES.search(raw) is None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return _fast_loads(_decode_lenient(raw))
+    return jsonfmt.loads(_decode_lenient(raw))
+
+
+def _decode_lenient(raw: bytes | memoryview) -> str:
+    try:
+        return str(raw, "utf-8")
+    except UnicodeDecodeError:
+        return str(raw, "utf-8", "replace")
+
+
+# What a skeleton keeps: the fields the tree, the path walk, the label map, the session name,
+# the settings replay and the compaction folding read, at the top level and in `message`.
+_SKELETON_FIELDS = (
+    "type",
+    "id",
+    "parentId",
+    "timestamp",
+    "firstKeptEntryId",
+    "tokensBefore",
+    "targetId",
+    "label",
+    "name",
+    "thinkingLevel",
+    "provider",
+    "modelId",
+    "model",
+    "kind",
+    "customType",
+    "display",
+    "fromId",
+    "fromHook",
+)
+_MESSAGE_FIELDS = (
+    "role",
+    "provider",
+    "model",
+    "api",
+    "usage",
+    "stopReason",
+    "timestamp",
+    "toolCallId",
+    "toolName",
+    "isError",
+    "customType",
+    "display",
+)
+_RawField = msgspec.Raw | msgspec.UnsetType
+_MessageSkeleton = msgspec.defstruct(
+    "_MessageSkeleton", [(name, _RawField, msgspec.UNSET) for name in _MESSAGE_FIELDS]
+)
+_EntrySkeleton = msgspec.defstruct(
+    "_EntrySkeleton",
+    [
+        *((name, _RawField, msgspec.UNSET) for name in _SKELETON_FIELDS),
+        ("message", _MessageSkeleton | msgspec.UnsetType, msgspec.UNSET),
+    ],
+)
+_decode_skeleton = msgspec.json.Decoder(_EntrySkeleton).decode
+
+
+def skeleton_of(entry: Any) -> Any:
+    """The entry without its bodies (message content, details, data, summaries).
+
+    A skeleton keeps the identity and tree fields, the settings (thinking level, provider,
+    model) and, inside `message`, the role and the small metadata: enough to walk paths,
+    replay settings, fold compactions and build the tree, while a multi-MB body stays in the
+    file until something needs it.
+    """
+    if type(entry) is not dict:
+        return entry
+    out = {name: entry[name] for name in _SKELETON_FIELDS if name in entry}
+    if "message" in entry:
+        message = entry["message"]
+        if type(message) is dict:
+            message = {name: message[name] for name in _MESSAGE_FIELDS if name in message}
+        out["message"] = message
+    return out
+
+
+def _fast_skeleton(raw: memoryview) -> dict[str, Any] | None:
+    """`skeleton_of(load_line(raw))` without building the bodies, or None to take the full
+    path. msgspec checks the whole line's JSON syntax while skipping the fields a skeleton
+    drops (about 7x faster than a full parse on multi-MB lines). It does not check UTF-8
+    inside skipped strings, and need not: invalid bytes there decode to U+FFFD when the
+    body is loaded, as in a full read (only `LoadedFile.invalid_utf8` does not list such a
+    line; checking would cost more than the parse). Anything unusual (a non-object, a
+    non-object `message`, invalid JSON) goes the full way."""
+    try:
+        parsed = _decode_skeleton(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    out: dict[str, Any] = {}
+    try:
+        for name in _SKELETON_FIELDS:
+            value = getattr(parsed, name)
+            if value is not msgspec.UNSET:
+                out[name] = load_line(memoryview(value))
+        message = parsed.message
+        if message is not msgspec.UNSET:
+            fields: dict[str, Any] = {}
+            for name in _MESSAGE_FIELDS:
+                value = getattr(message, name)
+                if value is not msgspec.UNSET:
+                    fields[name] = load_line(memoryview(value))
+            out["message"] = fields
+    except (ValueError, RecursionError):
+        return None
+    return out
 
 
 def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
@@ -250,12 +419,15 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
 READ_CHUNK = 4 * 1024 * 1024
 
 
-def parse_file(path: str, *, keep_raw: bool = True) -> LoadedFile:
+def parse_file(path: str, *, keep_raw: bool = True, defer_over: int | None = None) -> LoadedFile:
     """`parse_bytes` of a file, read in chunks so the whole file is never held as bytes.
 
-    `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`).
+    `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`). With it,
+    `defer_over` keeps an entry whose line is longer than that many bytes as a skeleton
+    (`skeleton_of`, listed in `deferred`): a 2 GB file of multi-MB tool results then costs
+    memory for its tree, not for its bodies. Version-3 files only; others load in full.
     """
-    parser = _Parser(keep_raw)
+    parser = _Parser(keep_raw, defer_over)
     size = 0
     consumed = 0
     pending: list[bytes] = []

@@ -20,6 +20,7 @@ import hashlib
 import os
 import posixpath
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,7 @@ from .ids import (
     uuid7,
     validate_session_id,
 )
-from .loading import LoadedFile, parse_bytes, parse_file
+from .loading import LoadedFile, load_line, parse_bytes, parse_file
 from .paths import (
     default_session_dir_path,
     expand_path,
@@ -61,7 +62,12 @@ from .paths import (
 )
 from .storage import FileStorage, SessionStorage
 
-__all__ = ["SessionManager", "TreeNode"]
+__all__ = ["DEFAULT_DEFER_BYTES", "SessionManager", "TreeNode"]
+
+DEFAULT_DEFER_BYTES = 64 * 1024
+"""A sensible `defer_bodies_over`: lines above 64 KiB are rare (about 1% of real lines) but
+hold most of the bytes of a multi-GB session."""
+_FULL_CACHE_BYTES = 8 * 1024 * 1024  # of line bytes; parsed, up to 4x that (UCS-4 text)
 
 StorageFactory = Callable[[str], SessionStorage]
 
@@ -161,6 +167,10 @@ class SessionManager:
         self._raw_lines: list[str | None] = []
         self._raw_spans: Any = None  # array of line offsets when the text stays in the file
         self._raw_path: str | None = None
+        # Deferred bodies: id(skeleton) -> its position in `_file_entries` (see `full_entry`).
+        self._deferred: dict[int, int] = {}
+        self._full_cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
+        self._full_cache_bytes = 0
         self._by_id: dict[Any, dict[str, Any]] = {}
         self._labels: dict[Any, Any] = {}
         self._label_timestamps: dict[Any, Any] = {}
@@ -208,17 +218,20 @@ class SessionManager:
         *,
         clock: Clock | None = None,
         rng: RandomSource | None = None,
+        defer_bodies_over: int | None = None,
     ) -> SessionManager:
         """Open a session file (created lazily when it does not exist).
 
         `cwd` = `cwd_override` ?? the header's string `cwd` ?? the process directory. The file
         is read once: its first kept entry is the header that discovery would find.
+        `defer_bodies_over` (bytes, e.g. `DEFAULT_DEFER_BYTES`) keeps longer lines of a
+        version-3 file as skeletons until needed; see `full_entry`.
         """
         resolved = resolve_path(path)
         preloaded: LoadedFile | None = None
         header: Any = None
         if os.path.exists(resolved):
-            preloaded = parse_file(resolved, keep_raw=False)
+            preloaded = parse_file(resolved, keep_raw=False, defer_over=defer_bodies_over)
             if preloaded.valid:
                 header = preloaded.entries[0]
         cwd = cwd_override
@@ -318,6 +331,7 @@ class SessionManager:
         *,
         cwd: str | None = None,
         path: str | None = None,
+        defer_bodies_over: int | None = None,
     ) -> SessionManager:
         """Inspect a session without any of Pi's write side effects.
 
@@ -326,25 +340,33 @@ class SessionManager:
         while migrating a version-1 file are derived from the file's content, so the same
         bytes give the same ids on every run. Raises `SessionError` for a non-empty file that
         is not a session; an empty or missing source gives a fresh empty session.
+        `defer_bodies_over` applies to a path source as in `open` (the file must then stay
+        unchanged while the manager is used).
         """
         raw_path: str | None = None
+        rng: RandomSource
+        migration_rng: RandomSource
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
             shown = path or "<bytes>"
             seed = hashlib.sha256(data).digest()
             loaded = parse_bytes(data)
+            rng = deterministic_rng(seed + b"/append")
+            migration_rng = deterministic_rng(seed)
         else:
             shown = resolve_path(source)
-            digest = hashlib.sha256()
             if os.path.exists(shown):
-                with builtins.open(shown, "rb") as fh:
-                    for chunk in iter(lambda: fh.read(1 << 22), b""):
-                        digest.update(chunk)
-                loaded = parse_file(shown, keep_raw=False)
+                loaded = parse_file(shown, keep_raw=False, defer_over=defer_bodies_over)
                 raw_path = shown
             else:
                 loaded = parse_bytes(b"")
-            seed = digest.digest()
+            # Hashing a multi-GB file costs seconds; most inspections never draw an id.
+            rng = _FileSeededRng(shown, loaded.size, b"/append")
+            migration_rng = _FileSeededRng(shown, loaded.size, b"")
+            if loaded.valid:
+                # The constructor's placeholder session (replaced by the file's) draws its
+                # id; count those bytes instead of hashing for them.
+                rng.counting = True
         if not loaded.valid and loaded.size > 0:
             raise SessionError(f"Session file is not a valid pi session: {shown}")
         header = loaded.entries[0] if loaded.valid else None
@@ -361,13 +383,17 @@ class SessionManager:
             False,
             None,
             None,
-            rng=deterministic_rng(seed + b"/append"),
-            migration_rng=deterministic_rng(seed),
+            rng=rng,
+            migration_rng=migration_rng,
             clock=None,
         )
+        if isinstance(rng, _FileSeededRng):
+            rng.counting = False
         if loaded.valid:
             if loaded.spans is not None and raw_path is not None:
-                manager._load_entries(loaded.entries, None, None, loaded.spans, raw_path)
+                manager._load_entries(
+                    loaded.entries, None, None, loaded.spans, raw_path, loaded.deferred
+                )
             else:
                 manager._load_entries(loaded.entries, loaded.raw_lines, None)
             manager.loaded_file = loaded
@@ -457,7 +483,9 @@ class SessionManager:
             storage.append(b"\n")
         self.loaded_file = loaded
         if loaded.spans is not None:
-            self._load_entries(loaded.entries, None, None, loaded.spans, self._session_file)
+            self._load_entries(
+                loaded.entries, None, None, loaded.spans, self._session_file, loaded.deferred
+            )
         else:
             self._load_entries(loaded.entries, loaded.raw_lines, None)
         self._flushed = True
@@ -469,10 +497,12 @@ class SessionManager:
         options: dict[str, Any] | None,
         spans: Any = None,
         raw_path: str | None = None,
+        deferred: Any = None,
     ) -> None:
         header = next((e for e in entries if type(e) is dict and e.get("type") == "session"), None)
         self._raw_spans = None
         self._raw_path = None
+        self._forget_deferred()
         if header is not None:
             self._file_entries = entries
             self._raw_lines = list(raw_lines) if raw_lines is not None else [None] * len(entries)
@@ -480,8 +510,12 @@ class SessionManager:
                 # The original text stays in the file; keep only where each line is.
                 self._raw_spans = spans
                 self._raw_path = raw_path
+                if deferred:
+                    self._deferred = {id(entries[i]): i for i in deferred}
             self._session_id = header.get("id")
             if migrate_session_entries(entries, self._migration_rng or self._rng):
+                # Only version-3 files defer bodies, and those never migrate.
+                self._materialize_all()
                 self._raw_lines = [None] * len(entries)
                 self._raw_spans = None
                 self._raw_path = None
@@ -508,6 +542,7 @@ class SessionManager:
         self._raw_lines = [None]
         self._raw_spans = None
         self._raw_path = None
+        self._forget_deferred()
         self._by_id = {}
         self._labels = {}
         self._label_timestamps = {}
@@ -590,6 +625,7 @@ class SessionManager:
         """Every file entry, one line each, serialized now (what Pi writes on flush/rewrite).
 
         The lines are not kept: serialization is deterministic, so `to_bytes` can redo it."""
+        self._materialize_all()  # a rewrite must never write a skeleton
         self._raw_lines = [None] * len(self._file_entries)
         self._raw_spans = None
         self._raw_path = None
@@ -652,9 +688,106 @@ class SessionManager:
         return b"".join(line + b"\n" for _, line in self._iter_line_bytes())
 
     def iter_lines(self) -> Iterator[tuple[dict[str, Any], str]]:
-        """(file entry, line text without newline) for every file entry, header first."""
+        """(file entry, line text without newline) for every file entry, header first.
+
+        A deferred entry comes as its full value, parsed from the line just read and not
+        kept: an import streams a multi-GB session with one body in memory at a time."""
+        deferred = self._deferred
         for entry, raw in self._iter_line_bytes():
+            if deferred and id(entry) in deferred:
+                entry = load_line(raw)
             yield entry, raw.decode("utf-8", "replace")
+
+    # ------------------------------------------------------------------------------------------
+    # Deferred bodies (read paths of a manager opened with `defer_bodies_over`)
+
+    def is_deferred(self, entry: Any) -> bool:
+        """True when `entry` is a skeleton whose full value is still in the file."""
+        return bool(self._deferred) and id(entry) in self._deferred
+
+    def deferred_count(self) -> int:
+        """How many entries are held as skeletons."""
+        return len(self._deferred)
+
+    def full_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The full value of an entry from this manager: `entry` itself unless it is a
+        skeleton, else the entry parsed again from its line in the file.
+
+        `by_id`, `file_entries`, `get_entries` and `get_branch_skeleton` hand out skeletons for
+        deferred entries (identity, tree and settings fields; no bodies): callers that read
+        bodies pass entries through here. Recently loaded bodies are cached (8 MiB of line
+        bytes, and always the latest), so repeated reads of the same entries return the
+        same objects without a second parse.
+        """
+        if not self._deferred:
+            return entry
+        position = self._deferred.get(id(entry))
+        if position is None:
+            return entry
+        cache = self._full_cache
+        hit = cache.get(position)
+        if hit is not None:
+            cache.move_to_end(position)
+            return hit[0]
+        full, size = self._read_deferred(position)
+        cache[position] = (full, size)
+        self._full_cache_bytes += size
+        # Over budget, older entries go; the newest stays even alone over it, so a caller
+        # reading one big entry's fields one after another parses it once.
+        while self._full_cache_bytes > _FULL_CACHE_BYTES and len(cache) > 1:
+            _, (_, dropped) = cache.popitem(last=False)
+            self._full_cache_bytes -= dropped
+        return full
+
+    def _read_deferred(self, position: int) -> tuple[dict[str, Any], int]:
+        spans = self._raw_spans
+        assert spans is not None and self._raw_path is not None
+        start, end = spans[2 * position], spans[2 * position + 1]
+        with builtins.open(self._raw_path, "rb") as fh:
+            fh.seek(start)
+            raw = fh.read(end - start)
+        return load_line(raw), end - start
+
+    def _materialize_path(self, path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`path` with full values from its latest compaction's first kept entry (or the
+        compaction itself) to the leaf: the entries whose bodies the context, the projection
+        and a compaction preparation read. Older entries count only through the fields a
+        skeleton keeps (type, ids, settings)."""
+        if not self._deferred:
+            return path
+        start = 0
+        for i in range(len(path) - 1, -1, -1):
+            entry = path[i]
+            if entry.get("type") == "compaction":
+                start = i
+                first_kept = entry.get("firstKeptEntryId", _MISSING)
+                for j in range(i):
+                    if path[j].get("id", _MISSING) == first_kept:
+                        start = j
+                        break
+                break
+        full = self.full_entry
+        return path[:start] + [full(e) for e in path[start:]]
+
+    def _materialize_all(self) -> None:
+        """Replace every skeleton with its full entry (before anything copies or rewrites
+        entries wholesale); the manager is then an ordinary eager one."""
+        if not self._deferred:
+            return
+        entries = self._file_entries
+        for position in sorted(self._deferred.values()):
+            skeleton = entries[position]
+            full, _ = self._read_deferred(position)
+            entries[position] = full
+            key = skeleton.get("id")
+            if jsonfmt.hashable(key) and self._by_id.get(key) is skeleton:
+                self._by_id[key] = full
+        self._forget_deferred()
+
+    def _forget_deferred(self) -> None:
+        self._deferred = {}
+        self._full_cache = OrderedDict()
+        self._full_cache_bytes = 0
 
     # ------------------------------------------------------------------------------------------
     # Append methods (SPEC section 3.6)
@@ -797,19 +930,30 @@ class SessionManager:
     def get_leaf_entry(self) -> dict[str, Any] | None:
         if not jsonfmt.truthy(self._leaf_id):
             return None
-        return _lookup(self._by_id, self._leaf_id)
+        entry = _lookup(self._by_id, self._leaf_id)
+        return entry if entry is None or not self._deferred else self.full_entry(entry)
 
     def get_entry(self, entry_id: Any) -> dict[str, Any] | None:
-        return _lookup(self._by_id, entry_id)
+        entry = _lookup(self._by_id, entry_id)
+        return entry if entry is None or not self._deferred else self.full_entry(entry)
 
     def get_children(self, parent_id: Any) -> list[dict[str, Any]]:
-        return [e for e in self._by_id.values() if e.get("parentId", _MISSING) == parent_id]
+        children = [e for e in self._by_id.values() if e.get("parentId", _MISSING) == parent_id]
+        return [self.full_entry(e) for e in children] if self._deferred else children
 
     def get_label(self, entry_id: Any) -> Any:
         return _lookup(self._labels, entry_id)
 
     def get_branch(self, from_id: Any = None) -> list[dict[str, Any]]:
-        """Root → `from_id` (default: the leaf). Stops at a missing parent or a repeated id."""
+        """Root → `from_id` (default: the leaf). Stops at a missing parent or a repeated id.
+
+        With deferred bodies, the entries from the latest compaction's kept range on are
+        full and older ones may be skeletons (`get_branch_skeleton` gives all skeletons)."""
+        path = self.get_branch_skeleton(from_id)
+        return self._materialize_path(path) if self._deferred else path
+
+    def get_branch_skeleton(self, from_id: Any = None) -> list[dict[str, Any]]:
+        """`get_branch` without loading any deferred body (ids, types, tree fields)."""
         start = from_id if from_id is not None else self._leaf_id
         if not jsonfmt.truthy(start):
             return []
@@ -844,15 +988,25 @@ class SessionManager:
         return len(self._by_id)
 
     def get_tree(self) -> list[TreeNode]:
-        """Root nodes with children sorted by timestamp (SPEC section 3.9); no recursion."""
+        """Root nodes with children sorted by timestamp (SPEC section 3.9); no recursion.
+
+        With deferred bodies, a deferred entry's node loads its full entry when `entry` is
+        read (see `full_entry`), so renderers see exactly what an eager manager gives."""
         entries = self.get_entries()
         labels = self._labels
         label_ts = self._label_timestamps
         nodes: dict[Any, TreeNode] = {}
         unhashable: dict[int, TreeNode] = {}
+        deferred = self._deferred
         for entry in entries:
             key = entry.get("id")
-            node = TreeNode(entry, [], _lookup(labels, key), _lookup(label_ts, key))
+            if deferred and id(entry) in deferred:
+                node: TreeNode = _DeferredTreeNode(
+                    entry, [], _lookup(labels, key), _lookup(label_ts, key)
+                )
+                node.loader = self.full_entry
+            else:
+                node = TreeNode(entry, [], _lookup(labels, key), _lookup(label_ts, key))
             if jsonfmt.hashable(key):
                 nodes[key] = node
             else:
@@ -872,7 +1026,7 @@ class SessionManager:
                 parent.children.append(node)
         for node in [*nodes.values(), *unhashable.values()]:
             if len(node.children) > 1:
-                node.children.sort(key=_child_sort_key)
+                node.children.sort(key=_child_sort_key)  # timestamps: skeletons keep them
         return roots
 
     def get_session_name(self) -> str | None:
@@ -934,15 +1088,25 @@ class SessionManager:
             return []
         return self.get_entries()
 
+    def _context_path(self) -> list[dict[str, Any]]:
+        path = _context.build_session_path(self._context_entries(), self._leaf_id, self._by_id)
+        return self._materialize_path(path)
+
     def build_context_entries(self) -> list[dict[str, Any]]:
+        if self._deferred:
+            return _context.context_entries_from_path(self._context_path())
         return _context.build_context_entries(self._context_entries(), self._leaf_id, self._by_id)
 
     def build_session_projection(self) -> _context.SessionProjection:
+        if self._deferred:
+            return _context.projection_from_path(self._context_path())
         return _context.build_session_projection(
             self._context_entries(), self._leaf_id, self._by_id
         )
 
     def build_session_context(self) -> _context.SessionContext:
+        if self._deferred:
+            return _context.context_from_path(self._context_path())
         return _context.build_session_context(self._context_entries(), self._leaf_id, self._by_id)
 
     # ------------------------------------------------------------------------------------------
@@ -980,7 +1144,59 @@ class SessionManager:
         """Switch this manager to a new session holding only root → `leaf_id` (SPEC 7.1.1)."""
         from .branching import create_branched_session
 
+        self._materialize_all()  # the new session copies whole entries
         return create_branched_session(self, leaf_id)
+
+
+class _DeferredTreeNode(TreeNode):
+    """A tree node of a deferred entry: `entry` loads the full entry on each read (cached
+    by the manager), while the tree itself was built from the skeleton."""
+
+    loader: Callable[[dict[str, Any]], dict[str, Any]]
+    _skeleton: dict[str, Any]
+
+    @property  # type: ignore[override]
+    def entry(self) -> dict[str, Any]:
+        return self.loader(self._skeleton)
+
+    @entry.setter
+    def entry(self, value: dict[str, Any]) -> None:
+        self._skeleton = value
+
+
+class _FileSeededRng:
+    """`deterministic_rng(sha256(first `size` bytes of the file) + suffix)`, hashed on the
+    first real draw: the same stream as hashing at load time as long as those bytes are
+    unchanged (the single writer only appends). While `counting`, draws return zeros and
+    only advance the position, for values that are thrown away."""
+
+    def __init__(self, path: str, size: int, suffix: bytes) -> None:
+        self.path = path
+        self.size = size
+        self.suffix = suffix
+        self.counting = False
+        self._skip = 0
+        self._source: RandomSource | None = None
+
+    def __call__(self, n: int) -> bytes:
+        if self.counting:
+            self._skip += n
+            return bytes(n)
+        if self._source is None:
+            digest = hashlib.sha256()
+            if self.size:
+                with builtins.open(self.path, "rb") as fh:
+                    left = self.size
+                    while left > 0:
+                        chunk = fh.read(min(left, 1 << 22))
+                        if not chunk:
+                            break
+                        digest.update(chunk)
+                        left -= len(chunk)
+            self._source = deterministic_rng(digest.digest() + self.suffix)
+            if self._skip:
+                self._source(self._skip)
+        return self._source(n)
 
 
 def _read_storage(storage: SessionStorage) -> LoadedFile:
@@ -990,7 +1206,8 @@ def _read_storage(storage: SessionStorage) -> LoadedFile:
 
 
 def _child_sort_key(node: TreeNode) -> tuple[int, float]:
-    t = jsonfmt.date_parse(node.entry.get("timestamp"))
+    entry = node._skeleton if type(node) is _DeferredTreeNode else node.entry
+    t = jsonfmt.date_parse(entry.get("timestamp"))
     if t != t:  # NaN: after every parseable timestamp, in file order
         return (1, 0.0)
     return (0, t)
