@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import random
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -494,3 +495,31 @@ def test_cli_context_of_every_sibling(tmp_path: Path) -> None:
     assert len(records) == SIBLINGS
     assert {r["leafId"] for r in records} == {f"c{i:04d}" for i in range(SIBLINGS)}
     assert all(r["entryIds"] == ["root", r["leafId"]] for r in records)
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark generator's big shapes
+
+
+def test_generated_big_shapes_read_the_same_deferred_or_not(tmp_path: Path) -> None:
+    from benchmarks.gen_session import BigShapes, generate_session
+
+    shapes = BigShapes(huge_result_rate=0.008, image_rate=0.01, compaction_chars=200_000)
+    first = generate_session(tmp_path / "a.jsonl", entries=3_000, branch_points=40, big=shapes)
+    second = generate_session(tmp_path / "b.jsonl", entries=3_000, branch_points=40, big=shapes)
+    data = read_bytes(first)
+    assert data == read_bytes(second)  # deterministic
+    lines = data.split(b"\n")[:-1]
+    assert len(lines) == 3_001
+    entries = [load_line(line) for line in lines]
+    assert sum(1 for line in lines if len(line) > 1_000_000) >= 2
+    assert any(b'"type":"image"' in line for line in lines)
+    kinds = [e["type"] for e in entries]
+    assert kinds.count("compaction") >= 2 and kinds.count("branch_summary") >= 1
+    parents = [e.get("parentId") for e in entries[1:]]
+    assert sum(1 for n in Counter(parents).values() if n > 1) == 40
+
+    eager, deferred = _eager_and_deferred(first, threshold=64 * 1024)
+    assert deferred.deferred_count() >= 2
+    assert deferred.build_session_context().to_json() == eager.build_session_context().to_json()
+    assert deferred.to_bytes() == data
