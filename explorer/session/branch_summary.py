@@ -258,7 +258,7 @@ def branch_summary_request(
     `No content to summarize`). For previews and for `generate_branch_summary`, so both agree.
     """
     window = model.get("contextWindow") if isinstance(model, Mapping) else None
-    budget = (window if truthy(window) else DEFAULT_CONTEXT_WINDOW) - reserve_tokens
+    budget = (window if truthy(window) else DEFAULT_CONTEXT_WINDOW) - reserve_tokens  # type: ignore[operator]
     prepared = prepare_branch_entries(entries, budget, pi_version=pi_version)
     if not prepared.messages:
         return None, prepared

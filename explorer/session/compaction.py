@@ -348,7 +348,7 @@ def _collect(
         part = _summarizable(entry)
         if part:
             messages.extend(part)
-            ids.append(entry.source_entry.get("id"))
+            ids.append(entry.source_entry.get("id"))  # type: ignore[arg-type]
     return messages, ids
 
 
@@ -585,7 +585,7 @@ def generate_summary_with_usage(
         pi_version=pi_version,
     )
     response = complete_summary(summarizer, request, retry)
-    return _checked_text(response, LABEL_HISTORY), response.get("usage")
+    return _checked_text(response, LABEL_HISTORY), response.get("usage")  # type: ignore[return-value]
 
 
 def history_request(
@@ -648,7 +648,7 @@ def generate_turn_prefix_summary(
         pi_version=pi_version,
     )
     response = complete_summary(summarizer, request, retry)
-    return _checked_text(response, LABEL_TURN_PREFIX), response.get("usage")
+    return _checked_text(response, LABEL_TURN_PREFIX), response.get("usage")  # type: ignore[return-value]
 
 
 def turn_prefix_request(

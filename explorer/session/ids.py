@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Container
+from typing import Any
 
 from .errors import SessionError
 
@@ -56,7 +57,7 @@ def deterministic_rng(seed: bytes | str) -> RandomSource:
     if isinstance(seed, str):
         seed = seed.encode("utf-8", errors="surrogatepass")
     base = hashlib.sha256(seed).digest()
-    state = {"counter": 0, "buffer": b""}
+    state: dict[str, Any] = {"counter": 0, "buffer": b""}
 
     def draw(n: int) -> bytes:
         buf = state["buffer"]

@@ -63,7 +63,7 @@ def _escape_char(match: re.Match[str]) -> str:
 
 
 def _join_pair(match: re.Match[str]) -> str:
-    hi, lo = match.group(0)
+    hi, lo = match.group(0)  # type: ignore[str-unpack]
     return chr(0x10000 + ((ord(hi) - 0xD800) << 10) + (ord(lo) - 0xDC00))
 
 

@@ -263,19 +263,19 @@ def _info_from_text(path: str, text: str, mtime_ms: float) -> SessionInfo | None
             continue
         message_count += 1
         message = entry.get("message")
-        if not _has_content(message) or message.get("role") not in ("user", "assistant"):
+        if not _has_content(message) or message.get("role") not in ("user", "assistant"):  # type: ignore[union-attr]
             continue
-        stamp = message.get("timestamp")
+        stamp = message.get("timestamp")  # type: ignore[union-attr]
         activity = (
             float(stamp) if _is_number(stamp) else _date_value(entry.get("timestamp", _MISSING))
         )
         if _is_number(stamp) or activity == activity:
             last_activity = _js_max(last_activity if last_activity is not None else 0.0, activity)
-        text_content = _text_of(message)
+        text_content = _text_of(message)  # type: ignore[arg-type]
         if not text_content:
             continue
         texts.append(text_content)
-        if not first_message and message.get("role") == "user":
+        if not first_message and message.get("role") == "user":  # type: ignore[union-attr]
             first_message = text_content
     if header is None:
         return None

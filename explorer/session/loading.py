@@ -390,7 +390,7 @@ def _fast_skeleton(raw: memoryview) -> dict[str, Any] | None:
             value = getattr(parsed, name)
             if value is not msgspec.UNSET:
                 out[name] = load_line(memoryview(value))
-        message = parsed.message
+        message = parsed.message  # type: ignore[attr-defined]
         if message is not msgspec.UNSET:
             fields: dict[str, Any] = {}
             for name in _MESSAGE_FIELDS:

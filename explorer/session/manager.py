@@ -102,7 +102,7 @@ class TreeNode:
     """One entry in `get_tree()`; `label`/`label_timestamp` are None when unlabelled."""
 
     entry: dict[str, Any]
-    children: list[TreeNode] = field(default_factory=list)
+    children: builtins.list[TreeNode] = field(default_factory=list)
     label: Any = None
     label_timestamp: Any = None
 
@@ -112,11 +112,11 @@ class TreeNode:
     def to_json(self) -> dict[str, Any]:
         """Pi's node shape `{entry, children, label?, labelTimestamp?}` (iterative)."""
         root: dict[str, Any] = {}
-        stack: list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
+        stack: builtins.list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
         while stack:
             node, out = stack.pop()
             out["entry"] = node.entry
-            kids: list[dict[str, Any]] = []
+            kids: builtins.list[dict[str, Any]] = []
             out["children"] = kids
             if node.label is not None:
                 out["label"] = node.label
@@ -142,7 +142,7 @@ class SessionManager:
         session_file: str | None = None,
         persist: bool = True,
         new_session_options: dict[str, Any] | None = None,
-        preloaded_entries: list[Any] | None = None,
+        preloaded_entries: builtins.list[Any] | None = None,
         *,
         preloaded_file: LoadedFile | None = None,
         clock: Clock | None = None,
@@ -163,8 +163,8 @@ class SessionManager:
         self._session_dir = expand_path(session_dir) if session_dir else ""
         self._persist = persist
         self._flushed = False
-        self._file_entries: list[Any] = []
-        self._raw_lines: list[str | None] = []
+        self._file_entries: builtins.list[Any] = []
+        self._raw_lines: builtins.list[str | None] = []
         self._raw_spans: Any = None  # array of line offsets when the text stays in the file
         self._raw_path: str | None = None
         # Deferred bodies: id(skeleton) -> its position in `_file_entries` (see `full_entry`).
@@ -268,7 +268,7 @@ class SessionManager:
         cls,
         cwd: str | None = None,
         options: dict[str, Any] | None = None,
-        entries: list[Any] | None = None,
+        entries: builtins.list[Any] | None = None,
         *,
         clock: Clock | None = None,
         rng: RandomSource | None = None,
@@ -395,7 +395,7 @@ class SessionManager:
                     loaded.entries, None, None, loaded.spans, raw_path, loaded.deferred
                 )
             else:
-                manager._load_entries(loaded.entries, loaded.raw_lines, None)
+                manager._load_entries(loaded.entries, loaded.raw_lines, None)  # type: ignore[arg-type]
             manager.loaded_file = loaded
         return manager
 
@@ -422,13 +422,13 @@ class SessionManager:
         return find_by_id(cwd, session_id, session_dir)
 
     @staticmethod
-    def list(cwd: str, session_dir: str | None = None) -> list[Any]:
+    def list(cwd: str, session_dir: str | None = None) -> builtins.list[Any]:
         from .listing import list_sessions
 
         return list_sessions(cwd, session_dir)
 
     @staticmethod
-    def list_all(session_dir: str | None = None) -> list[Any]:
+    def list_all(session_dir: str | None = None) -> builtins.list[Any]:
         from .listing import list_all
 
         return list_all(session_dir)
@@ -487,13 +487,13 @@ class SessionManager:
                 loaded.entries, None, None, loaded.spans, self._session_file, loaded.deferred
             )
         else:
-            self._load_entries(loaded.entries, loaded.raw_lines, None)
+            self._load_entries(loaded.entries, loaded.raw_lines, None)  # type: ignore[arg-type]
         self._flushed = True
 
     def _load_entries(
         self,
-        entries: list[Any],
-        raw_lines: list[str | None] | None,
+        entries: builtins.list[Any],
+        raw_lines: builtins.list[str | None] | None,
         options: dict[str, Any] | None,
         spans: Any = None,
         raw_path: str | None = None,
@@ -748,7 +748,9 @@ class SessionManager:
             raw = fh.read(end - start)
         return load_line(raw), end - start
 
-    def _materialize_path(self, path: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _materialize_path(
+        self, path: builtins.list[dict[str, Any]]
+    ) -> builtins.list[dict[str, Any]]:
         """`path` with full values from its latest compaction's first kept entry (or the
         compaction itself) to the leaf: the entries whose bodies the context, the projection
         and a compaction preparation read. Older entries count only through the fields a
@@ -937,14 +939,14 @@ class SessionManager:
         entry = _lookup(self._by_id, entry_id)
         return entry if entry is None or not self._deferred else self.full_entry(entry)
 
-    def get_children(self, parent_id: Any) -> list[dict[str, Any]]:
+    def get_children(self, parent_id: Any) -> builtins.list[dict[str, Any]]:
         children = [e for e in self._by_id.values() if e.get("parentId", _MISSING) == parent_id]
         return [self.full_entry(e) for e in children] if self._deferred else children
 
     def get_label(self, entry_id: Any) -> Any:
         return _lookup(self._labels, entry_id)
 
-    def get_branch(self, from_id: Any = None) -> list[dict[str, Any]]:
+    def get_branch(self, from_id: Any = None) -> builtins.list[dict[str, Any]]:
         """Root → `from_id` (default: the leaf). Stops at a missing parent or a repeated id.
 
         With deferred bodies, the entries from the latest compaction's kept range on are
@@ -952,12 +954,12 @@ class SessionManager:
         path = self.get_branch_skeleton(from_id)
         return self._materialize_path(path) if self._deferred else path
 
-    def get_branch_skeleton(self, from_id: Any = None) -> list[dict[str, Any]]:
+    def get_branch_skeleton(self, from_id: Any = None) -> builtins.list[dict[str, Any]]:
         """`get_branch` without loading any deferred body (ids, types, tree fields)."""
         start = from_id if from_id is not None else self._leaf_id
         if not jsonfmt.truthy(start):
             return []
-        path: list[dict[str, Any]] = []
+        path: builtins.list[dict[str, Any]] = []
         seen: set[Any] = set()
         by_id = self._by_id
         current = _lookup(by_id, start)
@@ -981,13 +983,13 @@ class SessionManager:
                 return entry
         return None
 
-    def get_entries(self) -> list[dict[str, Any]]:
+    def get_entries(self) -> builtins.list[dict[str, Any]]:
         return [e for e in self._file_entries if type(e) is dict and e.get("type") != "session"]
 
     def get_entry_count(self) -> int:
         return len(self._by_id)
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> builtins.list[TreeNode]:
         """Root nodes with children sorted by timestamp (SPEC section 3.9); no recursion.
 
         With deferred bodies, a deferred entry's node loads its full entry when `entry` is
@@ -1004,14 +1006,14 @@ class SessionManager:
                 node: TreeNode = _DeferredTreeNode(
                     entry, [], _lookup(labels, key), _lookup(label_ts, key)
                 )
-                node.loader = self.full_entry
+                node.loader = self.full_entry  # type: ignore[attr-defined]
             else:
                 node = TreeNode(entry, [], _lookup(labels, key), _lookup(label_ts, key))
             if jsonfmt.hashable(key):
                 nodes[key] = node
             else:
                 unhashable[id(entry)] = node
-        roots: list[TreeNode] = []
+        roots: builtins.list[TreeNode] = []
         for entry in entries:
             key = entry.get("id")
             node = nodes[key] if jsonfmt.hashable(key) else unhashable[id(entry)]
@@ -1070,7 +1072,7 @@ class SessionManager:
         return self._by_id
 
     @property
-    def file_entries(self) -> list[Any]:
+    def file_entries(self) -> builtins.list[Any]:
         """Header and entries in file order (read-only by convention)."""
         return self._file_entries
 
@@ -1080,7 +1082,7 @@ class SessionManager:
 
     # -- context (SPEC section 4, delegated) -----------------------------------------------------
 
-    def _context_entries(self) -> list[dict[str, Any]]:
+    def _context_entries(self) -> builtins.list[dict[str, Any]]:
         # The entry list only serves the fallback for a leaf missing from the index; skipping
         # it keeps a leaf switch proportional to the path, not to the file.
         leaf = self._leaf_id
@@ -1088,11 +1090,11 @@ class SessionManager:
             return []
         return self.get_entries()
 
-    def _context_path(self) -> list[dict[str, Any]]:
+    def _context_path(self) -> builtins.list[dict[str, Any]]:
         path = _context.build_session_path(self._context_entries(), self._leaf_id, self._by_id)
         return self._materialize_path(path)
 
-    def build_context_entries(self) -> list[dict[str, Any]]:
+    def build_context_entries(self) -> builtins.list[dict[str, Any]]:
         if self._deferred:
             return _context.context_entries_from_path(self._context_path())
         return _context.build_context_entries(self._context_entries(), self._leaf_id, self._by_id)

@@ -84,7 +84,7 @@ def message_facts(message: Any) -> list[str]:
         facts.append(f"provider stop {raw_stop}")
     diagnostics = message.get("diagnostics")
     if isinstance(diagnostics, list) and diagnostics:
-        kinds = sorted(
+        kinds = sorted(  # type: ignore[type-var]
             {
                 d.get("type")
                 for d in diagnostics
@@ -92,5 +92,5 @@ def message_facts(message: Any) -> list[str]:
             }
         )
         noun = "diagnostic" if len(diagnostics) == 1 else "diagnostics"
-        facts.append(f"{len(diagnostics)} {noun}" + (f" ({', '.join(kinds)})" if kinds else ""))
+        facts.append(f"{len(diagnostics)} {noun}" + (f" ({', '.join(kinds)})" if kinds else ""))  # type: ignore[arg-type]
     return facts

@@ -203,7 +203,7 @@ def session_entry_to_context_messages(entry: dict[str, Any]) -> list[dict[str, A
             entry.get("timestamp", _MISSING),
         )
         system = entry.get("systemMessage")
-        return [system, summary] if truthy(system) else [summary]
+        return [system, summary] if truthy(system) else [summary]  # type: ignore[list-item]
     return []
 
 
@@ -361,7 +361,7 @@ def _js_add(a: Any, b: Any) -> int | float:
         elif isinstance(v, bool):
             values.append(int(v))
         elif isinstance(v, (int, float)):
-            values.append(v)
+            values.append(v)  # type: ignore[arg-type]
         else:
             return math.nan
     return values[0] + values[1]
@@ -390,12 +390,12 @@ def combine_usage(
     cost_a = a.get("cost") if isinstance(a.get("cost"), dict) else {}
     cost_b = b.get("cost") if isinstance(b.get("cost"), dict) else {}
     result["cost"] = {
-        key: _js_add(cost_a.get(key, _MISSING_NUM), cost_b.get(key, _MISSING_NUM))
+        key: _js_add(cost_a.get(key, _MISSING_NUM), cost_b.get(key, _MISSING_NUM))  # type: ignore[union-attr]
         for key in ("input", "output", "cacheRead", "cacheWrite", "total")
     }
     if pi_version != "1.0.3":
         result["cost"]["totalFromProvider"] = (
-            cost_a.get("totalFromProvider") is True and cost_b.get("totalFromProvider") is True
+            cost_a.get("totalFromProvider") is True and cost_b.get("totalFromProvider") is True  # type: ignore[union-attr]
         )
     return result
 

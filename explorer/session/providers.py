@@ -62,11 +62,11 @@ def parse_usage(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(raw.get("prompt_tokens_details"), dict)
         else {}
     )
-    cached = details.get("cached_tokens")
+    cached = details.get("cached_tokens")  # type: ignore[union-attr]
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens", raw.get("cached_tokens"))
     cache_read = _int(cached)
-    cache_write = _int(details.get("cache_write_tokens"))
+    cache_write = _int(details.get("cache_write_tokens"))  # type: ignore[union-attr]
     completion = raw.get("completion_tokens_details")
     reasoning = _int(completion.get("reasoning_tokens")) if isinstance(completion, dict) else 0
     output = _int(raw.get("completion_tokens"))
@@ -452,7 +452,7 @@ class _StreamState:
 
     def _add_tool_delta(self, call: dict[str, Any]) -> None:
         index = call.get("index") if isinstance(call.get("index"), int) else len(self.tool_calls)
-        slot = self.tool_calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+        slot = self.tool_calls.setdefault(index, {"id": "", "name": "", "arguments": ""})  # type: ignore[arg-type]
         if isinstance(call.get("id"), str):
             slot["id"] = call["id"]
         fn = call.get("function")

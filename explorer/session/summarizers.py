@@ -267,7 +267,7 @@ def _parse_calls(text: str) -> list[_Call]:
             except ValueError:
                 args = None
                 break
-            args[km.group(1)] = value
+            args[km.group(1)] = value  # type: ignore[index]
             if text.startswith(", ", pos):
                 pos += 2
         if args is None:
@@ -641,7 +641,7 @@ def _extract(parts: list[_Part]) -> _Facts:
                 _add_unique(facts.done, f"[x] {_call_label(call)}")
             pending_calls = list(calls)
         elif part.label == "Tool result":
-            call = pending_calls.pop(0) if pending_calls else None
+            call = pending_calls.pop(0) if pending_calls else None  # type: ignore[assignment]
             error = _error_line(text, call is not None and call.name == "read")
             if error:
                 err = _clip(error, 300)
