@@ -354,3 +354,61 @@ class CompactForm(ActionForm):
     def apply(self) -> str:
         services.compact_now(self.session, self.user, leaf_id=self.cursor, settings=self.settings())
         return "Compaction appended."
+
+
+class ContextWindowForm(forms.Form):
+    """The context window and reserve a raw-vs-projected page is judged against (GET).
+
+    A window below 1,000 tokens or a reserve that leaves no room (threshold ≤ 0) describes
+    no real model: it is refused with a message instead of being silently replaced.
+    """
+
+    DEFAULT_WINDOW = 200_000
+    DEFAULT_RESERVE = DEFAULT_COMPACTION_SETTINGS.reserve_tokens
+
+    window = forms.IntegerField(
+        required=False,
+        min_value=1_000,
+        max_value=10_000_000,
+        error_messages={
+            "invalid": "The context window must be a whole number of tokens.",
+            "min_value": "The context window must be between 1,000 and 10,000,000 tokens.",
+            "max_value": "The context window must be between 1,000 and 10,000,000 tokens.",
+        },
+    )
+    reserve = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=10_000_000,
+        error_messages={
+            "invalid": "The reserve must be a whole number of tokens.",
+            "min_value": "The reserve must be between 0 and 10,000,000 tokens.",
+            "max_value": "The reserve must be between 0 and 10,000,000 tokens.",
+        },
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        window, reserve = data.get("window"), data.get("reserve")
+        w = self.DEFAULT_WINDOW if window is None else window
+        r = self.DEFAULT_RESERVE if reserve is None else reserve
+        if not self.errors and r >= w:
+            raise forms.ValidationError(
+                f"The reserve ({r:,}) must be smaller than the context window ({w:,}): "
+                "otherwise the compaction threshold would be zero or negative."
+            )
+        return data
+
+    def values(self) -> tuple[int, int]:
+        """(window, reserve): the valid choice, or the defaults when the input was refused."""
+        if self.is_valid():
+            w = self.cleaned_data.get("window")
+            r = self.cleaned_data.get("reserve")
+            return (
+                self.DEFAULT_WINDOW if w is None else w,
+                self.DEFAULT_RESERVE if r is None else r,
+            )
+        return self.DEFAULT_WINDOW, self.DEFAULT_RESERVE
+
+    def error_messages(self) -> list[str]:
+        return [str(m) for errors in self.errors.values() for m in errors]

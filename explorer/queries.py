@@ -698,3 +698,63 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
         return integrity.unmatched_tool_results(rows, load_raws)
 
     return cached(session, "integrity-tools", build)
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw versus projected
+
+
+def leaf_choices(session: Session, limit: int = 200) -> list[dict[str, str]]:
+    """The newest leaves and every labelled entry, as choices for a leaf picker.
+
+    One list shared by every picker (raw vs projected, compare) so they offer the same
+    routes in the same words."""
+    rows = (
+        Entry.objects.filter(session=session, child_count=0)
+        .order_by("-position")
+        .values_list("entry_id", "type", "role")[:limit]
+    )
+    data = load_entries(session, [r[0] for r in rows])
+    out = [
+        {"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"}
+        for r in rows
+    ]
+    out += [
+        {"id": t, "title": f"\u2691 {text} ({t})"} for t, text in current_labels(session).items()
+    ]
+    return out
+
+
+def context_summary(
+    session: Session, cursor: str | None, window: int, reserve: int
+) -> dict[str, Any]:
+    """Raw versus projected at ``cursor``: rows and every figure, cached per session version.
+
+    The one builder behind the page, its htmx partial and its JSON, so they cannot disagree.
+    Rows cover the live range (from the newest compaction's kept entries on); the history
+    folded before it is only counted here and listed page by page on request.
+    """
+    return cached(
+        session,
+        f"ctx:{cursor or ''}:{window}:{reserve}",
+        lambda: _context_summary(session, cursor, window, reserve),
+    )
+
+
+def _context_summary(
+    session: Session, cursor: str | None, window: int, reserve: int
+) -> dict[str, Any]:
+    from explorer.analysis.projection import align_projection, summarize_view
+    from explorer.session.tokens import CompactionSettings
+
+    light = light_path(session, cursor)
+    path, start = context_path(session, light)
+    view = align_projection(
+        path, context_window=window, settings=CompactionSettings(reserve_tokens=reserve)
+    )
+    settings_only = len(path) - (len(light) - start)  # settings entries kept from the folded part
+    summary = summarize_view(view, view.rows[settings_only:])
+    summary["folded_count"] = start
+    summary["path_length"] = len(light)
+    summary["leaf_id"] = cursor
+    return summary
