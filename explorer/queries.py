@@ -758,3 +758,119 @@ def _context_summary(
     summary["path_length"] = len(light)
     summary["leaf_id"] = cursor
     return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# Costs
+
+
+COSTED_TYPES = ("message", "usage", "compaction", "branch_summary")
+
+
+def entry_costs(session: Session) -> dict[str, float]:
+    """Entry id → provider-reported cost, for every entry that has one (cached per version).
+
+    The one source of per-entry cost for the whole-session figures (abandoned and wasted
+    cost); user and tool messages are skipped by their role column, never parsed."""
+
+    def build() -> dict[str, float]:
+        ids = list(
+            Entry.objects.filter(session=session)
+            .filter(Q(type="message", role="assistant") | Q(type__in=COSTED_TYPES[1:]))
+            .values_list("entry_id", flat=True)
+        )
+        out: dict[str, float] = {}
+        for k in range(0, len(ids), 500):
+            for eid, data in load_entries(session, ids[k : k + 500]).items():
+                c = cost_of(data)
+                if c:
+                    out[eid] = c
+        return out
+
+    return cached(session, "costs", build)
+
+
+def abandoned_cost(session: Session, cursor: str | None) -> float:
+    """Cost of every entry on no route to ``cursor``: all abandoned branches together."""
+    from explorer.analysis.compare import off_route_cost
+
+    costs = entry_costs(session)
+    return off_route_cost(costs, [e.entry_id for e in light_path(session, cursor)], costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing two routes
+
+ROUTE_SHOWN = 300  # entries of each route listed (the newest); figures cover them all
+
+
+def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    """Two routes from their common ancestor with every figure the Compare page shows.
+
+    Cached per session version; the page, its partial and its JSON all read this."""
+    return cached(
+        session, f"compare:{a}:{b}:{cursor or ''}", lambda: _compare(session, a, b, cursor)
+    )
+
+
+def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict[str, str]]:
+    return [
+        {
+            "id": e.entry_id,
+            "role": entry_role(data.get(e.entry_id, {})) or e.type,
+            "title": entry_title(data.get(e.entry_id, {}), 110),
+        }
+        for e in route[-ROUTE_SHOWN:]
+    ]
+
+
+def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from explorer.analysis.compare import (
+        collapse_shared,
+        common_ancestor_index,
+        off_route_cost,
+        projection_diff,
+        route_stats,
+    )
+
+    la, lb = light_path(session, a), light_path(session, b)
+    k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
+    ra, rb = la[k + 1 :], lb[k + 1 :]
+    data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+    sa = route_stats([data[e.entry_id] for e in ra if e.entry_id in data])
+    sb = route_stats([data[e.entry_id] for e in rb if e.entry_id in data])
+    pa, _ = context_path(session, la)
+    pb, _ = context_path(session, lb)
+    diff = projection_diff(pa, pb)
+    on_cursor = [e.entry_id for e in light_path(session, cursor)]
+    costs = entry_costs(session)
+    ancestor = la[k].entry_id if k >= 0 else None
+    window, reserve = 200_000, 16_384  # the projected estimate does not depend on them
+    return {
+        "a": a,
+        "b": b,
+        "cursor": cursor,
+        "same": a == b,
+        "ancestor": ancestor,
+        "ancestor_title": entry_title(load_entries(session, [ancestor]).get(ancestor, {}), 100)
+        if ancestor
+        else "",
+        "route_a": _route_rows(ra, data),
+        "route_b": _route_rows(rb, data),
+        "len_a": len(ra),
+        "len_b": len(rb),
+        "stats_a": asdict(sa),
+        "stats_b": asdict(sb),
+        "projected_a": context_summary(session, a, window, reserve)["projected_tokens"],
+        "projected_b": context_summary(session, b, window, reserve)["projected_tokens"],
+        "diff": collapse_shared(diff),
+        "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+        "a_abandoned": a not in on_cursor,
+        "b_abandoned": b not in on_cursor,
+        "wasted": off_route_cost(
+            [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, costs
+        ),
+        "abandoned_total": abandoned_cost(session, cursor),
+    }
