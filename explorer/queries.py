@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, models
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from explorer.models import Entry, Leaf, Session
+from explorer.models import Entry, EntryText, Leaf, Session
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
@@ -873,4 +873,74 @@ def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, 
             [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, costs
         ),
         "abandoned_total": abandoned_cost(session, cursor),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Search: the visible-text index filled at import and on every append
+
+
+SEARCH_PAGE = 50
+
+
+def _text_matches(query: str) -> QuerySet[EntryText]:
+    """Every indexed entry whose visible text contains ``query`` (case-insensitive).
+
+    SQLite answers from the trigram FTS5 index (three characters or more); shorter queries
+    and other databases scan the same rows with ``icontains``. Either way the match is on the
+    text a reader sees, never on JSON keys or ids."""
+    from django.db.models.expressions import RawSQL
+
+    qs = EntryText.objects.all()
+    if connection.vendor == "sqlite" and len(query) >= 3:
+        phrase = '"' + query.replace('"', '""') + '"'
+        return qs.filter(
+            id__in=RawSQL(
+                "SELECT rowid FROM explorer_entrytext_fts WHERE explorer_entrytext_fts MATCH %s",
+                [phrase],
+            )
+        )
+    return qs.filter(text__icontains=query)
+
+
+def search_entries(
+    query: str,
+    *,
+    session: Session | None = None,
+    entry_type: str = "",
+    offset: int = 0,
+    limit: int = SEARCH_PAGE,
+) -> dict[str, Any]:
+    """Every hit counted, grouped by session, one page of them listed (page, partial, JSON).
+
+    Returns ``total`` (every hit), ``sessions`` (each with its hit count, most hits first),
+    ``hits`` (this page, in session then file order, with the text to make snippets from)
+    and ``next_offset`` (None on the last page)."""
+    qs = _text_matches(query)
+    if session is not None:
+        qs = qs.filter(session=session)
+    if entry_type:
+        qs = qs.filter(type=entry_type)
+    per_session = list(
+        qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
+    )
+    total = sum(r["n"] for r in per_session)
+    sessions = Session.objects.in_bulk([r["session_id"] for r in per_session])
+    page = list(
+        qs.order_by("session_id", "position").values(
+            "session_id", "entry_id", "type", "role", "text"
+        )[offset : offset + limit]
+    )
+    for hit in page:
+        hit["session"] = sessions.get(hit["session_id"])
+    return {
+        "total": total,
+        "sessions": [
+            {"session": sessions[r["session_id"]], "hits": r["n"]}
+            for r in per_session
+            if r["session_id"] in sessions
+        ],
+        "hits": page,
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
     }

@@ -184,6 +184,7 @@ def append_via_manager(
                     target = _resolve_leaf(locked, user, leaf_id)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
+                    files.index_new_entries(locked)
                     leaf = None
                     if move_cursor and user is not None and user.is_authenticated:
                         leaf = cursor_for(locked, user)
@@ -306,6 +307,7 @@ def append_lines_verbatim(
         if Entry.objects.filter(session=locked, entry_id__in=ids).exists():
             return None
         created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
+        files.index_new_entries(locked)
         broadcast.entries_appended(locked, created, source=source)
     session.refresh_from_db()
     return len(created)
