@@ -183,16 +183,23 @@ def entry_exists(session: Session, entry_id: str | None) -> bool:
 
 def content_key(session: Session) -> str:
     """Changes whenever an entry is added (sessions are append-only)."""
-    last = (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
-    )
+    last = getattr(session, "last_position", None)  # annotated by the session list
+    if last is None:
+        last = (
+            Entry.objects.filter(session=session)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
     # The creation time tells apart a deleted and re-imported session that reuses a pk.
     created = session.created.timestamp() if session.created else 0
     raw = f"{session.pk}:{session.session_id}:{created}:{session.entry_count}:{last}"
     return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _cache_key(session: Session, name: str) -> str:
+    raw = f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
+    return "explorer:" + hashlib.sha256(raw).hexdigest()
 
 
 def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: int = 0) -> T:
@@ -202,12 +209,7 @@ def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: in
     the cache key, so an append makes every cached figure of that session stale at once and
     nothing needs invalidating. ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
     """
-    key = (
-        "explorer:"
-        + hashlib.sha256(
-            f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
-        ).hexdigest()
-    )
+    key = _cache_key(session, name)
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -561,8 +563,9 @@ SORTS = {
 
 
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
-    """Adds `first_message_raw` (first user message line) and `last_activity` (timestamp of
-    the newest entry in file order)."""
+    """Adds `first_message_raw` (first user message line), `last_activity` (timestamp of
+    the newest entry in file order) and `last_position` (so the content key of every listed
+    session needs no query of its own)."""
     first = Entry.objects.filter(session=OuterRef("pk"), type="message", role="user").order_by(
         "position"
     )
@@ -570,6 +573,7 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     return qs.annotate(
         first_message_raw=Subquery(first.values("raw")[:1]),
         last_activity=Subquery(last.values("timestamp")[:1]),
+        last_position=Subquery(last.values("position")[:1]),
     )
 
 
@@ -601,8 +605,24 @@ def first_message_text(session: Any, limit: int = 140) -> str:
 
 
 def default_path_totals(session: Session) -> dict[str, Any]:
-    """Provider-reported tokens and cost along the default leaf's path (cached per version)."""
+    """Cumulative provider-reported usage (tokens and cost of every request) along the default
+    leaf's path, cached per version. Not a context size: every request is counted."""
     return cached(session, "pathtotals", lambda: _path_totals(session), timeout=24 * 3600)
+
+
+def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
+    """``default_path_totals`` for every session of a list page at once (pk → totals).
+
+    The cached ones come in one cache read; only sessions changed since their last visit are
+    computed, so the page needs no request per row."""
+    items = list(sessions)
+
+    keys = {s.pk: _cache_key(s, "pathtotals") for s in items}
+    hits = cache.get_many(list(keys.values()))
+    out: dict[int, dict[str, Any]] = {}
+    for s in items:
+        out[s.pk] = hits.get(keys[s.pk]) or default_path_totals(s)
+    return out
 
 
 def _path_totals(session: Session) -> dict[str, Any]:
@@ -943,4 +963,31 @@ def search_entries(
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree as data (the JSON API)
+
+
+def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
+    """Every entry as a node (id, parent, type, role, label, on the cursor's route), in file
+    order: the Tree tab's data for tools; one cached whole-session read."""
+    labels = current_labels(session)
+    on_route = {e.entry_id for e in light_path(session, cursor)}
+    return {
+        "cursor": cursor,
+        "default_leaf": default_leaf_id(session),
+        "entry_count": session.entry_count,
+        "nodes": [
+            {
+                "id": eid,
+                "parent_id": parent,
+                "type": kind,
+                "role": role or None,
+                "label": labels.get(eid),
+                "on_route": eid in on_route,
+            }
+            for eid, parent, kind, role in _skeleton(session)
+        ],
     }
