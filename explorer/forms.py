@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from django import forms
+from django.core import signing
 
 from explorer import conf, files, queries, services
 from explorer.analysis.compare import common_ancestor_index
-from explorer.session.compaction import prepare_compaction
+from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
 from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
@@ -304,7 +305,15 @@ class NavigateForm(ActionForm):
 
 
 class CompactForm(ActionForm):
-    """Compact the route at the cursor; ``keep_recent`` is the reviewer's choice."""
+    """Compact the route at the cursor with exactly the summary a preview showed.
+
+    ``keep_recent`` is the reviewer's choice. The preview is computed once (a summary may
+    come from a model and differ on every call) and travels in the Apply form, signed together
+    with the session's version and the cursor (field ``previewed``): Apply stores that summary, or refuses when
+    there was no preview or the session changed since.
+    """
+
+    SALT = "explorer.compact-preview"
 
     keep_recent = forms.IntegerField(
         required=False,
@@ -316,6 +325,7 @@ class CompactForm(ActionForm):
             "max_value": "Keep recent tokens must be between 0 and 10,000,000.",
         },
     )
+    previewed = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def settings(self) -> CompactionSettings:
         value = None
@@ -335,6 +345,34 @@ class CompactForm(ActionForm):
         _light, path = self.route()
         return prepare_compaction(path, self.settings())
 
+    def stamp(self) -> str:
+        """The session version and cursor a preview belongs to."""
+        return f"{queries.content_key(self.session)}|{self.cursor or ''}"
+
+    def sign(self, result: CompactionResult) -> str:
+        """The preview as a signed token for the Apply form (the summary cannot be altered)."""
+        return signing.dumps(
+            {"stamp": self.stamp(), "result": result.to_json()}, salt=self.SALT, compress=True
+        )
+
+    def clean_previewed(self) -> CompactionResult | None:
+        token = self.cleaned_data.get("previewed") or ""
+        if not token:
+            return None
+        try:
+            data = signing.loads(token, salt=self.SALT)
+        except signing.BadSignature as exc:
+            raise forms.ValidationError("The preview was altered: preview again.") from exc
+        if data.get("stamp") != self.stamp():
+            raise forms.ValidationError(
+                "The session changed since the preview (or the cursor moved): the summary "
+                "shown no longer describes it. Preview again before applying."
+            )
+        r = data["result"]
+        return CompactionResult(
+            r["summary"], r["firstKeptEntryId"], r["tokensBefore"], r.get("usage"), r["details"]
+        )
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
@@ -352,8 +390,11 @@ class CompactForm(ActionForm):
         return data
 
     def apply(self) -> str:
-        services.compact_now(self.session, self.user, leaf_id=self.cursor, settings=self.settings())
-        return "Compaction appended."
+        result = self.cleaned_data.get("previewed")
+        if result is None:
+            raise SessionError("Preview the summary first: Apply stores exactly what it shows.")
+        services.store_compaction(self.session, self.user, result, leaf_id=self.cursor)
+        return "Compaction appended with the previewed summary."
 
 
 class ContextWindowForm(forms.Form):

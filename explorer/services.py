@@ -37,6 +37,7 @@ __all__ = [
     "branch_session",
     "branch_with_summary",
     "compact_now",
+    "store_compaction",
     "cursor_for",
     "delete_session",
     "fork_session",
@@ -292,6 +293,19 @@ def compact_now(
         session,
         user,
         target,
+        lambda m: compaction.append_compaction_result(m, result),
+        source="compaction",
+    )
+
+
+def store_compaction(session: Session, user, result: Any, *, leaf_id: Any = UNSET) -> AppendResult:
+    """Append an already computed compaction (the one a reviewer previewed) at ``leaf_id``."""
+    from explorer.session import compaction
+
+    return append_via_manager(
+        session,
+        user,
+        leaf_id,
         lambda m: compaction.append_compaction_result(m, result),
         source="compaction",
     )
