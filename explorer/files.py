@@ -1427,14 +1427,31 @@ def index_new_entries(session: Session) -> int:
     Entries only ever arrive with higher positions, so everything above the highest indexed
     position is new (entries without text are skipped, so a trailing textless entry is read
     again next time and skipped again; that is cheap). Called inside the transaction that
-    stored the entries, so the index never lags behind what a page can show.
+    stored the entries, so the index never lags behind what a page can show. Rows go in with
+    ``executemany`` on the driver's cursor, as the import's own rows do.
     """
     mark = EntryText.objects.filter(session=session).aggregate(m=Max("position"))["m"]
     rows = Entry.objects.filter(session=session)
     if mark is not None:
         rows = rows.filter(position__gt=mark)
-    batch: list[EntryText] = []
+    q = "?" if connection.vendor == "sqlite" else "%s"
+    table = connection.ops.quote_name(EntryText._meta.db_table)
+    columns = ("session_id", "entry_id", "position", "type", "role", "text")
+    sql = (
+        f"INSERT INTO {table} ({', '.join(connection.ops.quote_name(c) for c in columns)}) "
+        f"VALUES ({', '.join([q] * len(columns))})"
+    )
+    batch: list[tuple] = []
     added = 0
+
+    def flush() -> None:
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+        try:
+            cursor.executemany(sql, batch)
+        finally:
+            cursor.close()
+
     for eid, position, kind, role, raw in (
         rows.order_by("position")
         .values_list("entry_id", "position", "type", "role", "raw")
@@ -1446,17 +1463,12 @@ def index_new_entries(session: Session) -> int:
             continue
         text = entry_text(data) if isinstance(data, dict) else ""
         if text:
-            batch.append(
-                EntryText(
-                    session=session, entry_id=eid, position=position, type=kind, role=role,
-                    text=text,
-                )
-            )  # fmt: skip
-        if len(batch) >= 1000:
-            EntryText.objects.bulk_create(batch)
+            batch.append((session.pk, eid, position, kind, role, text))
+        if len(batch) >= 500:
+            flush()
             added += len(batch)
             batch = []
     if batch:
-        EntryText.objects.bulk_create(batch)
+        flush()
         added += len(batch)
     return added

@@ -906,18 +906,17 @@ SEARCH_PAGE = 50
 def _text_matches(query: str) -> QuerySet[EntryText]:
     """Every indexed entry whose visible text contains ``query`` (case-insensitive).
 
-    SQLite answers from the trigram FTS5 index (three characters or more); shorter queries
-    and other databases scan the same rows with ``icontains``. Either way the match is on the
-    text a reader sees, never on JSON keys or ids."""
+    SQLite answers from the trigram FTS5 index (``LIKE`` on it uses the index for three
+    characters or more); a query with LIKE's own wildcards, and other databases, scan the
+    same rows with ``icontains``. Either way the match is on the text a reader sees, never
+    on JSON keys or ids."""
     from django.db.models.expressions import RawSQL
 
     qs = EntryText.objects.all()
-    if connection.vendor == "sqlite" and len(query) >= 3:
-        phrase = '"' + query.replace('"', '""') + '"'
+    if connection.vendor == "sqlite" and not any(c in query for c in "%_\\"):
         return qs.filter(
             id__in=RawSQL(
-                "SELECT rowid FROM explorer_entrytext_fts WHERE explorer_entrytext_fts MATCH %s",
-                [phrase],
+                "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s", [f"%{query}%"]
             )
         )
     return qs.filter(text__icontains=query)

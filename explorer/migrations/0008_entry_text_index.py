@@ -4,9 +4,11 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 FTS_SQL = [
-    # A trigram index matches any substring of three or more characters, as search promises.
+    # A trigram index answers LIKE '%…%' for any substring of three or more characters, as
+    # search promises; without positions (detail=none) it is less than half the size and
+    # faster to fill, and LIKE needs none.
     "CREATE VIRTUAL TABLE explorer_entrytext_fts USING fts5(text, content='explorer_entrytext',"
-    " content_rowid='id', tokenize='trigram')",
+    " content_rowid='id', tokenize='trigram', detail='none')",
     "CREATE TRIGGER explorer_entrytext_ai AFTER INSERT ON explorer_entrytext BEGIN"
     " INSERT INTO explorer_entrytext_fts(rowid, text) VALUES (new.id, new.text); END",
     "CREATE TRIGGER explorer_entrytext_ad AFTER DELETE ON explorer_entrytext BEGIN"

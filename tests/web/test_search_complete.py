@@ -147,8 +147,7 @@ def test_the_index_follows_deletes(viewer_client, admin_user, sessions):
     def fts_hits() -> int:
         with connection.cursor() as cur:
             cur.execute(
-                "SELECT count(*) FROM explorer_entrytext_fts WHERE explorer_entrytext_fts MATCH %s",
-                ['"cache"'],
+                "SELECT count(*) FROM explorer_entrytext_fts WHERE text LIKE %s", ["%cache%"]
             )
             return cur.fetchone()[0]
 
@@ -162,3 +161,12 @@ def test_the_index_follows_deletes(viewer_client, admin_user, sessions):
     data = viewer_client.get(reverse("explorer:search"), {"q": "cache", "format": "json"}).json()
     assert data["total"] == (len(PLANTED) - 1) * HITS_PER_SESSION
     assert planted.session_id not in {s["session"] for s in data["sessions"]}
+
+
+def test_wildcards_are_plain_characters(viewer_client, make_session):
+    lines = _session_bytes(0, "100%_done", True)
+    make_session(lines)
+    make_session(_session_bytes(1, "100xxdone", True))
+    data = viewer_client.get(reverse("explorer:search"), {"q": "100%_done", "format": "json"})
+    assert data.json()["total"] == HITS_PER_SESSION
+    assert len(data.json()["sessions"]) == 1
