@@ -24,9 +24,10 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
-from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, Session
+from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, Session
 from explorer.queries import path_pks
 from explorer.session import jsonfmt
+from explorer.session.describe import entry_text
 from explorer.session.diagnostics import ProblemsMixin
 from explorer.session.loading import is_falsy
 
@@ -570,6 +571,8 @@ def _import_source(
                     _import_more(data, consumed, existing, result, user, source_path)
                 if not result.ok:
                     raise ImportError_(result.problems)
+                if result.session is not None:
+                    index_new_entries(result.session)
             break
         except ImportError_:
             result.session = None
@@ -1412,3 +1415,60 @@ def fork_bytes(session: Session, *, cwd: str | None = None, clock=None, rng=None
     for _pos, raw in pending[i:]:
         chunks.append(_lines_bytes([jsonfmt.loads(bytes(raw))]))
     return b"".join(chunks)
+
+
+# ---------------------------------------------------------------------------------------------
+# The search index: each entry's visible text, stored once when it arrives
+
+
+def index_new_entries(session: Session) -> int:
+    """Store the visible text of every entry not indexed yet; returns how many rows.
+
+    Entries only ever arrive with higher positions, so everything above the highest indexed
+    position is new (entries without text are skipped, so a trailing textless entry is read
+    again next time and skipped again; that is cheap). Called inside the transaction that
+    stored the entries, so the index never lags behind what a page can show. Rows go in with
+    ``executemany`` on the driver's cursor, as the import's own rows do.
+    """
+    mark = EntryText.objects.filter(session=session).aggregate(m=Max("position"))["m"]
+    rows = Entry.objects.filter(session=session)
+    if mark is not None:
+        rows = rows.filter(position__gt=mark)
+    q = "?" if connection.vendor == "sqlite" else "%s"
+    table = connection.ops.quote_name(EntryText._meta.db_table)
+    columns = ("session_id", "entry_id", "position", "type", "role", "text")
+    sql = (
+        f"INSERT INTO {table} ({', '.join(connection.ops.quote_name(c) for c in columns)}) "
+        f"VALUES ({', '.join([q] * len(columns))})"
+    )
+    batch: list[tuple] = []
+    added = 0
+
+    def flush() -> None:
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+        try:
+            cursor.executemany(sql, batch)
+        finally:
+            cursor.close()
+
+    for eid, position, kind, role, raw in (
+        rows.order_by("position")
+        .values_list("entry_id", "position", "type", "role", "raw")
+        .iterator(chunk_size=2000)
+    ):
+        try:
+            data = jsonfmt.loads(raw)
+        except ValueError:
+            continue
+        text = entry_text(data) if isinstance(data, dict) else ""
+        if text:
+            batch.append((session.pk, eid, position, kind, role, text))
+        if len(batch) >= 500:
+            flush()
+            added += len(batch)
+            batch = []
+    if batch:
+        flush()
+        added += len(batch)
+    return added

@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from django import forms
+from django.core import signing
 
 from explorer import conf, files, queries, services
 from explorer.analysis.compare import common_ancestor_index
-from explorer.session.compaction import prepare_compaction
+from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
 from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
@@ -304,7 +305,15 @@ class NavigateForm(ActionForm):
 
 
 class CompactForm(ActionForm):
-    """Compact the route at the cursor; ``keep_recent`` is the reviewer's choice."""
+    """Compact the route at the cursor with exactly the summary a preview showed.
+
+    ``keep_recent`` is the reviewer's choice. The preview is computed once (a summary may
+    come from a model and differ on every call) and travels in the Apply form, signed together
+    with the session's version and the cursor (field ``previewed``): Apply stores that summary, or refuses when
+    there was no preview or the session changed since.
+    """
+
+    SALT = "explorer.compact-preview"
 
     keep_recent = forms.IntegerField(
         required=False,
@@ -316,11 +325,14 @@ class CompactForm(ActionForm):
             "max_value": "Keep recent tokens must be between 0 and 10,000,000.",
         },
     )
+    previewed = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def settings(self) -> CompactionSettings:
-        value = None
-        if self.is_bound and self.is_valid():
-            value = self.cleaned_data.get("keep_recent")
+        """The engine's settings with the reviewer's tail: the typed value whenever it is a
+        valid number, even when the action itself is refused (the form shows it again)."""
+        if self.is_bound and self._errors is None:
+            self.full_clean()
+        value = getattr(self, "cleaned_data", {}).get("keep_recent")
         defaults = DEFAULT_COMPACTION_SETTINGS
         keep = defaults.keep_recent_tokens if value is None else value
         return replace(defaults, keep_recent_tokens=keep)
@@ -334,6 +346,34 @@ class CompactForm(ActionForm):
         """The engine's cut point for these settings (None: nothing to compact)."""
         _light, path = self.route()
         return prepare_compaction(path, self.settings())
+
+    def stamp(self) -> str:
+        """The session version and cursor a preview belongs to."""
+        return f"{queries.content_key(self.session)}|{self.cursor or ''}"
+
+    def sign(self, result: CompactionResult) -> str:
+        """The preview as a signed token for the Apply form (the summary cannot be altered)."""
+        return signing.dumps(
+            {"stamp": self.stamp(), "result": result.to_json()}, salt=self.SALT, compress=True
+        )
+
+    def clean_previewed(self) -> CompactionResult | None:
+        token = self.cleaned_data.get("previewed") or ""
+        if not token:
+            return None
+        try:
+            data = signing.loads(token, salt=self.SALT)
+        except signing.BadSignature as exc:
+            raise forms.ValidationError("The preview was altered: preview again.") from exc
+        if data.get("stamp") != self.stamp():
+            raise forms.ValidationError(
+                "The session changed since the preview (or the cursor moved): the summary "
+                "shown no longer describes it. Preview again before applying."
+            )
+        r = data["result"]
+        return CompactionResult(
+            r["summary"], r["firstKeptEntryId"], r["tokensBefore"], r.get("usage"), r["details"]
+        )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -352,5 +392,66 @@ class CompactForm(ActionForm):
         return data
 
     def apply(self) -> str:
-        services.compact_now(self.session, self.user, leaf_id=self.cursor, settings=self.settings())
-        return "Compaction appended."
+        result = self.cleaned_data.get("previewed")
+        if result is None:
+            raise SessionError("Preview the summary first: Apply stores exactly what it shows.")
+        services.store_compaction(self.session, self.user, result, leaf_id=self.cursor)
+        return "Compaction appended with the previewed summary."
+
+
+class ContextWindowForm(forms.Form):
+    """The context window and reserve a raw-vs-projected page is judged against (GET).
+
+    A window below 1,000 tokens or a reserve that leaves no room (threshold ≤ 0) describes
+    no real model: it is refused with a message instead of being silently replaced.
+    """
+
+    DEFAULT_WINDOW = 200_000
+    DEFAULT_RESERVE = DEFAULT_COMPACTION_SETTINGS.reserve_tokens
+
+    window = forms.IntegerField(
+        required=False,
+        min_value=1_000,
+        max_value=10_000_000,
+        error_messages={
+            "invalid": "The context window must be a whole number of tokens.",
+            "min_value": "The context window must be between 1,000 and 10,000,000 tokens.",
+            "max_value": "The context window must be between 1,000 and 10,000,000 tokens.",
+        },
+    )
+    reserve = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=10_000_000,
+        error_messages={
+            "invalid": "The reserve must be a whole number of tokens.",
+            "min_value": "The reserve must be between 0 and 10,000,000 tokens.",
+            "max_value": "The reserve must be between 0 and 10,000,000 tokens.",
+        },
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        window, reserve = data.get("window"), data.get("reserve")
+        w = self.DEFAULT_WINDOW if window is None else window
+        r = self.DEFAULT_RESERVE if reserve is None else reserve
+        if not self.errors and r >= w:
+            raise forms.ValidationError(
+                f"The reserve ({r:,}) must be smaller than the context window ({w:,}): "
+                "otherwise the compaction threshold would be zero or negative."
+            )
+        return data
+
+    def values(self) -> tuple[int, int]:
+        """(window, reserve): the valid choice, or the defaults when the input was refused."""
+        if self.is_valid():
+            w = self.cleaned_data.get("window")
+            r = self.cleaned_data.get("reserve")
+            return (
+                self.DEFAULT_WINDOW if w is None else w,
+                self.DEFAULT_RESERVE if r is None else r,
+            )
+        return self.DEFAULT_WINDOW, self.DEFAULT_RESERVE
+
+    def error_messages(self) -> list[str]:
+        return [str(m) for errors in self.errors.values() for m in errors]

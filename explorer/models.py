@@ -221,3 +221,27 @@ class ImportProblem(models.Model):
 
     class Meta:
         ordering = ["session", "line", "pk"]
+
+
+class EntryText(models.Model):
+    """The visible text of one entry (what a reader sees, never its JSON keys), for search.
+
+    Filled when entries are imported or appended (``files.index_new_entries``). On SQLite a
+    trigram FTS5 table over ``text`` (kept in step by triggers, migration 0008) answers
+    substring queries; elsewhere the same rows are searched with ``icontains``."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="texts")
+    entry_id = models.CharField(max_length=200)
+    position = models.IntegerField()
+    type = models.CharField(max_length=64)
+    role = models.CharField(max_length=64, blank=True, default="")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["session", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="text_unique_pos"),
+        ]
+
+    def __str__(self) -> str:
+        return f"text of {self.entry_id}"

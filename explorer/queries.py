@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, models
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from explorer.models import Entry, Leaf, Session
+from explorer.models import Entry, EntryText, Leaf, Session
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
@@ -183,16 +183,23 @@ def entry_exists(session: Session, entry_id: str | None) -> bool:
 
 def content_key(session: Session) -> str:
     """Changes whenever an entry is added (sessions are append-only)."""
-    last = (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
-    )
+    last = getattr(session, "last_position", None)  # annotated by the session list
+    if last is None:
+        last = (
+            Entry.objects.filter(session=session)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
     # The creation time tells apart a deleted and re-imported session that reuses a pk.
     created = session.created.timestamp() if session.created else 0
     raw = f"{session.pk}:{session.session_id}:{created}:{session.entry_count}:{last}"
     return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _cache_key(session: Session, name: str) -> str:
+    raw = f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
+    return "explorer:" + hashlib.sha256(raw).hexdigest()
 
 
 def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: int = 0) -> T:
@@ -202,12 +209,7 @@ def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: in
     the cache key, so an append makes every cached figure of that session stale at once and
     nothing needs invalidating. ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
     """
-    key = (
-        "explorer:"
-        + hashlib.sha256(
-            f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
-        ).hexdigest()
-    )
+    key = _cache_key(session, name)
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -561,8 +563,9 @@ SORTS = {
 
 
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
-    """Adds `first_message_raw` (first user message line) and `last_activity` (timestamp of
-    the newest entry in file order)."""
+    """Adds `first_message_raw` (first user message line), `last_activity` (timestamp of
+    the newest entry in file order) and `last_position` (so the content key of every listed
+    session needs no query of its own)."""
     first = Entry.objects.filter(session=OuterRef("pk"), type="message", role="user").order_by(
         "position"
     )
@@ -570,6 +573,7 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     return qs.annotate(
         first_message_raw=Subquery(first.values("raw")[:1]),
         last_activity=Subquery(last.values("timestamp")[:1]),
+        last_position=Subquery(last.values("position")[:1]),
     )
 
 
@@ -601,8 +605,24 @@ def first_message_text(session: Any, limit: int = 140) -> str:
 
 
 def default_path_totals(session: Session) -> dict[str, Any]:
-    """Provider-reported tokens and cost along the default leaf's path (cached per version)."""
+    """Cumulative provider-reported usage (tokens and cost of every request) along the default
+    leaf's path, cached per version. Not a context size: every request is counted."""
     return cached(session, "pathtotals", lambda: _path_totals(session), timeout=24 * 3600)
+
+
+def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
+    """``default_path_totals`` for every session of a list page at once (pk → totals).
+
+    The cached ones come in one cache read; only sessions changed since their last visit are
+    computed, so the page needs no request per row."""
+    items = list(sessions)
+
+    keys = {s.pk: _cache_key(s, "pathtotals") for s in items}
+    hits = cache.get_many(list(keys.values()))
+    out: dict[int, dict[str, Any]] = {}
+    for s in items:
+        out[s.pk] = hits.get(keys[s.pk]) or default_path_totals(s)
+    return out
 
 
 def _path_totals(session: Session) -> dict[str, Any]:
@@ -698,3 +718,275 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
         return integrity.unmatched_tool_results(rows, load_raws)
 
     return cached(session, "integrity-tools", build)
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw versus projected
+
+
+def leaf_choices(session: Session, limit: int = 200) -> list[dict[str, str]]:
+    """The newest leaves and every labelled entry, as choices for a leaf picker.
+
+    One list shared by every picker (raw vs projected, compare) so they offer the same
+    routes in the same words."""
+    rows = (
+        Entry.objects.filter(session=session, child_count=0)
+        .order_by("-position")
+        .values_list("entry_id", "type", "role")[:limit]
+    )
+    data = load_entries(session, [r[0] for r in rows])
+    out = [
+        {"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"}
+        for r in rows
+    ]
+    out += [
+        {"id": t, "title": f"\u2691 {text} ({t})"} for t, text in current_labels(session).items()
+    ]
+    return out
+
+
+def context_summary(
+    session: Session, cursor: str | None, window: int, reserve: int
+) -> dict[str, Any]:
+    """Raw versus projected at ``cursor``: rows and every figure, cached per session version.
+
+    The one builder behind the page, its htmx partial and its JSON, so they cannot disagree.
+    Rows cover the live range (from the newest compaction's kept entries on); the history
+    folded before it is only counted here and listed page by page on request.
+    """
+    return cached(
+        session,
+        f"ctx:{cursor or ''}:{window}:{reserve}",
+        lambda: _context_summary(session, cursor, window, reserve),
+    )
+
+
+def _context_summary(
+    session: Session, cursor: str | None, window: int, reserve: int
+) -> dict[str, Any]:
+    from explorer.analysis.projection import align_projection, summarize_view
+    from explorer.session.tokens import CompactionSettings
+
+    light = light_path(session, cursor)
+    path, start = context_path(session, light)
+    view = align_projection(
+        path, context_window=window, settings=CompactionSettings(reserve_tokens=reserve)
+    )
+    settings_only = len(path) - (len(light) - start)  # settings entries kept from the folded part
+    summary = summarize_view(view, view.rows[settings_only:])
+    summary["folded_count"] = start
+    summary["path_length"] = len(light)
+    summary["leaf_id"] = cursor
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# Costs
+
+
+COSTED_TYPES = ("message", "usage", "compaction", "branch_summary")
+
+
+def entry_costs(session: Session) -> dict[str, float]:
+    """Entry id → provider-reported cost, for every entry that has one (cached per version).
+
+    The one source of per-entry cost for the whole-session figures (abandoned and wasted
+    cost); user and tool messages are skipped by their role column, never parsed."""
+
+    def build() -> dict[str, float]:
+        ids = list(
+            Entry.objects.filter(session=session)
+            .filter(Q(type="message", role="assistant") | Q(type__in=COSTED_TYPES[1:]))
+            .values_list("entry_id", flat=True)
+        )
+        out: dict[str, float] = {}
+        for k in range(0, len(ids), 500):
+            for eid, data in load_entries(session, ids[k : k + 500]).items():
+                c = cost_of(data)
+                if c:
+                    out[eid] = c
+        return out
+
+    return cached(session, "costs", build)
+
+
+def abandoned_cost(session: Session, cursor: str | None) -> float:
+    """Cost of every entry on no route to ``cursor``: all abandoned branches together."""
+    from explorer.analysis.compare import off_route_cost
+
+    costs = entry_costs(session)
+    return off_route_cost(costs, [e.entry_id for e in light_path(session, cursor)], costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing two routes
+
+ROUTE_SHOWN = 300  # entries of each route listed (the newest); figures cover them all
+
+
+def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    """Two routes from their common ancestor with every figure the Compare page shows.
+
+    Cached per session version; the page, its partial and its JSON all read this."""
+    return cached(
+        session, f"compare:{a}:{b}:{cursor or ''}", lambda: _compare(session, a, b, cursor)
+    )
+
+
+def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict[str, str]]:
+    return [
+        {
+            "id": e.entry_id,
+            "role": entry_role(data.get(e.entry_id, {})) or e.type,
+            "title": entry_title(data.get(e.entry_id, {}), 110),
+        }
+        for e in route[-ROUTE_SHOWN:]
+    ]
+
+
+def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from explorer.analysis.compare import (
+        collapse_shared,
+        common_ancestor_index,
+        off_route_cost,
+        projection_diff,
+        route_stats,
+    )
+
+    la, lb = light_path(session, a), light_path(session, b)
+    k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
+    ra, rb = la[k + 1 :], lb[k + 1 :]
+    data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+    sa = route_stats([data[e.entry_id] for e in ra if e.entry_id in data])
+    sb = route_stats([data[e.entry_id] for e in rb if e.entry_id in data])
+    pa, _ = context_path(session, la)
+    pb, _ = context_path(session, lb)
+    diff = projection_diff(pa, pb)
+    on_cursor = [e.entry_id for e in light_path(session, cursor)]
+    costs = entry_costs(session)
+    ancestor = la[k].entry_id if k >= 0 else None
+    window, reserve = 200_000, 16_384  # the projected estimate does not depend on them
+    return {
+        "a": a,
+        "b": b,
+        "cursor": cursor,
+        "same": a == b,
+        "ancestor": ancestor,
+        "ancestor_title": entry_title(load_entries(session, [ancestor]).get(ancestor, {}), 100)
+        if ancestor
+        else "",
+        "route_a": _route_rows(ra, data),
+        "route_b": _route_rows(rb, data),
+        "len_a": len(ra),
+        "len_b": len(rb),
+        "stats_a": asdict(sa),
+        "stats_b": asdict(sb),
+        "projected_a": context_summary(session, a, window, reserve)["projected_tokens"],
+        "projected_b": context_summary(session, b, window, reserve)["projected_tokens"],
+        "diff": collapse_shared(diff),
+        "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+        "a_abandoned": a not in on_cursor,
+        "b_abandoned": b not in on_cursor,
+        "wasted": off_route_cost(
+            [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, costs
+        ),
+        "abandoned_total": abandoned_cost(session, cursor),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Search: the visible-text index filled at import and on every append
+
+
+SEARCH_PAGE = 50
+
+
+def _text_matches(query: str) -> QuerySet[EntryText]:
+    """Every indexed entry whose visible text contains ``query`` (case-insensitive).
+
+    SQLite answers from the trigram FTS5 index (``LIKE`` on it uses the index for three
+    characters or more); a query with LIKE's own wildcards, and other databases, scan the
+    same rows with ``icontains``. Either way the match is on the text a reader sees, never
+    on JSON keys or ids."""
+    from django.db.models.expressions import RawSQL
+
+    qs = EntryText.objects.all()
+    if connection.vendor == "sqlite" and not any(c in query for c in "%_\\"):
+        return qs.filter(
+            id__in=RawSQL(
+                "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s", [f"%{query}%"]
+            )
+        )
+    return qs.filter(text__icontains=query)
+
+
+def search_entries(
+    query: str,
+    *,
+    session: Session | None = None,
+    entry_type: str = "",
+    offset: int = 0,
+    limit: int = SEARCH_PAGE,
+) -> dict[str, Any]:
+    """Every hit counted, grouped by session, one page of them listed (page, partial, JSON).
+
+    Returns ``total`` (every hit), ``sessions`` (each with its hit count, most hits first),
+    ``hits`` (this page, in session then file order, with the text to make snippets from)
+    and ``next_offset`` (None on the last page)."""
+    qs = _text_matches(query)
+    if session is not None:
+        qs = qs.filter(session=session)
+    if entry_type:
+        qs = qs.filter(type=entry_type)
+    per_session = list(
+        qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
+    )
+    total = sum(r["n"] for r in per_session)
+    sessions = Session.objects.in_bulk([r["session_id"] for r in per_session])
+    page = list(
+        qs.order_by("session_id", "position").values(
+            "session_id", "entry_id", "type", "role", "text"
+        )[offset : offset + limit]
+    )
+    for hit in page:
+        hit["session"] = sessions.get(hit["session_id"])
+    return {
+        "total": total,
+        "sessions": [
+            {"session": sessions[r["session_id"]], "hits": r["n"]}
+            for r in per_session
+            if r["session_id"] in sessions
+        ],
+        "hits": page,
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree as data (the JSON API)
+
+
+def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
+    """Every entry as a node (id, parent, type, role, label, on the cursor's route), in file
+    order: the Tree tab's data for tools; one cached whole-session read."""
+    labels = current_labels(session)
+    on_route = {e.entry_id for e in light_path(session, cursor)}
+    return {
+        "cursor": cursor,
+        "default_leaf": default_leaf_id(session),
+        "entry_count": session.entry_count,
+        "nodes": [
+            {
+                "id": eid,
+                "parent_id": parent,
+                "type": kind,
+                "role": role or None,
+                "label": labels.get(eid),
+                "on_route": eid in on_route,
+            }
+            for eid, parent, kind, role in _skeleton(session)
+        ],
+    }

@@ -37,6 +37,7 @@ __all__ = [
     "branch_session",
     "branch_with_summary",
     "compact_now",
+    "store_compaction",
     "cursor_for",
     "delete_session",
     "fork_session",
@@ -184,6 +185,7 @@ def append_via_manager(
                     target = _resolve_leaf(locked, user, leaf_id)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
+                    files.index_new_entries(locked)
                     leaf = None
                     if move_cursor and user is not None and user.is_authenticated:
                         leaf = cursor_for(locked, user)
@@ -296,6 +298,19 @@ def compact_now(
     )
 
 
+def store_compaction(session: Session, user, result: Any, *, leaf_id: Any = UNSET) -> AppendResult:
+    """Append an already computed compaction (the one a reviewer previewed) at ``leaf_id``."""
+    from explorer.session import compaction
+
+    return append_via_manager(
+        session,
+        user,
+        leaf_id,
+        lambda m: compaction.append_compaction_result(m, result),
+        source="compaction",
+    )
+
+
 def append_lines_verbatim(
     session: Session, lines: list[str], ids: list[str], *, source: str
 ) -> int | None:
@@ -306,6 +321,7 @@ def append_lines_verbatim(
         if Entry.objects.filter(session=locked, entry_id__in=ids).exists():
             return None
         created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
+        files.index_new_entries(locked)
         broadcast.entries_appended(locked, created, source=source)
     session.refresh_from_db()
     return len(created)

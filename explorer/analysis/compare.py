@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 from explorer.session.context import projection_from_path
@@ -63,30 +64,75 @@ class ProjectionDiffRow:
     tokens: int
 
 
-def projection_diff(path_a: Sequence[dict], path_b: Sequence[dict]) -> list[ProjectionDiffRow]:
-    """The two model contexts side by side, grouped by source entry: shared, only-A, only-B."""
-    pa = projection_from_path(list(path_a))
-    pb = projection_from_path(list(path_b))
-
-    def rows(p: Any) -> list[tuple[str, str, str, int, str]]:
-        out = []
-        for pe in p.entries:
-            for m in pe.messages:
-                role = m.get("role", "") if isinstance(m, dict) else ""
-                sig = compact_json(m)
-                text = message_preview(m)
-                out.append((str(pe.source_entry.get("id", "")), role, text, tokens_of([m]), sig))
-        return out
-
-    ra, rb = rows(pa), rows(pb)
-    sigs_b = {(r[0], r[4]) for r in rb}
-    sigs_a = {(r[0], r[4]) for r in ra}
-    out: list[ProjectionDiffRow] = []
-    for r in ra:
-        out.append(
-            ProjectionDiffRow("both" if (r[0], r[4]) in sigs_b else "a", r[0], r[1], r[2], r[3])
-        )
-    for r in rb:
-        if (r[0], r[4]) not in sigs_a:
-            out.append(ProjectionDiffRow("b", r[0], r[1], r[2], r[3]))
+def _projected_messages(path: Sequence[dict]) -> list[tuple[str, str, str, int, str]]:
+    """(source id, role, preview, tokens, signature) per message the model sees, in order."""
+    out = []
+    for pe in projection_from_path(list(path)).entries:
+        for m in pe.messages:
+            role = m.get("role", "") if isinstance(m, dict) else ""
+            out.append(
+                (
+                    str(pe.source_entry.get("id", "")),
+                    role,
+                    message_preview(m),
+                    tokens_of([m]),
+                    compact_json(m),
+                )
+            )
     return out
+
+
+def projection_diff(path_a: Sequence[dict], path_b: Sequence[dict]) -> list[ProjectionDiffRow]:
+    """The two model contexts aligned in model order: shared messages once, then what differs.
+
+    A message is shared when the same source entry gives the same message on both sides (an
+    edit or a compaction on one route makes it differ). The alignment is a longest-common-
+    subsequence match, so a message only one route has appears where it sits in that route's
+    context rather than at the end.
+    """
+    ra, rb = _projected_messages(path_a), _projected_messages(path_b)
+    keys_a = [(r[0], r[4]) for r in ra]
+    keys_b = [(r[0], r[4]) for r in rb]
+    out: list[ProjectionDiffRow] = []
+    matcher = SequenceMatcher(None, keys_a, keys_b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            out.extend(ProjectionDiffRow("both", *r[:4]) for r in ra[i1:i2])
+            continue
+        out.extend(ProjectionDiffRow("a", *r[:4]) for r in ra[i1:i2])
+        out.extend(ProjectionDiffRow("b", *r[:4]) for r in rb[j1:j2])
+    return out
+
+
+def collapse_shared(rows: Sequence[ProjectionDiffRow]) -> list[dict[str, Any]]:
+    """The aligned diff for reading: each run of shared messages becomes one counted line."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        if r.side == "both" and out and out[-1]["side"] == "both":
+            run = out[-1]
+            run["count"] += 1
+            run["tokens"] += r.tokens
+            run["last_id"] = r.source_id
+        elif r.side == "both":
+            out.append(
+                {"side": "both", "count": 1, "tokens": r.tokens, "first_id": r.source_id,
+                 "last_id": r.source_id}
+            )  # fmt: skip
+        else:
+            out.append(
+                {"side": r.side, "source_id": r.source_id, "role": r.role, "text": r.text,
+                 "tokens": r.tokens}
+            )  # fmt: skip
+    return out
+
+
+def off_route_cost(
+    entry_ids: Iterable[str], route_ids: Iterable[str], costs: Mapping[str, float]
+) -> float:
+    """Cost of the entries among ``entry_ids`` that lie on no route to the cursor.
+
+    Wasted work is what the chosen cursor's route does not use: a shared trunk still on that
+    route is not wasted, whichever two leaves are compared. ``route_ids`` is root→cursor.
+    """
+    keep = set(route_ids)
+    return sum(costs.get(i, 0.0) for i in set(entry_ids) - keep)

@@ -9,13 +9,17 @@ from typing import Any
 from explorer.session.context import projection_from_path
 from explorer.session.describe import (
     entry_role,
+    entry_title,
     finite,
+    message_preview,
     tokens_of,
 )
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import (
     CompactionSettings,
+    calculate_context_tokens,
     estimate_projected_context,
+    get_assistant_usage,
     should_compact,
 )
 
@@ -57,10 +61,18 @@ class AlignedRow:
 
 @dataclass
 class AlignedView:
+    """The aligned rows and every figure the page, its partial and its JSON show.
+
+    Each side has two figures that must never be confused: the engine's estimate and the
+    provider-reported context of the last answered assistant message. ``projected_tokens``
+    is the engine's usage-aware estimate, the number ``pisession context`` prints and the
+    one compaction decides on.
+    """
+
     rows: list[AlignedRow]
-    raw_tokens: int
-    projected_tokens: int  # as the agent estimates it (usage-aware)
-    projected_sum: int  # plain sum of the projected message estimates
+    raw_tokens: int  # sum of the raw message estimates of the rows
+    projected_tokens: int  # the engine's estimate (usage-aware), = ``pisession context``
+    projected_sum: int  # plain sum of the projected message estimates (the row column)
     message_count: int
     thinking_level: str
     model: dict | None
@@ -69,6 +81,21 @@ class AlignedView:
     would_compact: bool
     context_window: int
     threshold: int
+    raw_reported: int | None = None  # provider usage of the last answered assistant (raw)
+    raw_reported_id: str | None = None
+    projected_reported: int | None = None  # the same among the projected messages
+    projected_basis: str = "estimate"  # "usage" (reported + trailing) or "estimate"
+    projected_trailing: int = 0  # estimated tokens after the usage the estimate starts from
+    status_counts: dict[str, int] = field(default_factory=dict)
+
+
+def _reported(messages: Sequence[Any]) -> int | None:
+    """Provider-reported context of the last answered assistant among ``messages``."""
+    for m in reversed(messages):
+        usage = get_assistant_usage(m)
+        if usage is not None:
+            return int(finite(calculate_context_tokens(usage)))
+    return None
 
 
 def align_projection(
@@ -204,6 +231,14 @@ def align_projection(
     est = estimate_projected_context(projection, path)
     projected_tokens = int(finite(est.tokens))
     threshold = context_window - settings.reserve_tokens
+    raw_reported_id = None
+    for entry in reversed(path):
+        if entry.get("type") == "message" and get_assistant_usage(entry.get("message")):
+            raw_reported_id = str(entry.get("id"))
+            break
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
     return AlignedView(
         rows=rows,
         raw_tokens=sum(r.raw_tokens for r in rows),
@@ -217,7 +252,83 @@ def align_projection(
         would_compact=should_compact(est.tokens, context_window, settings),
         context_window=context_window,
         threshold=threshold,
+        raw_reported=_reported([e.get("message") for e in path if e.get("type") == "message"]),
+        raw_reported_id=raw_reported_id,
+        projected_reported=_reported(projection.messages),
+        projected_basis="usage" if est.last_usage_index is not None else "estimate",
+        projected_trailing=int(finite(est.trailing_tokens))
+        if est.last_usage_index is not None
+        else 0,
+        status_counts=counts,
     )
+
+
+EDITABLE_ROLES = ("user", "assistant", "toolResult")
+STATUS_WORDS = {
+    "hidden": "hidden by an edit",
+    "replaced": "replaced by an edit",
+    "summary": "compaction summary",
+    "compacted": "folded into the compaction",
+    "superseded": "superseded system message",
+    "inert": "older compaction, inert",
+    "metadata": "not model content",
+}
+
+
+def summarize_view(view: AlignedView, shown: Sequence[AlignedRow]) -> dict[str, Any]:
+    """The rows a page lists and every figure about them, as plain data (page, partial, JSON).
+
+    The difference counts are taken over exactly the rows listed, so their breakdown adds up
+    to the total the page shows; the rows' projected column adds up to ``projected_sum``.
+    """
+    rows = []
+    for r in shown:
+        e = r.entry
+        role = entry_role(e)
+        rows.append(
+            {
+                "id": r.id,
+                "kind": role or str(e.get("type", "")),
+                "status": r.status,
+                "reason": r.reason,
+                "raw_tokens": r.raw_tokens,
+                "projected_tokens": r.projected_tokens,
+                "raw_text": entry_title(e, 220),
+                "projected": [
+                    (o, str(m.get("role", "")), message_preview(m, 220))
+                    for o, m in zip(r.order, r.projected, strict=False)
+                ],
+                "editable": e.get("type") == "custom_message" or role in EDITABLE_ROLES,
+            }
+        )
+    counts: dict[str, int] = {}
+    for r in shown:
+        if r.differs:
+            counts[r.status] = counts.get(r.status, 0) + 1
+    return {
+        "rows": rows,
+        "raw_tokens": sum(r.raw_tokens for r in shown),
+        "raw_reported": view.raw_reported,
+        "raw_reported_id": view.raw_reported_id,
+        "projected_tokens": view.projected_tokens,
+        "projected_sum": sum(r.projected_tokens for r in shown),
+        "projected_reported": view.projected_reported,
+        "projected_basis": view.projected_basis,
+        "projected_trailing": view.projected_trailing,
+        "message_count": view.message_count,
+        "thinking_level": view.thinking_level,
+        "model": view.model,
+        "compaction_id": view.compaction_id,
+        "differences": sum(counts.values()),
+        "difference_counts": [
+            {"status": k, "words": STATUS_WORDS.get(k, k), "count": v}
+            for k, v in sorted(counts.items())
+        ],
+        "edited_count": counts.get("hidden", 0) + counts.get("replaced", 0),
+        "would_compact": view.would_compact,
+        "window": view.context_window,
+        "threshold": view.threshold,
+    }
 
 
 def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:

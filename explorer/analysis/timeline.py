@@ -24,6 +24,8 @@ class TimelinePoint:
     entry_id: str
     projected: int  # estimated context the projection gives the model here
     reported: float | None  # provider-reported input (+ cache) tokens
+    turn: int = 0  # 1-based number of the assistant reply on the route
+    timestamp: str = ""  # the entry's own ISO timestamp
 
 
 @dataclass
@@ -43,6 +45,7 @@ def timeline(
     reach the model (from the newest compaction's kept range on), so long paths stay cheap.
     """
     turns = [i for i, e in enumerate(path) if entry_role(e) == "assistant"]
+    turn_of = {i: k + 1 for k, i in enumerate(turns)}
     if len(turns) > max_points:
         step = len(turns) / max_points
         sampled = sorted({turns[int(k * step)] for k in range(max_points)} | {turns[-1]})
@@ -71,9 +74,15 @@ def timeline(
         prefix = _relevant_prefix(path, i, last_comp, index_of, settings_idx)
         p = projection_from_path(prefix)
         est = estimate_projected_context(p, prefix)
+        ts = path[i].get("timestamp")
         points.append(
             TimelinePoint(
-                i, str(path[i].get("id")), int(finite(est.tokens)), provider_input_tokens(path[i])
+                i,
+                str(path[i].get("id")),
+                int(finite(est.tokens)),
+                provider_input_tokens(path[i]),
+                turn_of[i],
+                ts if isinstance(ts, str) else "",
             )
         )
     return points, marks
@@ -95,10 +104,10 @@ def timeline_svg_data(
     path_len: int,
     *,
     width: int = 900,
-    height: int = 260,
+    height: int = 290,
 ) -> dict[str, Any]:
     """Coordinates for an inline SVG chart (the template draws it; no JS library)."""
-    pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 28
+    pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 58
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
     top = max([p.projected for p in points] + [p.reported or 0 for p in points] + [1])
     top = _nice(top)
@@ -114,6 +123,7 @@ def timeline_svg_data(
     rep = " ".join(f"{x(p.index)},{y(p.reported)}" for p in points if p.reported is not None)
     ticks = [{"y": y(top * k / 4), "label": _short(top * k / 4)} for k in range(5)]
     return {
+        "xticks": _x_ticks(points, x),
         "width": width,
         "height": height,
         "projected": proj,
@@ -129,6 +139,8 @@ def timeline_svg_data(
                 "id": p.entry_id,
                 "v": p.projected,
                 "r": p.reported,
+                "turn": p.turn,
+                "time": _clock(p.timestamp, True),
             }
             for p in points
         ],
@@ -148,8 +160,37 @@ def _nice(v: float) -> float:
 
 
 def _short(v: float) -> str:
+    """A gridline's value, short but exact: 1,250 is "1.25k", never a rounded "1k"."""
+
+    def trim(x: float) -> str:
+        return f"{x:.3f}".rstrip("0").rstrip(".")
+
     if v >= 1_000_000:
-        return f"{v / 1_000_000:.1f}M"
+        return trim(v / 1_000_000) + "M"
     if v >= 1000:
-        return f"{v / 1000:.0f}k"
-    return str(int(v))
+        return trim(v / 1000) + "k"
+    return trim(v)
+
+
+def _clock(timestamp: str, with_date: bool) -> str:
+    """``2025-03-04T05:06:07.000Z`` as "05:06" (or "03-04 05:06"); "" when not a timestamp."""
+    if len(timestamp) < 16 or timestamp[10] != "T":
+        return ""
+    return (timestamp[5:10] + " " if with_date else "") + timestamp[11:16]
+
+
+def _x_ticks(points: Sequence[TimelinePoint], x: Any, count: int = 6) -> list[dict[str, Any]]:
+    """Up to ``count`` evenly spread turns labelled with their number and clock time (with
+    the date when the route spans several days)."""
+    if not points:
+        return []
+    days = {p.timestamp[:10] for p in points if p.timestamp}
+    picks = sorted({round(k * (len(points) - 1) / max(count - 1, 1)) for k in range(count)})
+    return [
+        {
+            "x": x(points[k].index),
+            "turn": points[k].turn,
+            "time": _clock(points[k].timestamp, len(days) > 1),
+        }
+        for k in picks
+    ]

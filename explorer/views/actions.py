@@ -207,23 +207,38 @@ def compact_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def _compact_preview(request: HtmxHttpRequest, session, form) -> dict[str, Any]:
-    """The dry run: the engine's cut point and, when asked, the summary it would store."""
+    """The dry run: the engine's cut point and, when asked, the summary it would store with
+    the context size after it (the engine's estimate, as Raw vs projected would show it)."""
     from explorer.session import compaction
 
-    light, _path = form.route()
+    light, path = form.route()
     prep = form.preparation()
     dry: dict[str, Any] | None = None
-    if prep is not None and (request.GET.get("preview") == "1" or request.method == "POST"):
+    if prep is not None and request.method == "GET" and request.GET.get("preview") == "1":
         try:
             result = compaction.compact(prep, conf.summarizer())
-            dry = {"summary": result.summary, "tokens_before": result.tokens_before}
         except SessionError as exc:
             form.add_error(None, str(exc))
+        else:
+            entry = {
+                "type": "compaction", "id": "(preview)", "parentId": form.cursor,
+                "timestamp": "", **result.to_json(),
+            }  # fmt: skip
+            before = queries.context_summary(
+                session, form.cursor, forms.ContextWindowForm.DEFAULT_WINDOW,
+                forms.ContextWindowForm.DEFAULT_RESERVE,
+            )["projected_tokens"]  # fmt: skip
+            after = align_projection([*path, entry]).projected_tokens
+            dry = {
+                "summary": result.summary,
+                "tokens_before": before,
+                "tokens_after": after,
+                "grows": after >= before,
+                "token": form.sign(result),
+            }
     request_text = ""
     if prep is not None:
-        _light, path = form.route()
-        preview = compaction_request_preview(path, form.settings())
-        request_text = format_request_preview(preview)
+        request_text = format_request_preview(compaction_request_preview(path, form.settings()))
     first_id = prep.first_kept_entry_id if prep else None
     first = queries.load_entries(session, [first_id]).get(first_id, {}) if first_id else {}
     return {

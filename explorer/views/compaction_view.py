@@ -13,6 +13,7 @@ from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
 from explorer.session.describe import entry_title
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
 REPLACED_SHOWN = 400
@@ -90,4 +91,17 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compactions", cursor)
     ctx.update(compactions_panel(request, session, cursor))
+    if wants_json(request):
+        detail = dict(ctx["detail"] or {})
+        info = detail.pop("info", None)
+        detail.pop("summary_html", None)
+        if info is not None:
+            summary = info.entry.get("summary")
+            detail["summary"] = summary if isinstance(summary, str) else None
+            detail["tokens_before"] = info.tokens_before
+            detail["tokens_after"] = info.tokens_after
+            detail["read_files"] = info.read_files
+            detail["modified_files"] = info.modified_files
+        data = {"cursor": cursor, "compactions": ctx["compactions"], "detail": detail or None}
+        return json_page(plain(data))
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

@@ -19,6 +19,7 @@ from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, plain
 
 TEMPLATE = "explorer/entry.html"
 # Text beyond this is sent only on request ("load full output").
@@ -234,6 +235,12 @@ def entry_panel_context(
     }
 
 
+ENTRY_JSON_KEYS = (
+    "entry_id", "entry", "entry_type", "entry_role", "entry_title", "token_estimate", "usage",
+    "cost", "label", "on_path", "is_cursor", "children", "cursor",
+)  # fmt: skip
+
+
 @viewer_required
 @require_GET
 def entry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
@@ -244,5 +251,7 @@ def entry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)
     ctx.update(entry_panel_context(request, session, entry_id, cursor))
+    if request.GET.get("format") == "json":  # the JSON API (README "JSON API")
+        return json_page(plain({k: ctx.get(k) for k in ENTRY_JSON_KEYS}))
     partial = "raw-json" if request.GET.get("raw") == "1" else "entry-panel"
     return render_panel(request, TEMPLATE, partial, ctx)

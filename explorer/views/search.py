@@ -1,4 +1,4 @@
-"""Search inside a session and across sessions: session, entry id, highlighted snippet, link."""
+"""Search inside a session and across sessions: every hit counted, grouped by session, paged."""
 
 from __future__ import annotations
 
@@ -6,18 +6,15 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from explorer import html
-from explorer.models import Entry, Session
+from explorer import html, queries
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.session import jsonfmt
-from explorer.session.describe import entry_text
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, wants_json
 
-MAX_RESULTS = 50
 TYPES = (
     ("", "Any type"),
     ("message", "Messages"),
@@ -29,6 +26,7 @@ TYPES = (
 
 
 def plain_snippet(text: str, query: str, width: int = 90) -> str:
+    """The text around the first match, as plain text (for JSON)."""
     flat = " ".join(text.split())
     m = re.search(re.escape(query), flat, re.I)
     lo = max(0, m.start() - width) if m else 0
@@ -36,12 +34,89 @@ def plain_snippet(text: str, query: str, width: int = 90) -> str:
     return ("…" if lo else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-def as_json(request: HtmxHttpRequest, q: str, results: list[dict[str, Any]]) -> JsonResponse:
-    """The narrow retrieval form: id, snippet and where it came from; the full entry is one
-    request away (`url`), so callers read whole texts only when they need them."""
-    return JsonResponse(
+def _params(request: HtmxHttpRequest) -> tuple[str, str, int]:
+    q = (request.GET.get("q") or "").strip()[:200]
+    t = request.GET.get("type") or ""
+    raw_offset = request.GET.get("offset") or "0"
+    offset = int(raw_offset) if raw_offset.isdigit() and len(raw_offset) < 10 else 0
+    return q, t if t in dict(TYPES) else "", offset
+
+
+def search_context(request: HtmxHttpRequest, session=None) -> dict[str, Any]:
+    """The one builder of a search page, its partial and its JSON."""
+    q, t, offset = _params(request)
+    found = (
+        queries.search_entries(q, session=session, entry_type=t, offset=offset)
+        if len(q) >= 2
+        else None
+    )
+    results = []
+    for hit in found["hits"] if found else []:
+        results.append(
+            {
+                **hit,
+                "snippet": html.highlight(hit["text"], q),
+                "plain": plain_snippet(hit["text"], q),
+            }
+        )
+    next_url = None
+    if found and found["next_offset"] is not None:
+        next_url = (
+            request.path + "?" + urlencode({"q": q, "type": t, "offset": found["next_offset"]})
+        )
+    return {
+        "q": q,
+        "type": t,
+        "types": TYPES,
+        "found": found,
+        "results": results,
+        "first": offset + 1,
+        "last": offset + len(results),
+        "next_url": next_url,
+        "prev_url": request.path
+        + "?"
+        + urlencode({"q": q, "type": t, "offset": max(0, offset - queries.SEARCH_PAGE)})
+        if offset
+        else None,
+        "scope": "session" if session is not None else "all",
+        "too_short": 0 < len(q) < 2,
+    }
+
+
+def as_json(request: HtmxHttpRequest, ctx: dict[str, Any]) -> HttpResponse:
+    """Every hit counted, the sessions with their counts, this page of hits and ``next``.
+
+    The narrow retrieval form: id, plain-text snippet and where it came from; the full entry
+    is one request away (``url``)."""
+    found = ctx["found"] or {"total": 0, "sessions": [], "offset": 0}
+
+    def entry_url(pk: int, entry_id: str) -> str:
+        path = reverse("explorer:entry", args=[pk]) + "?" + urlencode({"id": entry_id, "raw": "1"})
+        return request.build_absolute_uri(path)
+
+    return json_page(
         {
-            "query": q,
+            "query": ctx["q"],
+            "type": ctx["type"],
+            "total": found["total"],
+            "sessions": [
+                {
+                    "session": s["session"].session_id,
+                    "session_name": s["session"].display_name,
+                    "hits": s["hits"],
+                    "url": request.build_absolute_uri(
+                        reverse("explorer:session_search", args=[s["session"].pk])
+                        + "?"
+                        + urlencode({"q": ctx["q"], "type": ctx["type"], "format": "json"})
+                    ),
+                }
+                for s in found["sessions"]
+            ],
+            "offset": found["offset"],
+            "capped": ctx["next_url"] is not None,
+            "next": request.build_absolute_uri(ctx["next_url"] + "&format=json")
+            if ctx["next_url"]
+            else None,
             "results": [
                 {
                     "session": r["session"].session_id,
@@ -50,57 +125,12 @@ def as_json(request: HtmxHttpRequest, q: str, results: list[dict[str, Any]]) -> 
                     "type": r["type"],
                     "role": r["role"],
                     "snippet": r["plain"],
-                    "url": request.build_absolute_uri(
-                        reverse("explorer:entry", args=[r["session"].pk])
-                        + "?"
-                        + urlencode({"id": r["entry_id"], "raw": "1"})
-                    ),
+                    "url": entry_url(r["session"].pk, r["entry_id"]),
                 }
-                for r in results
+                for r in ctx["results"]
             ],
         }
     )
-
-
-def run_search(
-    query: str, *, session: Session | None = None, entry_type: str = ""
-) -> list[dict[str, Any]]:
-    qs = Entry.objects.all() if session is None else Entry.objects.filter(session=session)
-    if entry_type:
-        qs = qs.filter(type=entry_type)
-    # The raw line is JSON: match the query as JSON would spell it, then confirm on the text.
-    needle = jsonfmt.dumps(query)[1:-1]
-    qs = qs.filter(raw__icontains=needle).order_by("session_id", "position")
-    results = []
-    for row in qs.select_related("session").only(
-        "entry_id", "type", "role", "raw", "session__id", "session__name", "session__session_id"
-    )[: MAX_RESULTS * 4]:
-        try:
-            data = jsonfmt.loads(row.raw)
-        except ValueError:
-            continue
-        text = entry_text(data) if isinstance(data, dict) else ""
-        if query.lower() not in text.lower():
-            continue  # matched only in metadata (ids, signatures): not a useful hit
-        results.append(
-            {
-                "session": row.session,
-                "entry_id": row.entry_id,
-                "type": row.type,
-                "role": row.role,
-                "snippet": html.highlight(text, query),
-                "plain": plain_snippet(text, query),
-            }
-        )
-        if len(results) >= MAX_RESULTS:
-            break
-    return results
-
-
-def _query(request: HtmxHttpRequest) -> tuple[str, str]:
-    q = (request.GET.get("q") or "").strip()[:200]
-    t = request.GET.get("type") or ""
-    return q, t if t in dict(TYPES) else ""
 
 
 @viewer_required
@@ -108,35 +138,17 @@ def _query(request: HtmxHttpRequest) -> tuple[str, str]:
 def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    q, t = _query(request)
     ctx = session_frame(request, session, "search", cursor)
-    ctx.update(
-        {
-            "q": q,
-            "type": t,
-            "types": TYPES,
-            "results": run_search(q, session=session, entry_type=t) if len(q) >= 2 else [],
-            "scope": "session",
-            "too_short": 0 < len(q) < 2,
-        }
-    )
-    if request.GET.get("format") == "json":
-        return as_json(request, q, ctx["results"])
+    ctx.update(search_context(request, session))
+    if wants_json(request):
+        return as_json(request, ctx)
     return render_panel(request, "explorer/search.html", "search-results", ctx)
 
 
 @viewer_required
 @require_GET
 def global_search(request: HtmxHttpRequest) -> HttpResponse:
-    q, t = _query(request)
-    ctx = {
-        "q": q,
-        "type": t,
-        "types": TYPES,
-        "results": run_search(q, entry_type=t) if len(q) >= 2 else [],
-        "scope": "all",
-        "too_short": 0 < len(q) < 2,
-    }
-    if request.GET.get("format") == "json":
-        return as_json(request, q, ctx["results"])
+    ctx = search_context(request)
+    if wants_json(request):
+        return as_json(request, ctx)
     return render_panel(request, "explorer/search_all.html", "search-results", ctx)

@@ -25,6 +25,7 @@ from explorer.permissions import (
 )
 from explorer.session.errors import SessionError
 from explorer.views.common import HtmxHttpRequest
+from explorer.views.jsonapi import json_page, wants_json
 
 PROBLEMS_SHOWN = 200
 
@@ -38,25 +39,54 @@ def healthz(request: HtmxHttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    from explorer.queries import SORTS, first_message_text, search_sessions
+    from explorer.queries import SORTS, first_message_text, list_path_totals, search_sessions
 
     q = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "activity")
     sort = sort if sort in SORTS else "activity"
     # Search covers the first user message too; groups keep the order of their best session.
-    sessions = search_sessions(Session.objects.all(), q, sort)
+    sessions = list(
+        search_sessions(Session.objects.all(), q, sort).defer("header_raw", "source_original")
+    )
+    totals = list_path_totals(sessions)
     groups: dict[str, list[Session]] = {}
-    for s in sessions.defer("header_raw", "source_original"):
+    for s in sessions:
         s.first_message = first_message_text(s)
+        s.path_totals = totals[s.pk]
         groups.setdefault(s.cwd, []).append(s)
+    if wants_json(request):
+        return json_page(
+            {"query": q, "sort": sort, "sessions": [_session_json(request, s) for s in sessions]}
+        )
     context = {
         "groups": [{"cwd": cwd, "sessions": items} for cwd, items in groups.items()],
-        "total": sum(len(v) for v in groups.values()),
+        "total": len(sessions),
         "q": q,
         "sort": sort,
         "sorts": [(k, v[1]) for k, v in SORTS.items()],
     }
     return render(request, "explorer/session_list.html", context)
+
+
+def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
+    from django.urls import reverse
+
+    return {
+        "id": s.session_id,
+        "pk": s.pk,
+        "name": s.display_name,
+        "cwd": s.cwd,
+        "created": s.header_timestamp or None,
+        "last_activity": s.last_activity,
+        "entries": s.entry_count,
+        "leaves": s.leaf_count,
+        "compactions": s.compaction_count,
+        "context_edits": s.context_edit_count,
+        "warnings": s.warning_count,
+        "first_message": s.first_message or None,
+        "default_path_usage": s.path_totals,
+        "url": request.build_absolute_uri(reverse("explorer:session_detail", args=[s.pk])),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

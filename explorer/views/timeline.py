@@ -11,6 +11,7 @@ from explorer import queries
 from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/timeline.html"
 MAX_PATH = 6000
@@ -41,4 +42,7 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "timeline", cursor)
     ctx.update(timeline_panel(request, session, cursor))
+    if wants_json(request):
+        keys = ("cursor", "points", "marks", "clipped", "peak", "turns", "path_length")
+        return json_page(plain({k: ctx[k] for k in keys}))
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

@@ -25,6 +25,7 @@ from explorer.views.common import (
     warn_missing_entry,
 )
 from explorer.views.entry import entry_panel_context
+from explorer.views.jsonapi import json_page
 
 TEMPLATE = "explorer/session_detail.html"
 FILTERS = (("all", "All"), ("notools", "No tools"), ("user", "User only"), ("labelled", "Labelled"))
@@ -155,6 +156,8 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
+    if request.GET.get("format") == "json":  # the JSON API (README "JSON API")
+        return json_page(queries.tree_nodes(session, cursor))
     ctx = session_frame(request, session, "tree", cursor)
     ctx.update(graph_context(request, session, cursor))
     selected = ctx["params"]["selected"]

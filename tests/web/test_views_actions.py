@@ -225,6 +225,12 @@ def test_compact_now_tail_input_accepts_any_whole_number(editor_client, session)
     assert step is None or step.group(1) in ("1", "any")
 
 
+def _preview_token(html: str) -> str:
+    import html as htmllib
+
+    return htmllib.unescape(re.search(r'name="previewed" value="([^"]*)"', html).group(1))
+
+
 def test_compact_now_with_a_chosen_tail_previews_then_applies(editor_client, session):
     url = reverse("explorer:compact", args=[session.pk])
     r = editor_client.get(url, {"keep_recent": "1", "preview": "1"})
@@ -234,14 +240,74 @@ def test_compact_now_with_a_chosen_tail_previews_then_applies(editor_client, ses
     assert 'name="keep_recent" value="1"' in html
     # What the summarizer is sent, as Pi 1.6.0 sends it (the split turn's prefix request).
     assert "What the summarizer is sent" in html and "Turn prefix summarization" in html
+    import html as htmllib
+
+    shown = htmllib.unescape(
+        re.search(
+            r'<pre class="output summary-preview" id="summary-preview">(.*?)</pre>', html, re.S
+        ).group(1)
+    )
     before = _raws(session)
-    r = editor_client.post(url, {"keep_recent": "1"})
+    r = editor_client.post(url, {"keep_recent": "1", "previewed": _preview_token(html)})
     assert r.status_code == 302
     after = _raws(session)
     assert after[: len(before)] == before  # history untouched, one entry appended
     assert len(after) == len(before) + 1
     compaction = Entry.objects.filter(session=session, type="compaction").get()
     assert compaction.data()["firstKeptEntryId"]
+    assert compaction.data()["summary"] == shown  # exactly the previewed summary
+
+
+def test_compact_now_applies_only_after_a_preview(editor_client, session):
+    url = reverse("explorer:compact", args=[session.pk])
+    page = editor_client.get(url, {"keep_recent": "1"}).content.decode()
+    assert 'name="previewed"' not in page and 'id="compact-preview"' in page  # no Apply yet
+    r = editor_client.post(url, {"keep_recent": "1"})
+    assert r.status_code == 400 and "Preview the summary first" in r.content.decode()
+    assert not Entry.objects.filter(session=session, type="compaction").exists()
+
+
+def test_compact_now_refuses_a_preview_of_a_changed_session(editor_client, editor_user, session):
+    from explorer import services
+
+    url = reverse("explorer:compact", args=[session.pk])
+    html = editor_client.get(url, {"keep_recent": "1", "preview": "1"}).content.decode()
+    token = _preview_token(html)
+    services.rename_session(session, editor_user, "renamed meanwhile")
+    r = editor_client.post(url, {"keep_recent": "1", "previewed": token})
+    assert r.status_code == 400 and "changed since the preview" in r.content.decode()
+    tampered = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    r = editor_client.post(url, {"keep_recent": "1", "previewed": tampered})
+    assert r.status_code == 400 and "preview again" in r.content.decode().lower()
+    assert not Entry.objects.filter(session=session, type="compaction").exists()
+
+
+def test_compact_now_shows_tokens_after_and_warns_when_it_would_not_shrink(editor_client, session):
+    url = reverse("explorer:compact", args=[session.pk])
+    html = editor_client.get(url, {"keep_recent": "1", "preview": "1"}).content.decode()
+    m = re.search(r"<strong>(\d+)</strong> tokens now → <strong>(\d+)</strong> after", html)
+    assert m
+    now, after = int(m.group(1)), int(m.group(2))
+    # The small session's history is tiny: a summary is longer than what it replaces.
+    assert after >= now and 'id="compact-grows"' in html
+    # The figure "now" is the Raw vs projected estimate at the same cursor.
+    ctx = editor_client.get(
+        reverse("explorer:context", args=[session.pk]), {"format": "json"}
+    ).json()
+    assert ctx["projected_tokens"] == now
+    # Applying it gives exactly the estimate the preview announced.
+    editor_client.post(url, {"keep_recent": "1", "previewed": _preview_token(html)})
+    ctx = editor_client.get(
+        reverse("explorer:context", args=[session.pk]), {"format": "json"}
+    ).json()
+    assert ctx["projected_tokens"] == after
+
+
+def test_compact_now_keeps_the_tail_it_refused_in_the_form(editor_client, session):
+    r = editor_client.get(reverse("explorer:compact", args=[session.pk]), {"keep_recent": "200000"})
+    html = r.content.decode()
+    assert "while keeping the newest 200,000 tokens" in html
+    assert 'name="keep_recent" type="number"' in html and 'value="200000"' in html
 
 
 def test_compact_now_rejects_a_bad_tail_setting(editor_client, session):

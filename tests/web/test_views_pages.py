@@ -296,7 +296,7 @@ def test_search_without_a_query_says_what_it_searches(viewer_client, session, sc
 
 def test_global_search_counts_its_results(viewer_client, session):
     html = viewer_client.get(reverse("explorer:search"), {"q": "hello"}).content.decode()
-    assert re.search(r"\d+ results?\b", html)
+    assert re.search(r"<strong>\d+</strong> hits? in <strong>\d+</strong> sessions?\b", html)
 
 
 def test_the_own_summary_box_of_navigate_has_an_accessible_name(editor_client, session):

@@ -1,0 +1,48 @@
+"""``?format=json`` on the pages: the same builder's data as the page, as JSON.
+
+Read-only, behind the same login and roles as the page (the view's decorators run first).
+Values are plain data from the builders; anything else (a date, a tuple) is made JSON here,
+so ``None`` is always ``null``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Model
+from django.http import HttpRequest, JsonResponse
+
+
+def wants_json(request: HttpRequest) -> bool:
+    """The caller asked for the page's data rather than its HTML."""
+    return request.GET.get("format") == "json"
+
+
+def json_page(data: dict[str, Any], *, status: int = 200) -> JsonResponse:
+    """One page's data as a JSON object (never HTML, never Python reprs)."""
+    response = JsonResponse(
+        data, status=status, encoder=DjangoJSONEncoder, json_dumps_params={"ensure_ascii": False}
+    )
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def plain(value: Any) -> Any:
+    """A builder's value as JSON data: dataclasses and tuples opened, marked-safe HTML as its
+    text, a model row as its primary key, a non-finite number as ``null``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [plain(v) for v in value]
+    if isinstance(value, Model):
+        return value.pk
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str):
+        return str(value)  # a SafeString becomes a plain str
+    return value

@@ -1,0 +1,137 @@
+"""Compare: wasted and abandoned cost on a tree whose answers are known by hand, the aligned
+projection difference, and a leaf compared with itself.
+
+The tree (cost of each assistant in dollars; users cost nothing)::
+
+    u1 ─ a1 (0.01) ─ u2 ─ a2 (0.02) ─┬─ u3 ─ a3 (0.04)
+                   │                 └─ u4 ─ a4 (0.08)
+                   └─ u5 ─ a5 (0.16)
+
+Powers of two make every sum of costs unique, so a wrong set of entries cannot match.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+HEADER = {
+    "type": "session",
+    "version": 3,
+    "id": "0195f3a2-7c41-7d2e-9b1a-000000000c05",
+    "timestamp": "2025-03-04T05:06:07.089Z",
+    "cwd": "/home/ana/costs",
+}
+TREE = [  # (id, parent, role, cost)
+    ("u1", None, "user", 0),
+    ("a1", "u1", "assistant", 0.01),
+    ("u2", "a1", "user", 0),
+    ("a2", "u2", "assistant", 0.02),
+    ("u3", "a2", "user", 0),
+    ("a3", "u3", "assistant", 0.04),
+    ("u4", "a2", "user", 0),
+    ("a4", "u4", "assistant", 0.08),
+    ("u5", "a1", "user", 0),
+    ("a5", "u5", "assistant", 0.16),
+]
+
+
+def _line(i: int, eid: str, parent: str | None, role: str, cost: float) -> dict:
+    ts = 1741064768000 + i * 1000
+    message: dict = {"role": role, "content": f"turn {eid}", "timestamp": ts}
+    if role == "assistant":
+        message.update(
+            content=[{"type": "text", "text": f"answer {eid}"}],
+            api="anthropic-messages",
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            usage={
+                "input": 100 * (i + 1),
+                "output": 10,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 100 * (i + 1) + 10,
+                "cost": {"total": cost},
+            },
+            stopReason="stop",
+        )
+    return {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": f"2025-03-04T05:{6 + i:02d}:08.000Z",
+        "message": message,
+    }
+
+
+@pytest.fixture
+def tree(make_session):
+    lines = [HEADER] + [_line(i, *row) for i, row in enumerate(TREE)]
+    return make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
+
+
+def _compare(client, session, **params) -> dict:
+    r = client.get(reverse("explorer:compare", args=[session.pk]), {**params, "format": "json"})
+    assert r.status_code == 200
+    return r.json()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "cursor", "wasted", "abandoned"),
+    [
+        # The trunk u2/a2 is on the cursor's route: only u3/a3 is wasted (the old figure
+        # counted everything after the ancestor a1: 0.06).
+        ("a1", "a3", "a4", 0.04, 0.20),
+        ("a3", "a4", "a4", 0.04, 0.20),
+        ("a5", "a3", "a4", 0.20, 0.20),
+        # The cursor on the other side of the tree: the trunk u2/a2 is abandoned now.
+        ("a3", "a4", "a5", 0.14, 0.14),
+        ("a4", "a4", "a4", 0.0, 0.20),
+    ],
+)
+def test_wasted_cost_counts_only_entries_off_the_cursors_route(
+    viewer_client, tree, a, b, cursor, wasted, abandoned
+):
+    data = _compare(viewer_client, tree, a=a, b=b, leaf=cursor)
+    assert data["cursor"] == cursor
+    assert data["result"]["wasted"] == pytest.approx(wasted)
+    assert data["result"]["abandoned_total"] == pytest.approx(abandoned)
+    page = viewer_client.get(
+        reverse("explorer:compare", args=[tree.pk]), {"a": a, "b": b, "leaf": cursor}
+    ).content.decode()
+    assert f'id="wasted-cost">${wasted:.4f}<' in page
+    assert f'id="abandoned-cost">${abandoned:.4f}<' in page
+
+
+def test_projection_difference_is_aligned_and_counts_shared_messages_once(viewer_client, tree):
+    result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
+    # Shared: u1 a1 u2 a2 (one run); then A's u3 a3 and B's u4 a4.
+    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2}
+    sides = [(d["side"], d.get("source_id") or d["first_id"]) for d in result["diff"]]
+    assert sides == [("both", "u1"), ("a", "u3"), ("a", "a3"), ("b", "u4"), ("b", "a4")]
+    assert result["diff"][0]["count"] == 4 and result["diff"][0]["last_id"] == "a2"
+    assert result["same"] is False
+
+
+def test_a_leaf_compared_with_itself_says_so(viewer_client, tree):
+    url = reverse("explorer:compare", args=[tree.pk])
+    page = viewer_client.get(url, {"a": "a3", "b": "a3"}).content.decode()
+    assert 'id="same-leaf"' in page and "the same entry" in page
+    result = _compare(viewer_client, tree, a="a3", b="a3")["result"]
+    assert result["same"] is True and result["diff_counts"]["a"] == result["diff_counts"]["b"] == 0
+
+
+def test_ids_keep_their_real_case(viewer_client, make_session):
+    lines = [HEADER] + [_line(0, "AbCdEf01", None, "user", 0)]
+    lines.append(_line(1, "xYz00002", "AbCdEf01", "assistant", 0.01))
+    session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
+    page = viewer_client.get(
+        reverse("explorer:compare", args=[session.pk]), {"a": "xYz00002", "b": "AbCdEf01"}
+    ).content.decode()
+    assert '<span class="mono small ids">xYz00002</span>' in page
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[2] / "static/explorer/explorer.css").read_text()
+    assert ".ids, th .mono { text-transform: none;" in css

@@ -1,0 +1,45 @@
+"""Timeline axes: each gridline labelled with its exact value, an x-axis of turn numbers and
+times, and marks a screen reader can name and a keyboard can reach."""
+
+from __future__ import annotations
+
+import re
+
+from django.urls import reverse
+
+from explorer.analysis.timeline import TimelinePoint, timeline_svg_data
+
+
+def _points(values: list[int]) -> list[TimelinePoint]:
+    return [
+        TimelinePoint(2 * k + 1, f"a{k}", v, None, k + 1, f"2025-03-04T05:{10 + k:02d}:00.000Z")
+        for k, v in enumerate(values)
+    ]
+
+
+def test_gridline_labels_name_the_value_they_sit_on():
+    chart = timeline_svg_data(_points([100, 4000, 4900]), [], 7)
+    labels = [t["label"] for t in chart["ticks"]]
+    assert labels == ["0", "1.25k", "2.5k", "3.75k", "5k"]  # top 5,000: quarters are exact
+    bottom, top = chart["ticks"][0]["y"], chart["ticks"][-1]["y"]
+    assert bottom == chart["bottom"] and top == chart["top"]
+
+
+def test_the_x_axis_names_turns_and_times():
+    chart = timeline_svg_data(_points([10 * k for k in range(1, 21)]), [], 41)
+    ticks = chart["xticks"]
+    assert ticks[0]["turn"] == 1 and ticks[-1]["turn"] == 20 and len(ticks) == 6
+    assert ticks[0]["time"] == "05:10" and ticks[-1]["time"] == "05:29"
+    assert [t["x"] for t in ticks] == sorted(t["x"] for t in ticks)
+
+
+def test_the_page_draws_both_axes_and_accessible_marks(viewer_client, make_session):
+    session = make_session()
+    html = viewer_client.get(reverse("explorer:timeline", args=[session.pk])).content.decode()
+    svg = re.search(r'<svg class="timeline".*?</svg>', html, re.S).group(0)
+    assert 'role="group"' in svg and 'aria-labelledby="timeline-title"' in svg
+    assert re.search(r'class="tick xtick"[^>]*>turn 1<', svg)
+    dots = re.findall(r'<a href="[^"]*" aria-label="(Turn \d+[^"]*)"><circle', svg)
+    assert dots and all("projected" in d and "tokens" in d for d in dots)
+    marks = re.findall(r'aria-label="([^"]*)"><line', svg)
+    assert any(m.startswith("hide ") for m in marks)  # the small session's context edit
