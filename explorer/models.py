@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
 
 
@@ -57,7 +58,7 @@ class Session(models.Model):
         ordering = ["-modified", "-pk"]
 
     def __str__(self) -> str:
-        return self.name or self.session_id
+        return self.display_name
 
     @property
     def group_name(self) -> str:
@@ -66,7 +67,11 @@ class Session(models.Model):
 
     @property
     def display_name(self) -> str:
-        return self.name or f"Session {self.session_id[:8]}"
+        """The name as every page shows it: a secret pasted into a name is masked, as it is
+        in the ``session_info`` entry it came from."""
+        if not self.name:
+            return f"Session {self.session_id[:8]}"
+        return redact_entry({"type": "session_info", "name": self.name})["name"]
 
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
