@@ -69,8 +69,13 @@ class Session(models.Model):
     def display_name(self) -> str:
         """The name as every page shows it: a secret pasted into a name is masked, as it is
         in the ``session_info`` entry it came from."""
+        return self.shown_name or f"Session {self.session_id[:8]}"
+
+    @property
+    def shown_name(self) -> str:
+        """The stored name with any secret masked ("" when unnamed), for forms too."""
         if not self.name:
-            return f"Session {self.session_id[:8]}"
+            return ""
         return redact_entry({"type": "session_info", "name": self.name})["name"]
 
     def header(self) -> dict:

@@ -225,3 +225,19 @@ def test_the_findings_pages_list_every_finding_masked(viewer_client, seeded):
         reverse("explorer:secrets")
         in viewer_client.get(reverse("explorer:session_list")).content.decode()
     )
+
+
+def test_editor_forms_show_no_secret(editor_client, seeded):
+    session, _, _, secrets = seeded
+    pk = [session.pk]
+    ids = list(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
+    pages = [(reverse("explorer:rename", args=pk), {}), (reverse("explorer:compact", args=pk), {})]
+    for eid in ids:
+        pages.append((reverse("explorer:edit", args=pk), {"target": eid}))
+        pages.append((reverse("explorer:label", args=pk), {"target": eid}))
+    for url, params in pages:
+        r = editor_client.get(url, params)
+        assert r.status_code == 200, (url, params)
+        assert_no_secret(r.content.decode(), secrets, f"{url} {params}")
+    rename = editor_client.get(reverse("explorer:rename", args=pk)).content.decode()
+    assert 'value="rotate [REDACTED:gitlab-token]"' in rename
