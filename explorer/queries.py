@@ -22,7 +22,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from explorer import conf
 from explorer.models import Entry, Leaf, SecretFinding, Session
-from explorer.secrets import redact_entry, redact_line
+from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
@@ -623,7 +623,11 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
 def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> QuerySet[Session]:
     """Filter by name, id, cwd or first user message; order by the chosen key."""
     qs = annotate_sessions(qs)
-    if q:
+    if q and redact_for_search(q) != q:
+        # The query is itself a secret: matching it against stored text would tell which
+        # session holds it, so only the id and the directory are searched
+        qs = qs.filter(Q(session_id__icontains=q) | Q(cwd__icontains=q))
+    elif q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
         qs = qs.filter(
             Q(name__icontains=q)

@@ -241,3 +241,12 @@ def test_editor_forms_show_no_secret(editor_client, seeded):
         assert_no_secret(r.content.decode(), secrets, f"{url} {params}")
     rename = editor_client.get(reverse("explorer:rename", args=pk)).content.decode()
     assert 'value="rotate [REDACTED:gitlab-token]"' in rename
+
+
+def test_the_session_list_filter_does_not_confirm_a_secret(viewer_client, seeded):
+    session, _, _, secrets = seeded
+    url = reverse("explorer:session_list")
+    detail = reverse("explorer:session_detail", args=[session.pk])
+    assert detail in viewer_client.get(url, {"q": "deploy with key"}).content.decode()
+    for kind in ("aws-access-key", "gitlab-token"):  # first message, name
+        assert detail not in viewer_client.get(url, {"q": secrets[kind]}).content.decode()
