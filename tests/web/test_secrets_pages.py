@@ -54,10 +54,16 @@ def _pages(session) -> list[tuple[str, dict]]:
         (reverse("explorer:compare", args=pk), {"a": ids[-1], "b": ids[1]}),
         (reverse("explorer:session_secrets", args=pk), {}),
         (reverse("explorer:secrets"), {}),
+        (reverse("explorer:graph_svg", args=pk), {}),
+        (reverse("explorer:session_stats", args=pk), {}),
+        (reverse("explorer:problems", args=pk), {}),
+        (reverse("explorer:search"), {"q": "REDACTED"}),
     ]
     for eid in ids:
         pages.append((reverse("explorer:entry", args=pk), {"id": eid, "raw": "1", "full": "1"}))
         pages.append((reverse("explorer:session_detail", args=pk), {"entry": eid}))
+        pages.append((reverse("explorer:context", args=pk), {"leaf": eid}))
+        pages.append((reverse("explorer:compactions", args=pk), {"id": eid}))
     return pages
 
 
