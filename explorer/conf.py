@@ -7,6 +7,9 @@ provider), so no other module reads the environment or knows where settings come
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+
 from django.conf import settings
 
 from explorer.session.providers import OpenAIChatProvider, provider_from_env
@@ -49,3 +52,16 @@ def asgi_target() -> str:
     """The ASGI application as daphne's command line names it (``module:attribute``)."""
     module, _, attribute = settings.ASGI_APPLICATION.rpartition(".")
     return f"{module}:{attribute}"
+
+
+def secrets_key() -> bytes:
+    """The key of secret fingerprints, derived from ``SECRET_KEY``: stable across rescans,
+    so statuses follow a secret, but useless to someone who reads only the database."""
+    return hmac.new(
+        settings.SECRET_KEY.encode(), b"session-explorer/secret-fingerprints", hashlib.sha256
+    ).digest()
+
+
+def editors_may_reveal() -> bool:
+    """Whether editors, not only admins, may show one found secret in clear."""
+    return bool(getattr(settings, "SESSIONS_EDITORS_MAY_REVEAL", False))

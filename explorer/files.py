@@ -24,8 +24,10 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
-from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, Session
+from explorer import conf
+from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, SecretFinding, Session
 from explorer.queries import path_pks
+from explorer.secrets import RULES_VERSION, redact_bytes, redact_for_search, scan_entry
 from explorer.session import jsonfmt
 from explorer.session.describe import entry_text
 from explorer.session.diagnostics import ProblemsMixin
@@ -45,6 +47,9 @@ __all__ = [
     "import_bytes",
     "import_file",
     "iter_export",
+    "redact_chunks",
+    "rescan_session",
+    "secrets_current",
 ]
 
 # Files up to this size also get the engine's full diagnostics report (it holds the parsed
@@ -343,6 +348,8 @@ class _Writer:
         self.pending: dict[str, list] = {}
         self.late: dict[str, int] = {}
         self.extras: list[ExtraLine] = []
+        self.findings: list[SecretFinding] = []
+        self.secrets_key = conf.secrets_key()
         self.buffered = 0
         self.first_position: int | None = None
         self.total = 0
@@ -363,6 +370,7 @@ class _Writer:
         raw_bytes: bytes | None,
         size: int,
         fields: dict[str, Any],
+        value: Any = None,
     ) -> None:
         if self.first_position is None:
             self.first_position = position
@@ -393,6 +401,10 @@ class _Writer:
         ]
         self.rows.append(row)
         self.pending[entry_id] = row
+        if value is not None:
+            self.findings.extend(
+                findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
+            )
         self.buffered += len(raw)
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
@@ -415,6 +427,9 @@ class _Writer:
         if self.extras:
             ExtraLine.objects.bulk_create(self.extras)
             self.extras = []
+        if self.findings:
+            SecretFinding.objects.bulk_create(self.findings)
+            self.findings = []
 
     def finish_child_counts(self) -> None:
         """Add the children whose parent row was already written."""
@@ -443,6 +458,72 @@ class _Writer:
                 "position"
             )
         )
+
+
+def findings_for(
+    session: Session, entry_id: str, line_no: int, value: Any, key: bytes
+) -> list[SecretFinding]:
+    """Unsaved finding rows for one entry: where each secret is, never the secret."""
+    return [
+        SecretFinding(
+            session=session,
+            entry_id=entry_id[:200],
+            line_no=line_no,
+            kind=f.kind[:64],
+            path=f.path,
+            start=f.start,
+            end=f.end,
+            fingerprint=f.fingerprint,
+            preview=f.preview,
+            rules_version=f.rules_version,
+        )
+        for f in scan_entry(value, key=key)
+    ]
+
+
+def secrets_current(session: Session, *, scanned: bool = False) -> bool:
+    """Make the session's findings match the current rules; True when it rescanned.
+
+    ``scanned``: every entry was just scanned by the import (a new session), so only the
+    version is recorded. Runs inside the caller's transaction.
+    """
+    if session.secrets_rules == RULES_VERSION:
+        return False
+    if not scanned:
+        rescan_session(session)
+    session.secrets_rules = RULES_VERSION
+    Session.objects.filter(pk=session.pk).update(secrets_rules=RULES_VERSION)
+    return not scanned
+
+
+def rescan_session(session: Session) -> int:
+    """Scan every stored entry again with the current rules; decisions survive.
+
+    A new finding takes the status of the old one at the same (entry id, path,
+    fingerprint), so a false positive stays one after a rules change. Returns the count.
+    """
+    key = conf.secrets_key()
+    old = {
+        (f.entry_id, f.path, f.fingerprint): (f.status, f.status_by_id)
+        for f in SecretFinding.objects.filter(session=session)
+    }
+    new: list[SecretFinding] = []
+    rows = Entry.objects.filter(session=session).order_by("position")
+    for entry_id, line_no, raw in rows.values_list("entry_id", "line_no", "raw").iterator(500):
+        try:
+            value = jsonfmt.loads(raw)
+        except ValueError:
+            continue
+        for f in findings_for(session, entry_id, line_no, value, key):
+            f.status, f.status_by_id = old.get(
+                (f.entry_id, f.path, f.fingerprint), (SecretFinding.OPEN, None)
+            )
+            new.append(f)
+    SecretFinding.objects.filter(session=session).delete()
+    SecretFinding.objects.bulk_create(new, batch_size=500)
+    Session.objects.filter(pk=session.pk).update(secrets_rules=RULES_VERSION)
+    session.secrets_rules = RULES_VERSION
+    return len(new)
 
 
 def _check_size(data_len: int, result: ImportResult) -> bool:
@@ -573,6 +654,8 @@ def _import_source(
                     raise ImportError_(result.problems)
                 if result.session is not None:
                     index_new_entries(result.session)
+
+                    secrets_current(result.session, scanned=result.created)
             break
         except ImportError_:
             result.session = None
@@ -818,6 +901,7 @@ def _store_lines(
             raw_bytes=item.raw_bytes,
             size=item.nbytes,
             fields=fields,
+            value=value,
         )
     return stats
 
@@ -1329,6 +1413,22 @@ def export_bytes(session: Session) -> bytes:
     return b"".join(iter_export(session))
 
 
+def redact_chunks(chunks: Iterable[bytes], *, allow: Iterable[str], key: bytes) -> Iterator[bytes]:
+    """A session file's chunks with every secret masked, line by line (the download for
+    viewers and editors). Still a valid session: only masked lines change; ``allow`` holds
+    the fingerprints left in clear (false positives)."""
+    allowed = frozenset(allow)
+    rest = b""
+    for chunk in chunks:
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield redact_bytes(data[:cut], allow=allowed, key=key)
+        rest = data[cut:]
+    if rest:
+        yield redact_bytes(rest, allow=allowed, key=key)
+
+
 def export_filename(session: Session) -> str:
     from explorer.session.paths import file_timestamp
 
@@ -1461,7 +1561,8 @@ def index_new_entries(session: Session) -> int:
             data = jsonfmt.loads(raw)
         except ValueError:
             continue
-        text = entry_text(data) if isinstance(data, dict) else ""
+        # Secrets never enter the index: no query can match inside one or show it in a snippet.
+        text = redact_for_search(entry_text(data)) if isinstance(data, dict) else ""
         if text:
             batch.append((session.pk, eid, position, kind, role, text))
         if len(batch) >= 500:

@@ -12,6 +12,7 @@ from django.core import signing
 
 from explorer import conf, files, queries, services
 from explorer.analysis.compare import common_ancestor_index
+from explorer.models import SecretFinding
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
@@ -455,3 +456,31 @@ class ContextWindowForm(forms.Form):
 
     def error_messages(self) -> list[str]:
         return [str(m) for errors in self.errors.values() for m in errors]
+
+
+class FindingStatusForm(forms.Form):
+    """An editor's decision on one secret finding: still open, a false positive (shown in
+    clear from then on), or rotated (the credential was replaced; still masked)."""
+
+    status = forms.ChoiceField(choices=SecretFinding.STATUSES)
+
+    def __init__(self, *args, finding: SecretFinding, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.finding = finding
+        self.user = user
+
+    def apply(self) -> SecretFinding:
+        return services.set_finding_status(self.finding, self.user, self.cleaned_data["status"])
+
+
+class RevealFindingForm(forms.Form):
+    """Show one finding's secret in clear, once; the reveal is recorded before it is shown.
+    A form (a POST with its CSRF token) so a link or a prefetch can never reveal."""
+
+    def __init__(self, *args, finding: SecretFinding, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.finding = finding
+        self.user = user
+
+    def apply(self) -> str | None:
+        return services.reveal_finding(self.finding, self.user)

@@ -398,7 +398,7 @@ def _clip(text: str, limit: int) -> str:
 
 def _entry_data(entry) -> dict[str, Any]:
     try:
-        data = entry.data()
+        data = queries.shown_row(entry)
     except (ValueError, TypeError):
         return {}
     return data if isinstance(data, dict) else {}

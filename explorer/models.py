@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
 
 
@@ -40,6 +41,9 @@ class Session(models.Model):
     missing_final_newline = models.BooleanField(default=False)
     next_position = models.IntegerField(default=1)
     warning_count = models.IntegerField(default=0)
+    secrets_rules = models.CharField(
+        max_length=32, blank=True, default="", help_text="Secret rules version of its last scan"
+    )
     created = models.DateTimeField(auto_now_add=True)
     modified = models.DateTimeField(auto_now=True)
     imported_by = models.ForeignKey(
@@ -54,7 +58,7 @@ class Session(models.Model):
         ordering = ["-modified", "-pk"]
 
     def __str__(self) -> str:
-        return self.name or self.session_id
+        return self.display_name
 
     @property
     def group_name(self) -> str:
@@ -63,7 +67,16 @@ class Session(models.Model):
 
     @property
     def display_name(self) -> str:
-        return self.name or f"Session {self.session_id[:8]}"
+        """The name as every page shows it: a secret pasted into a name is masked, as it is
+        in the ``session_info`` entry it came from."""
+        return self.shown_name or f"Session {self.session_id[:8]}"
+
+    @property
+    def shown_name(self) -> str:
+        """The stored name with any secret masked ("" when unnamed), for forms too."""
+        if not self.name:
+            return ""
+        return redact_entry({"type": "session_info", "name": self.name})["name"]
 
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
@@ -245,3 +258,54 @@ class EntryText(models.Model):
 
     def __str__(self) -> str:
         return f"text of {self.entry_id}"
+
+
+class SecretFinding(models.Model):
+    """A secret the scanner found in a stored entry: where it is and a keyed fingerprint,
+    never the secret itself, so the table is safe to read. Pages show entries masked; the
+    status records what the team decided (a false positive is shown in clear again)."""
+
+    OPEN = "open"
+    FALSE_POSITIVE = "false_positive"
+    ROTATED = "rotated"
+    STATUSES = [(OPEN, "Open"), (FALSE_POSITIVE, "False positive"), (ROTATED, "Rotated")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="secret_findings")
+    entry_id = models.CharField(max_length=200)
+    line_no = models.IntegerField(help_text="1-based line number in the exported file")
+    kind = models.CharField(max_length=64)
+    path = models.TextField(help_text="JSON Pointer of the string inside the entry")
+    start = models.IntegerField()
+    end = models.IntegerField()
+    fingerprint = models.CharField(max_length=128)
+    preview = models.TextField(help_text="Masked preview, safe to show")
+    rules_version = models.CharField(max_length=32)
+    status = models.CharField(max_length=16, choices=STATUSES, default=OPEN)
+    status_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["session", "line_no", "path", "start"]
+        indexes = [
+            models.Index(fields=["session", "entry_id"], name="finding_by_entry"),
+            models.Index(fields=["status", "session"], name="finding_by_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.entry_id} line {self.line_no}"
+
+
+class SecretReveal(models.Model):
+    """Audit: who saw which finding in clear, and when."""
+
+    finding = models.ForeignKey(SecretFinding, on_delete=models.CASCADE, related_name="reveals")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revealed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-revealed_at", "-pk"]

@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import connection, models
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from explorer.models import Entry, EntryText, Leaf, Session
+from explorer import conf
+from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
+from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
 from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
@@ -85,10 +87,54 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The masking edge: every entry a page, partial, JSON response, live frame or search shows is
+# parsed by `shown_entry` (or `shown_raw` for the raw line), which masks each secret except
+# those marked false positive. The engine's own reads (`path_bytes`, storage) stay raw.
+
+
+def allowed_fingerprints(session: Session | int) -> frozenset[str]:
+    """Fingerprints shown in clear in this session: findings marked false positive. Read
+    fresh (a status change does not change the session version, so it is not cached)."""
+    pk = session if isinstance(session, int) else session.pk
+    return frozenset(
+        SecretFinding.objects.filter(
+            session_id=pk, status=SecretFinding.FALSE_POSITIVE
+        ).values_list("fingerprint", flat=True)
+    )
+
+
+def shown_entry(data: Any, allow: frozenset[str] = frozenset()) -> Any:
+    """An entry as the pages may show it: every secret masked but those in ``allow``."""
+    return redact_entry(data, allow=allow, key=conf.secrets_key())
+
+
+def shown_raw(raw: str, allow: frozenset[str] = frozenset()) -> str:
+    """The raw JSON line as the entry panel may show it (masked, else unchanged)."""
+    line = raw.encode("utf-8", "surrogatepass")
+    masked = redact_line(line, allow=allow, key=conf.secrets_key())
+    return raw if masked is line else masked.decode("utf-8", "surrogatepass")
+
+
+def shown_row(row: Entry, allow: frozenset[str] | None = None) -> dict:
+    """``row.data()`` masked; ``allow`` defaults to the session's false positives (read only
+    when the entry holds a secret, so a row without one costs no query)."""
+    data = row.data()
+    if allow is not None:
+        return shown_entry(data, allow)
+    masked = shown_entry(data)
+    if masked is data:
+        return data
+    return shown_entry(data, allowed_fingerprints(row.session_id))
+
+
 def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
-    """Parsed entries for the given ids (chunked IN queries)."""
+    """Parsed entries for the given ids (chunked IN queries), secrets masked."""
     wanted = list(dict.fromkeys(i for i in ids if i))
     out: dict[str, dict] = {}
+    if not wanted:
+        return out
+    allow = allowed_fingerprints(session)
     for k in range(0, len(wanted), 500):
         chunk = wanted[k : k + 500]
         for eid, raw in Entry.objects.filter(session=session, entry_id__in=chunk).values_list(
@@ -99,7 +145,7 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
             except ValueError:
                 continue
             if isinstance(data, dict):
-                out[eid] = data
+                out[eid] = shown_entry(data, allow)
     return out
 
 
@@ -227,13 +273,14 @@ def current_labels(session: Session) -> dict[str, str]:
 
 def _read_labels(session: Session) -> dict[str, str]:
     labels: dict[str, str] = {}
+    allow = allowed_fingerprints(session)
     for raw in (
         Entry.objects.filter(session=session, type="label")
         .order_by("position")
         .values_list("raw", flat=True)
     ):
         try:
-            d = jsonfmt.loads(raw)
+            d = shown_entry(jsonfmt.loads(raw), allow)
         except ValueError:
             continue
         if not isinstance(d, dict):
@@ -580,7 +627,11 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
 def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> QuerySet[Session]:
     """Filter by name, id, cwd or first user message; order by the chosen key."""
     qs = annotate_sessions(qs)
-    if q:
+    if q and redact_for_search(q) != q:
+        # The query is itself a secret: matching it against stored text would tell which
+        # session holds it, so only the id and the directory are searched
+        qs = qs.filter(Q(session_id__icontains=q) | Q(cwd__icontains=q))
+    elif q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
         qs = qs.filter(
             Q(name__icontains=q)
@@ -597,7 +648,7 @@ def first_message_text(session: Any, limit: int = 140) -> str:
     if not raw:
         return ""
     try:
-        data = jsonfmt.loads(raw)
+        data = shown_entry(jsonfmt.loads(raw))
     except ValueError:
         return ""
     text = " ".join(entry_text(data).split()) if isinstance(data, dict) else ""
@@ -648,7 +699,9 @@ def projection_summary(
     from explorer.analysis.projection import context_figures
 
     def build() -> dict[str, Any]:
-        figures = context_figures(path_to(session, leaf_id), window=window, reserve=reserve)
+        # Masked like the projection page's path, so the two show the same figures
+        path = full_path(session, light_path(session, leaf_id))
+        figures = context_figures(path, window=window, reserve=reserve)
         figures["leaf_id"] = leaf_id
         return figures
 
@@ -990,3 +1043,42 @@ def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
             for eid, parent, kind, role in _skeleton(session)
         ],
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Secret findings (where secrets are; never the secrets)
+
+FINDINGS_SHOWN = 500
+
+
+def session_findings(session: Session, status: str = "") -> list[SecretFinding]:
+    """One session's findings in file order (at most ``FINDINGS_SHOWN``)."""
+    qs = SecretFinding.objects.filter(session=session)
+    if status:
+        qs = qs.filter(status=status)
+    return list(qs.order_by("line_no", "path", "start")[:FINDINGS_SHOWN])
+
+
+def findings_overview(status: str = "") -> list[SecretFinding]:
+    """Findings across every session, newest first, with their session (one query)."""
+    qs = SecretFinding.objects.select_related("session")
+    if status:
+        qs = qs.filter(status=status)
+    return list(qs.order_by("-created", "session_id", "line_no", "pk")[:FINDINGS_SHOWN])
+
+
+def finding_counts(session: Session | None = None) -> dict[str, int]:
+    """How many findings have each status (all sessions when ``session`` is None)."""
+    qs = (
+        SecretFinding.objects.all()
+        if session is None
+        else SecretFinding.objects.filter(session=session)
+    )
+    counts = {key: 0 for key, _ in SecretFinding.STATUSES}
+    for status, n in qs.values_list("status").annotate(n=Count("pk")).values_list("status", "n"):
+        counts[status] = n
+    return counts
+
+
+def get_finding(session: Session, finding_pk: int) -> SecretFinding | None:
+    return SecretFinding.objects.filter(session=session, pk=finding_pk).first()

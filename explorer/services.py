@@ -22,8 +22,9 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from explorer import broadcast, files, queries
-from explorer.models import Entry, Leaf, Session, TurnLock
+from explorer import broadcast, conf, files, queries, secrets
+from explorer.models import Entry, Leaf, SecretFinding, SecretReveal, Session, TurnLock
+from explorer.session import jsonfmt
 from explorer.session.errors import SessionError
 from explorer.session.sentinel import UNSET
 from explorer.storage import DatabaseStorage, IdCollision, append_lines
@@ -45,7 +46,10 @@ __all__ = [
     "import_file",
     "move_cursor",
     "rename_session",
+    "rescan_secrets",
+    "reveal_finding",
     "session_lock",
+    "set_finding_status",
     "set_label",
 ]
 
@@ -449,3 +453,61 @@ def request_turn_cancel(session_pk: int) -> bool:
             cancel_requested=True
         )
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets found in sessions: decisions, audited reveals, rescans
+
+
+def set_finding_status(finding: SecretFinding, user, status: str) -> SecretFinding:
+    """Record the team's decision on a finding. A false positive is shown in clear on every
+    page from then on (the masking edge reads the statuses fresh); open and rotated stay
+    masked. Nothing is appended to the session, so nothing is broadcast."""
+    if status not in dict(SecretFinding.STATUSES):
+        raise ValueError(f"unknown status {status!r}")
+    with _writer(finding.session):
+        SecretFinding.objects.filter(pk=finding.pk).update(
+            status=status, status_by=user, updated=timezone.now()
+        )
+    finding.refresh_from_db()
+    return finding
+
+
+def reveal_finding(finding: SecretFinding, user) -> str | None:
+    """The secret of one finding, for the one response that shows it; the reveal is
+    recorded first, so no secret is ever shown without an audit row. None when the entry no
+    longer holds that secret at that place (a stale finding reveals nothing)."""
+    with transaction.atomic():
+        SecretReveal.objects.create(finding=finding, user=user)
+    raw = (
+        Entry.objects.filter(session_id=finding.session_id, entry_id=finding.entry_id)
+        .values_list("raw", flat=True)
+        .first()
+    )
+    if raw is None:
+        return None
+    stored = secrets.Finding(
+        kind=finding.kind,
+        path=finding.path,
+        start=finding.start,
+        end=finding.end,
+        preview=finding.preview,
+        fingerprint=finding.fingerprint,
+        rules_version=finding.rules_version,
+    )
+    try:
+        entry = jsonfmt.loads(raw)
+    except ValueError:
+        entry = raw
+    return secrets.reveal(entry, stored, key=conf.secrets_key())
+
+
+def rescan_secrets(session: Session, *, force: bool = False) -> int | None:
+    """Bring a session's findings up to the current rules (statuses survive); returns the
+    number of findings, or None when they were already current and ``force`` is off."""
+    with _writer(session) as locked:
+        if not force and locked.secrets_rules == secrets.RULES_VERSION:
+            return None
+        count = files.rescan_session(locked)
+    session.secrets_rules = secrets.RULES_VERSION
+    return count

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer.files import entry_fields, export_bytes, session_name_of
-from explorer.models import Entry, Leaf, Session
+from explorer import conf
+from explorer.files import entry_fields, export_bytes, findings_for, session_name_of
+from explorer.models import Entry, Leaf, SecretFinding, Session
 from explorer.queries import path_bytes
 from explorer.session import jsonfmt
 
@@ -74,6 +75,8 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
     created: list[Entry] = []
     session.refresh_from_db(fields=["next_position", "missing_final_newline", "name"])
     position = session.next_position
+    findings: list[SecretFinding] = []
+    key = conf.secrets_key()
     for piece in data[:-1].split(b"\n"):
         line = piece.decode("utf-8", errors="surrogatepass")
         value = jsonfmt.loads(line)
@@ -106,6 +109,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
             **fields,
         )
         created.append(row)
+        findings.extend(findings_for(session, entry_id, position + 1, value, key))
         position += 1
         session.entry_count += 1
         session.leaf_count += 1
@@ -115,6 +119,8 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
             session.context_edit_count += 1
         elif fields["type"] == "session_info":
             session.name = session_name_of(value) or ""
+    if findings:
+        SecretFinding.objects.bulk_create(findings)
     session.next_position = position
     session.missing_final_newline = False
     session.save(

@@ -17,6 +17,7 @@ from explorer.views import (
     live,
     projection,
     search,
+    secrets,
     sessions,
     stats,
     timeline,
@@ -65,4 +66,20 @@ live_urls = [
     path("sessions/<int:pk>/live/cancel/", live.cancel_view, name="live_cancel"),
 ]
 
-urlpatterns = session_urls + tab_urls + edit_urls + live_urls
+# Secrets found in sessions: the findings (masked), decisions, audited reveals
+secret_urls = [
+    path("secrets/", secrets.all_secrets, name="secrets"),
+    path("sessions/<int:pk>/secrets/", secrets.session_secrets, name="session_secrets"),
+    path(
+        "sessions/<int:pk>/secrets/<int:finding_pk>/status/",
+        secrets.finding_status,
+        name="finding_status",
+    ),
+    path(
+        "sessions/<int:pk>/secrets/<int:finding_pk>/reveal/",
+        secrets.finding_reveal,
+        name="finding_reveal",
+    ),
+]
+
+urlpatterns = session_urls + tab_urls + edit_urls + live_urls + secret_urls

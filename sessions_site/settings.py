@@ -221,6 +221,8 @@ SESSIONS_LLM = {
     for name in ("SESSIONS_LLM_BASE_URL", "SESSIONS_LLM_MODEL", "SESSIONS_LLM_API_KEY")
 }
 SESSIONS_MAX_UPLOAD_BYTES = envint("SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
+# Admins may always show a found secret in clear (audited); editors only when this is true
+SESSIONS_EDITORS_MAY_REVEAL = envbool("SESSIONS_EDITORS_MAY_REVEAL", False)
 # Files above this go to a temporary file instead of memory while uploading.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024

@@ -135,8 +135,9 @@ def entry_panel_context(
     if row is None:
         return {"entry": None, "missing_id": entry_id}
     full = request.GET.get("full") == "1"
+    allow = queries.allowed_fingerprints(session)
     try:
-        data = jsonfmt.loads(row.raw)
+        data = queries.shown_row(row, allow)
     except ValueError:
         data = {}
     if not isinstance(data, dict):
@@ -185,7 +186,7 @@ def entry_panel_context(
     tokens = sum(t for t in (estimate_tokens(x) for x in msgs) if t == t)
     usage = usage_of(data)
     labels = queries.current_labels(session)
-    raw_text = row.raw
+    raw_text = queries.shown_raw(row.raw, allow)
     raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
     raw_pretty = ""
     if request.GET.get("raw") == "1":  # the raw JSON loads when its toggle is opened

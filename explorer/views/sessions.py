@@ -14,11 +14,12 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import files, queries, services
+from explorer import conf, files, queries, services
 from explorer.forms import ForkForm, ImportForm
 from explorer.models import ImportProblem, Session
 from explorer.permissions import (
     admin_required,
+    can_admin,
     editor_required,
     get_session_for_user,
     viewer_required,
@@ -175,8 +176,24 @@ def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         )
         if original is None:
             raise Http404("Only legacy-version sessions keep a separate original file")
-        return _attachment([bytes(original)], "original-" + files.export_filename(session))
-    return _attachment(files.iter_export(session), files.export_filename(session))
+        return _masked_unless_admin(
+            request, session, [bytes(original)], "original-" + files.export_filename(session)
+        )
+    return _masked_unless_admin(
+        request, session, files.iter_export(session), files.export_filename(session)
+    )
+
+
+def _masked_unless_admin(request: HtmxHttpRequest, session: Session, chunks, filename: str):
+    """Admins download the stored bytes; everyone else the same session with each secret
+    masked (still a valid session file), and the response says so."""
+    if can_admin(request.user):
+        return _attachment(chunks, filename)
+    allow = queries.allowed_fingerprints(session)
+    masked = files.redact_chunks(chunks, allow=allow, key=conf.secrets_key())
+    response = _attachment(masked, "redacted-" + filename)
+    response["X-Secrets-Redacted"] = "true"
+    return response
 
 
 @viewer_required
@@ -195,7 +212,9 @@ def branch_download(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         data = files.branch_bytes(session, leaf_id)
     except SessionError as exc:
         raise Http404(str(exc)) from None
-    return _attachment([data], f"branch-{leaf_id[:16]}-{files.export_filename(session)}")
+    return _masked_unless_admin(
+        request, session, [data], f"branch-{leaf_id[:16]}-{files.export_filename(session)}"
+    )
 
 
 @editor_required
