@@ -24,6 +24,7 @@ class HtmxHttpRequest(HttpRequest):
 
 TABS = (
     ("tree", "Tree", "explorer:session_detail"),
+    ("transcript", "Transcript", "explorer:transcript"),
     ("context", "Raw vs projected", "explorer:context"),
     ("compactions", "Compactions", "explorer:compactions"),
     ("compare", "Compare", "explorer:compare"),

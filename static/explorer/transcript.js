@@ -1,0 +1,46 @@
+// Session Explorer — the Transcript tab: open at the target entry, keep the reading place
+// when earlier pages are inserted above, zoom images. Without it the page is plain links.
+(function () {
+  "use strict";
+
+  function scrollToTarget() {
+    var list = document.getElementById("transcript");
+    if (!list) { return; }
+    var id = (location.hash && location.hash.slice(1)) || list.getAttribute("data-target");
+    var el = id ? document.getElementById(id) : null;
+    if (el) { el.scrollIntoView({ block: "center" }); }
+    else if (!id) { window.scrollTo(0, document.documentElement.scrollHeight); }
+  }
+  // Before htmx wakes up (deferred scripts run before DOMContentLoaded), so the "earlier"
+  // sentinel at the top is out of view and does not load at once.
+  scrollToTarget();
+
+  // Inserting a page above the reading place would push it down: measure and give it back.
+  var pending = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail.target;
+    if (t && t.classList && t.classList.contains("t-earlier")) {
+      pending = { height: document.documentElement.scrollHeight, y: window.scrollY };
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!pending) { return; }
+    var grown = document.documentElement.scrollHeight - pending.height;
+    window.scrollTo(0, pending.y + grown);
+    pending = null;
+  });
+
+  function toggleZoom(img) { img.classList.toggle("zoomed"); }
+  document.addEventListener("click", function (e) {
+    var img = e.target.closest && e.target.closest("img.t-img");
+    if (img) { toggleZoom(img); }
+  });
+  document.addEventListener("keydown", function (e) {
+    var img = document.activeElement;
+    if (img && img.classList && img.classList.contains("t-img") && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault(); toggleZoom(img);
+    } else if (e.key === "Escape") {
+      Array.prototype.forEach.call(document.querySelectorAll("img.t-img.zoomed"), toggleZoom);
+    }
+  });
+})();
