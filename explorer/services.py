@@ -39,6 +39,7 @@ __all__ = [
     "compact_now",
     "cursor_for",
     "delete_session",
+    "follow_appends",
     "fork_session",
     "import_bytes",
     "import_file",
@@ -113,6 +114,43 @@ def move_cursor(session: Session, user, entry_id: str | None) -> Leaf:
     return leaf
 
 
+def follow_appends(session: Session, entries: list[Entry]) -> list[Leaf]:
+    """Cursors that sat on the tip of a branch follow the entries appended below it.
+
+    Pi's leaf moves with every append; a reader whose cursor was at the end of a route
+    expects the same when someone else extends it (a grown import, a followed file, another
+    user's turn). A cursor on an entry that already had other children stays where it is
+    (its page then says how many newer entries there are). Call inside the writing
+    transaction; the moves are broadcast after the commit.
+    """
+    if not entries:
+        return []
+    new_ids = {e.entry_id for e in entries}
+    attached_to: dict[str, str | None] = {}  # new entry → the old entry its chain hangs from
+    for e in sorted(entries, key=lambda x: x.position):
+        parent = e.parent_id
+        attached_to[e.entry_id] = attached_to.get(parent) if parent in new_ids else parent
+    points = {p for p in attached_to.values() if p}
+    if not points:
+        return []
+    moved: list[Leaf] = []
+    leaves = Leaf.objects.filter(session=session, entry_id__in=points).exclude(name=Leaf.DEFAULT)
+    for leaf in leaves.select_related("user"):
+        had_children = (
+            Entry.objects.filter(session=session, parent_id=leaf.entry_id)
+            .exclude(entry_id__in=new_ids)
+            .exists()
+        )
+        if had_children:
+            continue
+        below = [eid for eid, point in attached_to.items() if point == leaf.entry_id]
+        leaf.entry_id = below[-1]  # the newest entry of what was appended under it
+        leaf.save(update_fields=["entry_id", "updated"])
+        broadcast.cursor_moved(session, leaf, leaf.user)
+        moved.append(leaf)
+    return moved
+
+
 # ---------------------------------------------------------------------------------------------
 # Appends through the engine
 
@@ -184,6 +222,7 @@ def append_via_manager(
                     target = _resolve_leaf(locked, user, leaf_id)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
+                    follow_appends(locked, list(store.appended))
                     leaf = None
                     if move_cursor and user is not None and user.is_authenticated:
                         leaf = cursor_for(locked, user)
@@ -307,6 +346,7 @@ def append_lines_verbatim(
             return None
         created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
         broadcast.entries_appended(locked, created, source=source)
+        follow_appends(locked, created)
     session.refresh_from_db()
     return len(created)
 
@@ -339,6 +379,16 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     if entries is None:
         entries = _newest_entries(session, result.added)
     broadcast.entries_appended(session, entries, source=source)
+    if not result.created:
+        # A grown file: readers at its old end follow (the whole addition, by index rows).
+        with session_lock(session.session_id), transaction.atomic():
+            follow_appends(session, _added_rows(session, result.added))
+
+
+def _added_rows(session: Session, added: int) -> list[Entry]:
+    """The index rows (no payload) of the ``added`` newest entries."""
+    rows = Entry.objects.filter(session=session).order_by("-position").light()
+    return list(rows[:added])
 
 
 def import_bytes(

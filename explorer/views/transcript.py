@@ -230,6 +230,7 @@ def transcript_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         start, end = (max(0, i - PAGE), i) if before else (i + 1, min(len(rmap.ids), i + 1 + PAGE))
         viewing = leaf if request.GET.get("leaf") else None
         ctx.update(_page(session, rmap, start, end, None, viewing))
+        ctx["later" if before else "earlier"] = 0  # only the side being read grows
         ctx["cursor_entry"] = queries.cursor_id(session, request.user)
         ctx["move_url"] = reverse("explorer:transcript_cursor", args=[session.pk])
         return render_panel(request, TEMPLATE, "transcript-page", ctx)

@@ -63,6 +63,9 @@ def test_a_long_route_opens_as_a_window_and_pages_both_ways(make_session, viewer
     page = earlier.content.decode()
     assert "<html" not in page and page.count('class="t-entry') == 60
     assert 'data-entry="000001b7"' in page and 'data-entry="000001b8"' not in page
+    assert "t-earlier" in page and "t-later" not in page  # it grows upwards only
+    later = viewer_client.get(_url(session, "after=00000010"), HTTP_HX_REQUEST="true")
+    assert "t-later" in later.content.decode() and "t-earlier" not in later.content.decode()
     # A permalink opens the window around its entry, marked.
     around = viewer_client.get(_url(session, "entry=00000064")).content.decode()
     assert "is-target" in around and 'data-entry="00000064"' in around
