@@ -73,10 +73,22 @@ def _flag_tags(flag: str | None) -> list:
     return []
 
 
+def cursor_tag(viewing: bool) -> SafeString:
+    """The mark of the route's end: "viewing" for a route opened by a link (``?leaf=``,
+    a search hit, a branch switcher), "cursor" for the user's own cursor, which is where
+    their next append goes; mixing the two up made readers think a link had moved it."""
+    if viewing:
+        return mark_safe(
+            '<span class="tag tag-viewing" title="The route you are looking at; your cursor '
+            'has not moved">viewing</span>'
+        )
+    return mark_safe('<span class="tag tag-cursor">cursor</span>')
+
+
 def route_entry_rows(
     session, entries: list[tuple[str, dict]], *, indent: int, selected: str | None,
     cursor: str | None, flags: dict[str, str], labels: dict[str, str] | None = None,
-    active: bool = True,
+    active: bool = True, viewing: bool = False,
 ) -> list[SafeString]:  # fmt: skip
     """Rows for single entries of an unfolded stretch (given as (id, parsed entry) pairs)."""
     detail = reverse("explorer:session_detail", args=[session.pk])
@@ -93,7 +105,7 @@ def route_entry_rows(
         if label:
             tags.insert(0, format_html('<span class="tag">⚑ {}</span>', label))
         if eid == cursor:
-            tags.append(mark_safe('<span class="tag tag-cursor">cursor</span>'))
+            tags.append(cursor_tag(viewing))
         tool = role == "toolResult" or "[" in title
         body = _entry_body(detail, entry_url, eid, role, title, tags)
         out.append(_li(classes, eid, "entry", role, indent, body, labelled=bool(label), tool=tool))
@@ -129,6 +141,7 @@ def page_row(
 def render_tree_rows(
     session, model, selected: str | None, cursor: str | None, *,
     before: str | None = None, after: str | None = None, keep: list[tuple[str, str]] = (),
+    viewing: bool = False,
 ) -> SafeString:  # fmt: skip
     """The indented text tree as HTML. Built here rather than with a template include per
     row: a folded tree has up to a few hundred rows and this keeps the page's cost flat.
@@ -175,6 +188,7 @@ def render_tree_rows(
                     selected=selected,
                     cursor=cursor,
                     flags=model.flags,
+                    viewing=viewing,
                 )  # fmt: skip
             )
             if b >= hi:
@@ -227,7 +241,7 @@ def render_tree_rows(
             if leaf:
                 tags.append(mark_safe('<span class="tag tag-leaf">leaf</span>'))
             if item.entry_id == cursor:
-                tags.append(mark_safe('<span class="tag tag-cursor">cursor</span>'))
+                tags.append(cursor_tag(viewing))
             body = _entry_body(detail, reverse("explorer:entry", args=[session.pk]),
                                item.entry_id, role, title, tags)  # fmt: skip
         extra = (

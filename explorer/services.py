@@ -222,7 +222,6 @@ def append_via_manager(
                     target = _resolve_leaf(locked, user, leaf_id)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
-                    follow_appends(locked, list(store.appended))
                     leaf = None
                     if move_cursor and user is not None and user.is_authenticated:
                         leaf = cursor_for(locked, user)
@@ -232,6 +231,7 @@ def append_via_manager(
                     broadcast.entries_appended(locked, result.entries, source=source)
                     if leaf is not None:
                         broadcast.cursor_moved(locked, leaf, user)
+                    follow_appends(locked, result.entries)  # other readers at that tip
                 session.refresh_from_db()
                 return result
             except IdCollision as exc:  # an 8-hex id already used off this path

@@ -226,6 +226,7 @@ def entry_panel_context(
         "full": full,
         "on_path": on_path,
         "is_cursor": entry_id == cursor,
+        "viewing": bool(request.GET.get("leaf")),
         "editable_target": data.get("type") == "custom_message"
         or role in ("user", "assistant", "toolResult"),
         "children": list(

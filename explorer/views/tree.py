@@ -122,6 +122,7 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
             "rows": str(html.render_tree_rows(
                 session, model, params["selected"], cursor, before=params["before"],
                 after=params["after"], keep=_keep_params(params, cursor, explicit_leaf),
+                viewing=explicit_leaf,
             )),
             "graph": {"nodes": len(model.graph.items), "total_entries": model.graph.total_entries,
                       "truncated": model.graph.truncated},
@@ -227,6 +228,7 @@ def _route_page(request, session, cursor, before, after, indent) -> SafeString:
     rows = html.route_entry_rows(
         session, [(e.entry_id, data.get(e.entry_id, {})) for e in light], indent=indent,
         selected=selected, cursor=cursor, flags=queries.path_flags(session, cursor),
+        viewing=explicit_leaf,
     )  # fmt: skip
     remaining = left - len(light)
     reached = bool(light) and (light[0] if before else light[-1]).entry_id == stop

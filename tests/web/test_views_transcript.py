@@ -101,3 +101,15 @@ def test_cursor_notice_and_a_viewer_moving_their_own_cursor(make_session, viewer
     assert session.entries.count() == before  # moving a cursor appends nothing
     body = viewer_client.get(_url(session)).content.decode()
     assert "6 newer entries" in body and "go to the tip" in body
+
+
+def test_a_linked_leaf_is_labelled_viewing_not_cursor(make_session, viewer_client):
+    session = make_session()
+    own = viewer_client.get(f"/sessions/{session.pk}/?entry=1b2c3d4e").content.decode()
+    assert 'tag-cursor">cursor' in own and "tag-viewing" not in own
+    linked = viewer_client.get(f"/sessions/{session.pk}/?leaf=d4e5f6a7&entry=d4e5f6a7")
+    body = linked.content.decode()
+    assert ">viewing</span>" in body and 'tag-cursor">cursor' not in body
+    # A viewer may move their own cursor from the entry panel, and read its whole route.
+    assert f'action="/sessions/{session.pk}/cursor/"' in body
+    assert "transcript/?via=d4e5f6a7" in body
