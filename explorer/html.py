@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 from explorer import queries
 from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
 from explorer.rendering import render_markdown, render_plain
-from explorer.session.describe import entry_role, entry_title, transcript_text
+from explorer.session.describe import entry_role, entry_title, error_in_words, transcript_text
 from explorer.session.graph import chain_caption
 
 
@@ -597,6 +597,13 @@ def live_tree(rows) -> SafeString:
     return join(out)
 
 
+def _failure_words(message: str) -> str:
+    """``The turn failed: <exception>`` with the exception said in words when known."""
+    head, sep, rest = message.partition(": ")
+    words = error_in_words(rest if sep else message)
+    return f"{head}{sep}{words}" if sep else words
+
+
 def turn_swap(event: dict) -> SafeString:
     """Out-of-band swaps for one event of a running turn."""
     kind = event["event"]
@@ -621,11 +628,17 @@ def turn_swap(event: dict) -> SafeString:
         note = f"Last turn ended: {reason}." if reason else "Ready."
         if event.get("compacted"):
             note += " The session was compacted."
-        if event.get("error_message"):
-            note += f" {event['error_message']}"
+        raw = str(event.get("error_message") or "")
+        words = error_in_words(raw)
+        detail = (
+            format_html(' <span class="muted small" title="As stored">({})</span>', raw)
+            if words != raw
+            else ""
+        )
+        css = " error" if reason == "error" else ""
         return format_html(
-            '{}<div id="turn-status" class="turn-status" hx-swap-oob="true" role="status">{}</div>',
-            hidden_stream, note,
+            '{}<div id="turn-status" class="turn-status{}" hx-swap-oob="true" role="status">{}{}{}</div>',
+            hidden_stream, css, note, format_html(" {}", words) if words else "", detail,
         )  # fmt: skip
     if kind == "compacting":
         return mark_safe(
@@ -637,5 +650,5 @@ def turn_swap(event: dict) -> SafeString:
         '{}<div id="turn-status" class="turn-status error" hx-swap-oob="true" role="alert">'
         "{}</div>",
         hidden_stream,
-        str(event.get("message", "The turn failed.")),
+        _failure_words(str(event.get("message", "The turn failed."))),
     )

@@ -31,6 +31,7 @@ TABS = (
     ("timeline", "Timeline", "explorer:timeline"),
     ("search", "Search", "explorer:session_search"),
     ("integrity", "Integrity", "explorer:integrity"),
+    ("live", "Live", "explorer:live"),
 )
 
 

@@ -14,7 +14,13 @@ from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
-from explorer.session.describe import cost_of, entry_message, entry_title, usage_of
+from explorer.session.describe import (
+    cost_of,
+    entry_message,
+    entry_title,
+    error_in_words,
+    usage_of,
+)
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -216,6 +222,7 @@ def entry_panel_context(
         "provider": (m or {}).get("provider") if role == "assistant" else None,
         "stop_reason": (m or {}).get("stopReason") if role == "assistant" else None,
         "error_message": (m or {}).get("errorMessage") if m else None,
+        "error_words": error_in_words((m or {}).get("errorMessage")) if m else "",
         "token_estimate": int(tokens),
         "usage": usage,
         "cost": cost_of(data),

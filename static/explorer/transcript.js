@@ -35,6 +35,26 @@
     var img = e.target.closest && e.target.closest("img.t-img");
     if (img) { toggleZoom(img); }
   });
+  // j / k step through the messages, Home / End jump to the window's ends.
+  function cards() { return Array.prototype.slice.call(document.querySelectorAll("#transcript > li.t-entry")); }
+  function current(list) {
+    var mid = window.innerHeight / 3;
+    for (var i = 0; i < list.length; i++) { if (list[i].getBoundingClientRect().bottom > mid) { return i; } }
+    return list.length - 1;
+  }
+  function go(el) { if (el) { el.setAttribute("tabindex", "-1"); el.focus({ preventScroll: true }); el.scrollIntoView({ block: "start" }); } }
+  document.addEventListener("keydown", function (e) {
+    var t = e.target;
+    var typing = t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) { return; }
+    var list = cards(); if (!list.length) { return; }
+    if (e.key === "j" || e.key === "k") {
+      var i = current(list) + (e.key === "j" ? 1 : -1);
+      go(list[Math.max(0, Math.min(list.length - 1, i))]);
+    } else if (e.key === "Home" || e.key === "End") {
+      e.preventDefault(); go(e.key === "Home" ? list[0] : list[list.length - 1]);
+    }
+  });
   document.addEventListener("keydown", function (e) {
     var img = document.activeElement;
     if (img && img.classList && img.classList.contains("t-img") && (e.key === "Enter" || e.key === " ")) {
