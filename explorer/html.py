@@ -569,6 +569,19 @@ def reset_notice(count: int) -> SafeString:
     )
 
 
+def follow_stopped(message: str) -> SafeString:
+    """Following this session's file stopped: the notice, and the connection badge no
+    longer says "live" (the socket is open, but the file will bring nothing more)."""
+    return format_html(
+        '<div id="live-notice" class="live-notice warn" hx-swap-oob="true" role="alert">'
+        "Following the file stopped: {} Nothing more arrives from it; re-import it to "
+        "keep the new content.</div>"
+        '<span id="live-connection" class="live-connection closed" hx-swap-oob="true" '
+        'data-stopped="1" role="status">follow stopped</span>',
+        message,
+    )
+
+
 def live_tree(rows) -> SafeString:
     """Nested ``<li>`` nodes for ``rows`` (Entry rows in file order). A row whose parent is
     not among them hangs at the top level, so a partial tree still shows every row.

@@ -40,6 +40,7 @@ __all__ = [
     "cursor_for",
     "delete_session",
     "follow_appends",
+    "follow_stopped",
     "fork_session",
     "import_bytes",
     "import_file",
@@ -149,6 +150,14 @@ def follow_appends(session: Session, entries: list[Entry]) -> list[Leaf]:
         broadcast.cursor_moved(session, leaf, leaf.user)
         moved.append(leaf)
     return moved
+
+
+def follow_stopped(session_pk: int, message: str) -> None:
+    """The follower stopped reading a session's file: tell its viewers (nothing is written;
+    the stored session stays as it was)."""
+    session = Session.objects.filter(pk=session_pk).first()
+    if session is not None:
+        broadcast.follow_stopped(session, message)
 
 
 # ---------------------------------------------------------------------------------------------

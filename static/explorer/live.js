@@ -16,6 +16,8 @@
   }
   function setConnection(text, cls) {
     const el = document.getElementById("live-connection");
+    // After "follow stopped" a reconnect must not paint the badge green again.
+    if (el && el.dataset.stopped && cls === "open") return;
     if (el) {
       el.textContent = text;
       el.className = "live-connection " + (cls || "");
