@@ -70,6 +70,9 @@
     if (mm && !$("svg", mm)) {
       var clone = g.svg.cloneNode(true);
       clone.removeAttribute("width"); clone.removeAttribute("height");
+      // The copy must not repeat the graph's ids (invalid, and getElementById finds it first).
+      clone.removeAttribute("id");
+      $all("[id]", clone).forEach(function (el) { el.removeAttribute("id"); });
       $all("a", clone).forEach(function (a) { a.removeAttribute("xlink:href"); a.removeAttribute("href"); });
       mm.insertBefore(clone, mm.firstChild);
       mm.addEventListener("click", function (e) {
@@ -105,8 +108,11 @@
       var href = a.getAttribute("xlink:href") || a.getAttribute("href"); if (!href) { return; }
       var url = new URL(href, window.location.href);
       var entry = url.searchParams.get("entry");
-      var isNodeLink = entry && !url.searchParams.has("root") && href.indexOf("expand=") === -1 ||
-        (entry && url.search === window.location.search);
+      // An entry node opens in the side panel, whatever unfolded chains its link carries
+      // (after an unfold every node link has expand=…, and used to reload only the graph).
+      var node = a.closest(".node");
+      var isNodeLink = entry && (node ? node.classList.contains("ge-entry") :
+        !url.searchParams.has("root") && href.indexOf("expand=") === -1);
       if (entry && window.htmx && isNodeLink) {
         e.preventDefault();
         openEntry(entry, href);

@@ -122,6 +122,33 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     assert page.errors == []
 
 
+def test_a_graph_node_opens_in_the_panel_after_a_chain_is_unfolded(generated, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{generated.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    chain = page.locator("#graph .graph-canvas g.ge-chain a").first
+    href = chain.get_attribute("xlink:href") or chain.get_attribute("href")
+    page.goto(base + href)  # an unfolded view, as after clicking the chain
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    assert "expand=" in page.url
+    picked = page.evaluate(
+        """() => { const a = [...document.querySelectorAll('#graph g.ge-entry a')].find(x => {
+          const u = new URL(x.getAttribute('xlink:href') || x.getAttribute('href'), location.href);
+          return u.searchParams.get('entry') !== document.querySelector('#entry-panel').dataset.entryId; });
+        a.setAttribute('data-pick', '1');
+        return new URL(a.getAttribute('xlink:href') || a.getAttribute('href'), location.href).searchParams.get('entry'); }"""
+    )
+    page.locator("#graph g.ge-entry a[data-pick]").dispatch_event("click")
+    expect(page.locator("#entry-panel")).to_have_attribute("data-entry-id", picked)
+    # The minimap's copy of the graph repeats none of its ids.
+    repeated = page.evaluate(
+        """() => { const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+        return ids.filter((x, i) => ids.indexOf(x) !== i); }"""
+    )
+    assert repeated == []
+    assert page.errors == []
+
+
 @pytest.fixture
 def linear_large(transactional_db):
 
