@@ -24,7 +24,13 @@ from django.utils.safestring import SafeString, mark_safe
 from explorer import queries
 from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
 from explorer.rendering import render_markdown, render_plain
-from explorer.session.describe import entry_role, entry_title, error_in_words, transcript_text
+from explorer.session.describe import (
+    entry_role,
+    entry_title,
+    error_in_words,
+    kind_name,
+    transcript_text,
+)
 from explorer.session.graph import chain_caption
 
 
@@ -44,13 +50,18 @@ def trusted(markup: str) -> SafeString:
 
 def _li(
     classes: list[str], eid: str, kind: str, role: str, indent: int, body: Any, *,
-    labelled: bool = False, tool: bool = False, extra: str = "",
+    labelled: bool = False, tool: bool = False, extra: str = "", glyph: str = "",
 ) -> SafeString:  # fmt: skip
+    """One text-tree row; ``glyph`` is its branch mark (``├─`` a side branch starts here,
+    ``└─`` the route continues after a branch point), as in Pi's ``/tree``."""
+    mark = (
+        format_html('<span class="tr-glyph" aria-hidden="true">{}</span>', glyph) if glyph else ""
+    )
     return format_html(
         '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
-        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}</li>',
+        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}{}</li>',
         " ".join(classes), eid, kind, role, indent, "1" if labelled else "0", "1" if tool else "0",
-        indent + 1, indent, mark_safe(extra), body,  # noqa: S308 - fixed attribute text
+        indent + 1, indent, mark_safe(extra), mark, body,  # noqa: S308 - fixed attribute text
     )  # fmt: skip
 
 
@@ -59,8 +70,9 @@ def _entry_body(
 ) -> SafeString:
     return format_html(
         '<a class="tr-entry" href="{}?{}" hx-get="{}?{}" hx-target="#entry-panel-wrap" hx-swap="innerHTML">'
-        '<span class="tr-role">{}</span><span class="tr-title">{}</span>{}</a>',
-        detail, urlencode({"entry": eid}), entry_url, urlencode({"id": eid}), role, title or "—",
+        '<span class="tr-role" title="{}">{}</span><span class="tr-title">{}</span>{}</a>',
+        detail, urlencode({"entry": eid}), entry_url, urlencode({"id": eid}), role, kind_name(role),
+        title or "—",
         mark_safe("".join(str(t) for t in tags)),  # noqa: S308 - tags built with format_html
     )  # fmt: skip
 
@@ -88,7 +100,7 @@ def cursor_tag(viewing: bool) -> SafeString:
 def route_entry_rows(
     session, entries: list[tuple[str, dict]], *, indent: int, selected: str | None,
     cursor: str | None, flags: dict[str, str], labels: dict[str, str] | None = None,
-    active: bool = True, viewing: bool = False,
+    active: bool = True, viewing: bool = False, first_glyph: str = "",
 ) -> list[SafeString]:  # fmt: skip
     """Rows for single entries of an unfolded stretch (given as (id, parsed entry) pairs)."""
     detail = reverse("explorer:session_detail", args=[session.pk])
@@ -108,7 +120,20 @@ def route_entry_rows(
             tags.append(cursor_tag(viewing))
         tool = role == "toolResult" or "[" in title
         body = _entry_body(detail, entry_url, eid, role, title, tags)
-        out.append(_li(classes, eid, "entry", role, indent, body, labelled=bool(label), tool=tool))
+        glyph = first_glyph if not out else ""
+        out.append(
+            _li(
+                classes,
+                eid,
+                "entry",
+                role,
+                indent,
+                body,
+                labelled=bool(label),
+                tool=tool,
+                glyph=glyph,
+            )
+        )
     return out
 
 
@@ -172,6 +197,12 @@ def render_tree_rows(
         wanted.extend(path[max(a, lo) : min(b, hi - 1) + 1])
     data = queries.load_entries(session, wanted) if wanted else {}
     keep = list(keep)
+    glyphs: dict[str, str] = {}
+    for item, _ in rows:
+        if len(item.children) > 1:
+            main, *sides = sorted(item.children, key=lambda c: not c.active)
+            glyphs[main.key] = "└─"
+            glyphs.update((c.key, "├─") for c in sides)
     for n, (item, indent) in enumerate(rows):
         span = spans.get(item.key)
         if span is not None and n not in hidden:
@@ -189,6 +220,7 @@ def render_tree_rows(
                     cursor=cursor,
                     flags=model.flags,
                     viewing=viewing,
+                    first_glyph=glyphs.get(item.key, "") if ids and ids[0] == path[a] else "",
                 )  # fmt: skip
             )
             if b >= hi:
@@ -260,6 +292,7 @@ def render_tree_rows(
                 labelled=labelled,
                 tool=tool,
                 extra=extra,
+                glyph=glyphs.get(item.key, ""),
             )  # fmt: skip
         )
     return mark_safe("".join(str(x) for x in out))  # noqa: S308 - every piece built with format_html

@@ -287,3 +287,33 @@ def error_in_words(error: Any) -> str:
             if needle in text and (not needle[0].isdigit() or text.startswith(needle)):
                 return words
     return text
+
+
+_KIND_NAMES = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool result",
+    "bashExecution": "shell",
+    "system": "system",
+    "compaction": "compaction",
+    "branch_summary": "branch summary",
+    "context_edit": "context edit",
+    "label": "label",
+    "session_info": "session name",
+    "model_change": "model",
+    "thinking_level_change": "thinking level",
+    "custom_message": "extension message",
+    "custom": "extension data",
+    "usage": "usage",
+    "message": "message",
+    "chain": "folded",
+    "subtree": "subtree",
+}
+
+
+def kind_name(kind: str | None) -> str:
+    """A message role or entry type as people say it (``toolResult`` → "tool result",
+    ``thinking_level_change`` → "thinking level"): tree rows showed the raw names, cut."""
+    if not kind:
+        return "entry"
+    return _KIND_NAMES.get(kind, kind.replace("_", " "))

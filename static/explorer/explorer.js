@@ -210,6 +210,21 @@
     });
   }
 
+  // Filter as you type (as Pi's /tree): entry rows whose text, role or id lack every typed
+  // word are hidden; folded and paging rows stay so the rest stays reachable.
+  function applyFind() {
+    var box = $("#tree-find"); var tree = $("#text-tree"); if (!box || !tree) { return; }
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    $all(".tr", tree).forEach(function (li) {
+      if (li.getAttribute("data-kind") !== "entry" || !words.length) { li.classList.remove("unmatched", "found"); return; }
+      var hay = (li.textContent + " " + li.getAttribute("data-role") + " " + li.getAttribute("data-id")).toLowerCase();
+      var hit = words.every(function (w) { return hay.indexOf(w) >= 0; });
+      li.classList.toggle("unmatched", !hit); li.classList.toggle("found", hit);  // found: shown even inside a fold
+    });
+  }
+  document.addEventListener("input", function (e) { if (e.target && e.target.id === "tree-find") { applyFind(); } });
+  document.addEventListener("htmx:afterSettle", applyFind);
+
   // The rows are the tab stop (roving tabindex); their links stay clickable and are
   // followed with Enter, so Tab does not step through every row.
   function untabLinks(tree) { $all(".tr a", tree).forEach(function (a) { a.setAttribute("tabindex", "-1"); }); }

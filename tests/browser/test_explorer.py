@@ -92,6 +92,17 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     page, base = browser_page
     page.goto(f"{base}/sessions/{generated.pk}/")
     expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    # Keyboard: → opens a folded side branch, and on a chain row unfolds it in place
+    # (loaded on demand).
+    page.locator("#text-tree > li.branch.collapsed").first.focus()
+    page.keyboard.press("ArrowRight")
+    chain_row = page.locator("#text-tree > li.tr-chain:not([hidden])").first
+    chain_row.focus()
+    rows_before = page.locator("#text-tree > li").count()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#text-tree > li")).not_to_have_count(rows_before)
+    page.goto(f"{base}/sessions/{generated.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
     before = page.locator("#graph .graph-canvas g.node").count()
     # The graph opens on the cursor's end of the route: unfold a chain drawn in view.
     page.evaluate(
@@ -105,12 +116,6 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     expect(page.locator("#graph .graph-canvas g.node")).not_to_have_count(before)
     assert "expand=" in page.url
     page.screenshot(path=str(SHOTS / "graph-unfolded.png"))
-    # Keyboard: → on a chain row unfolds it in place (loaded on demand).
-    chain_row = page.locator("#text-tree > li.tr-chain:not([hidden])").first
-    chain_row.focus()
-    rows_before = page.locator("#text-tree > li").count()
-    page.keyboard.press("ArrowRight")
-    expect(page.locator("#text-tree > li")).not_to_have_count(rows_before)
     # Filters hide everything but user messages.
     page.get_by_role("link", name="User only").click()
     visible_roles = page.eval_on_selector_all(
@@ -224,7 +229,29 @@ def test_the_text_tree_is_one_tab_stop(demo, browser_page):
     expect(page.locator("#text-tree .tr").first).to_be_visible()
     page.get_by_role("link", name="Labelled").focus()
     page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "tree-find"  # type to filter
+    page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.matches('#text-tree > .tr')")
     page.keyboard.press("Tab")
     assert page.evaluate("!document.getElementById('text-tree').contains(document.activeElement)")
+    assert page.errors == []
+
+
+def test_the_text_tree_has_branch_marks_friendly_names_and_filters_as_you_type(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    tree = page.locator("#text-tree")
+    expect(tree.locator('li[data-id="e5f6a7b8"] .tr-glyph')).to_have_text("├─")
+    expect(tree.locator('li[data-id="b2c3d4e5"] .tr-glyph')).to_have_text("└─")
+    expect(tree.locator('li[data-id="c3d4e5f6"] .tr-role')).to_have_text("tool result")
+    expect(tree.locator('li[data-id="1b2c3d4e"] .tr-role')).to_have_text("session name")
+    page.locator("#tree-find").fill("another route")
+    visible = page.eval_on_selector_all(
+        "#text-tree > li.tr-entry",
+        "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.id)",
+    )
+    assert visible == ["e5f6a7b8"]
+    page.screenshot(path=str(SHOTS / "tree-filter-typed.png"))
+    page.locator("#tree-find").fill("")
+    expect(tree.locator('li[data-id="a1b2c3d4"]')).to_be_visible()
     assert page.errors == []
