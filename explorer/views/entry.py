@@ -208,6 +208,7 @@ def entry_panel_context(
     if path_ids is None:
         path_ids = [e.entry_id for e in queries.light_path(session, cursor)] if cursor else []
     on_path = entry_id in path_ids
+    edit = queries.route_map(session, cursor).edits.get(entry_id) if on_path and cursor else None
     return {
         "entry": data,
         "entry_row": row,
@@ -233,6 +234,7 @@ def entry_panel_context(
         "full": full,
         "on_path": on_path,
         "is_cursor": entry_id == cursor,
+        "context_edit": {"state": edit[0], "by": edit[1]} if edit else None,
         "viewing": bool(request.GET.get("leaf")),
         "editable_target": data.get("type") == "custom_message"
         or role in ("user", "assistant", "toolResult"),

@@ -113,3 +113,17 @@ def test_a_linked_leaf_is_labelled_viewing_not_cursor(make_session, viewer_clien
     # A viewer may move their own cursor from the entry panel, and read its whole route.
     assert f'action="/sessions/{session.pk}/cursor/"' in body
     assert "transcript/?via=d4e5f6a7" in body
+
+
+def test_the_entry_panel_says_a_message_is_hidden_with_the_edit_and_undo(
+    make_session, editor_client, viewer_client
+):
+    session = make_session()
+    url = f"/sessions/{session.pk}/entry/?id=c3d4e5f6"
+    body = editor_client.get(url).content.decode()
+    assert "Hidden from the model" in body and "0a1b2c3d" in body
+    assert f'action="/sessions/{session.pk}/undo/"' in body
+    seen = viewer_client.get(url).content.decode()
+    assert "Hidden from the model" in seen and "/undo/" not in seen
+    other = editor_client.get(f"/sessions/{session.pk}/entry/?id=d4e5f6a7").content.decode()
+    assert "Hidden from the model" not in other
