@@ -159,6 +159,8 @@ def window_items(
 def _page(session, rmap, start: int, end: int, target, leaf_q) -> dict[str, Any]:
     """One window page with what the sentinels before and after it need."""
     n = len(rmap.ids)
+    if not n:  # a header-only session: nothing to page through
+        return {"items": [], "earlier": 0, "later": 0}
     return {
         "items": window_items(session, rmap, start, end, target=target, leaf_q=leaf_q),
         "earlier": start,

@@ -127,3 +127,19 @@ def test_the_entry_panel_says_a_message_is_hidden_with_the_edit_and_undo(
     assert "Hidden from the model" in seen and "/undo/" not in seen
     other = editor_client.get(f"/sessions/{session.pk}/entry/?id=d4e5f6a7").content.decode()
     assert "Hidden from the model" not in other
+
+
+def test_a_header_only_session_offers_no_compaction_and_no_legend(make_session, editor_client):
+    header = (
+        b'{"type":"session","version":3,"id":"0195f3a2-0000-7d2e-9b1a-00000000beef",'
+        b'"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/p"}\n'
+    )
+    session = make_session(header)
+    tree = editor_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert 'class="legend' not in tree
+    compactions = editor_client.get(f"/sessions/{session.pk}/compactions/").content.decode()
+    assert "Compact now" not in compactions
+    transcript = editor_client.get(_url(session)).content.decode()
+    assert "This session has no entries yet." in transcript
+    full = editor_client.get(f"/sessions/{make_session().pk}/").content.decode()
+    assert 'class="legend' in full
