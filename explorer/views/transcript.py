@@ -157,11 +157,15 @@ def window_items(
 
 
 def _page(session, rmap, start: int, end: int, target, leaf_q) -> dict[str, Any]:
-    """One window page with what the sentinels before and after it need."""
+    """One window page with what the sentinels before and after it need. A page that ends
+    at the tip of the reader's own route also asks for arrivals (``tail``): appends there
+    move the cursor along (``services.follow_appends``), so they extend this route."""
     n = len(rmap.ids)
     if not n:  # a header-only session: nothing to page through
         return {"items": [], "earlier": 0, "later": 0}
+    at_tip = end == n and not leaf_q
     return {
+        "tail_url": _url(session, after=rmap.ids[-1], tail="1") if at_tip else "",
         "items": window_items(session, rmap, start, end, target=target, leaf_q=leaf_q),
         "earlier": start,
         "later": n - end,
@@ -229,12 +233,17 @@ def transcript_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             ctx.update(_replaced(session, rmap, replaced))
             return render_panel(request, TEMPLATE, "replaced-list", ctx)
         i = rmap.index(before or after)
+        tail = bool(request.GET.get("tail"))
+        if tail and (i is None or i + 1 >= len(rmap.ids)):
+            return HttpResponse(status=204)  # nothing new at the tip (or the cursor moved on)
         if i is None:
             raise Http404("That entry is not on this route")
         start, end = (max(0, i - PAGE), i) if before else (i + 1, min(len(rmap.ids), i + 1 + PAGE))
         viewing = leaf if request.GET.get("leaf") else None
         ctx.update(_page(session, rmap, start, end, None, viewing))
         ctx["later" if before else "earlier"] = 0  # only the side being read grows
+        if before:
+            ctx["tail_url"] = ""
         ctx["cursor_entry"] = queries.cursor_id(session, request.user)
         ctx["move_url"] = reverse("explorer:transcript_cursor", args=[session.pk])
         return render_panel(request, TEMPLATE, "transcript-page", ctx)

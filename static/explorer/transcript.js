@@ -23,6 +23,17 @@
       pending = { height: document.documentElement.scrollHeight, y: window.scrollY };
     }
   });
+  // Arrivals at the tip: a reader who was at the bottom stays at the bottom.
+  var atBottom = false;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail.target;
+    if (t && t.classList && t.classList.contains("t-tail")) {
+      atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (atBottom) { atBottom = false; window.scrollTo(0, document.documentElement.scrollHeight); }
+  });
   document.addEventListener("htmx:afterSettle", function () {
     if (!pending) { return; }
     var grown = document.documentElement.scrollHeight - pending.height;

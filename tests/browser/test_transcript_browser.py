@@ -103,3 +103,16 @@ def test_the_transcript_fits_a_phone(demo, browser_page):
     assert box is not None and box["width"] <= 390
     page.screenshot(path=str(SHOTS / "transcript-phone.png"), full_page=True)
     assert page.errors == []
+
+
+def test_an_append_by_another_user_arrives_at_the_tip(demo, browser_page, django_user_model):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/transcript/")
+    expect(page.locator('li[data-entry="1b2c3d4e"]')).to_be_visible()
+    other = django_user_model.objects.create_user(username="other", password="pw-other-123456")
+    services.move_cursor(demo, other, "1b2c3d4e")
+    result = services.append_message(demo, other, {"role": "user", "content": "a new question"})
+    arrived = page.locator(f'li[data-entry="{result.entry.entry_id}"]')
+    expect(arrived).to_contain_text("a new question", timeout=15_000)
+    assert page.locator("#transcript > li.t-tail").count() == 1  # still listening
+    assert page.errors == []

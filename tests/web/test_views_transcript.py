@@ -143,3 +143,20 @@ def test_a_header_only_session_offers_no_compaction_and_no_legend(make_session, 
     assert "This session has no entries yet." in transcript
     full = editor_client.get(f"/sessions/{make_session().pk}/").content.decode()
     assert 'class="legend' in full
+
+
+def test_the_tip_of_your_route_picks_up_arrivals(make_session, viewer_client, editor_user):
+    session = make_session()
+    services.move_cursor(session, viewer_client.user, "1b2c3d4e")
+    page = viewer_client.get(_url(session)).content.decode()
+    assert "after=1b2c3d4e&amp;tail=1" in page and 'hx-trigger="every 4s"' in page
+    tail = _url(session, "after=1b2c3d4e&tail=1")
+    assert viewer_client.get(tail, HTTP_HX_REQUEST="true").status_code == 204
+    services.move_cursor(session, editor_user, "1b2c3d4e")
+    new = services.append_message(session, editor_user, {"role": "user", "content": "next!"})
+    arrived = viewer_client.get(tail, HTTP_HX_REQUEST="true").content.decode()
+    assert f'data-entry="{new.entry.entry_id}"' in arrived and "next!" in arrived
+    assert f"after={new.entry.entry_id}&amp;tail=1" in arrived  # and it keeps listening
+    # A viewed route (?leaf=) is a fixed route: it does not listen.
+    viewed = viewer_client.get(_url(session, "leaf=d4e5f6a7")).content.decode()
+    assert "tail=1" not in viewed
