@@ -14,8 +14,9 @@ from explorer.models import Entry
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, session_frame
 
-# The live page renders at most this many of the newest entries in its tree.
-TREE_LIMIT = 2000
+# The live page renders at most this many of the newest entries in its tree: 2,000 made the
+# 50,000-entry session's page 1.15 MB of HTML, 500 makes it 0.52 MB (the Tree tab has the rest).
+TREE_LIMIT = 500
 
 
 def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:

@@ -24,6 +24,7 @@ from explorer.session.describe import (
     entry_message,
     entry_title,
     error_in_words,
+    kind_name,
     tokens_of,
     total_tokens_of,
     transcript_text,
@@ -90,6 +91,7 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
         "kind": "card" if kind in ("message", "custom_message", "compaction", "branch_summary") else "meta",
         "type": kind,
         "role": role or kind,
+        "role_name": kind_name(role or kind),
         "title": entry_title(data, 120),
         "meta_text": transcript_text(data) if kind not in MESSAGE_KINDS else "",
         "blocks": blocks,
@@ -262,7 +264,7 @@ def _replaced(session, rmap: queries.RouteMap, comp_id: str) -> dict[str, Any]:
     leaf_q = rmap.leaf
     rows = [
         {"id": eid, "dom": html.dom_id(eid), "title": entry_title(data.get(eid, {}), 140),
-         "role": (entry_message(data.get(eid, {})) or {}).get("role") or data.get("type", ""),
+         "role": kind_name((entry_message(data.get(eid, {})) or {}).get("role") or data.get("type", "")),
          "url": _url(session, leaf=leaf_q, entry=eid) + f"#e-{html.dom_id(eid)}"}
         for eid in ids[:REPLACED_LIST]
     ]  # fmt: skip
