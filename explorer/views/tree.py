@@ -155,8 +155,11 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
+    if "arrivals" in request.GET:
+        return _arrivals(request, session)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)
+    ctx["tip_id"] = queries.default_leaf_id(session) or ""
     ctx.update(graph_context(request, session, cursor))
     selected = ctx["params"]["selected"]
     selected_exists = bool(selected) and queries.entry_exists(session, selected)
@@ -172,6 +175,18 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if partial not in ("graph-panel", "tree-panel", "tree-and-graph"):
         partial = "tree-and-graph"
     return render_panel(request, TEMPLATE, partial, ctx)
+
+
+def _arrivals(request: HtmxHttpRequest, session) -> HttpResponse:
+    """Entries written since the page was drawn (``arrivals=`` the tip it drew): the Tree
+    tab says so and offers to redraw, rather than going stale without a word."""
+    since = request.GET.get("arrivals") or ""
+    count, _tip = queries.newer_than(session, since) if since else (0, None)
+    if not count:
+        return HttpResponse(status=204)
+    ctx = session_frame(request, session, "tree", None)
+    ctx.update({"arrived": count, "tip_id": since})
+    return render_panel(request, TEMPLATE, "arrivals", ctx)
 
 
 @viewer_required

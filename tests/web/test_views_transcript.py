@@ -160,3 +160,14 @@ def test_the_tip_of_your_route_picks_up_arrivals(make_session, viewer_client, ed
     # A viewed route (?leaf=) is a fixed route: it does not listen.
     viewed = viewer_client.get(_url(session, "leaf=d4e5f6a7")).content.decode()
     assert "tail=1" not in viewed
+
+
+def test_the_tree_tab_says_when_entries_arrive(make_session, viewer_client, editor_user):
+    session = make_session()
+    page = viewer_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "?arrivals=1b2c3d4e" in page and 'hx-trigger="every 5s"' in page
+    poll = f"/sessions/{session.pk}/?arrivals=1b2c3d4e"
+    assert viewer_client.get(poll, HTTP_HX_REQUEST="true").status_code == 204
+    services.append_message(session, editor_user, {"role": "user", "content": "more"})
+    note = viewer_client.get(poll, HTTP_HX_REQUEST="true").content.decode()
+    assert "1 new entry" in note and "<html" not in note
