@@ -116,3 +116,21 @@ def test_an_append_by_another_user_arrives_at_the_tip(demo, browser_page, django
     expect(arrived).to_contain_text("a new question", timeout=15_000)
     assert page.locator("#transcript > li.t-tail").count() == 1  # still listening
     assert page.errors == []
+
+
+@pytest.mark.parametrize("tab", ["live/", ""])
+def test_the_live_and_tree_tabs_fit_a_phone(demo, browser_page, tab):
+    page, base = browser_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base}/sessions/{demo.pk}/{tab}")
+    expect(page.locator(".tabs a[aria-current=page]")).to_be_visible()
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    name = (tab or "tree").strip("/")
+    if tab == "live/":  # following: no "new entries below"; no turn: Cancel disabled
+        expect(page.locator("#new-below")).to_be_hidden()
+    page.screenshot(path=str(SHOTS / f"{name}-phone.png"), full_page=True)
+    assert overflow <= 1, f"the {name} tab scrolls sideways by {overflow}px"
+    # This test server speaks no websocket (tests/browser/test_live_browser.py runs daphne).
+    assert [e for e in page.errors if "WebSocket" not in e and "object Event" not in e] == []
