@@ -267,7 +267,12 @@ async def test_viewers_hear_when_following_the_file_stops(ws_connect, stored, vi
     from explorer import services
 
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
-    await comm.send_to(text_data=json.dumps({"type": "resume", "after": "1b2c3d4e"}))
+    await comm.send_to(
+        text_data=json.dumps(
+            {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": True}
+        )
+    )
+    assert 'id="live-state"' in await comm.receive_from(timeout=5)  # joined and resumed
     await database_sync_to_async(services.follow_stopped)(stored.pk, "s.jsonl: truncated")
     seen = ""
     while "follow stopped" not in seen:
