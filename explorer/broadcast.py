@@ -120,6 +120,12 @@ def cursor_moved(session, leaf, user=None) -> None:
     _after_commit(send, session, message)
 
 
+def follow_stopped(session, message: str) -> None:
+    """Following the session's file stopped (truncated or rewritten): viewers must not be
+    told "live" while nothing more will arrive. Sent at once (no transaction)."""
+    _safe(send, session, {"type": "live.follow_stopped", "message": message})
+
+
 def turn_event(session, event: str, **fields: Any) -> None:
     """Tell viewers about the running turn (``start``, ``delta``, ``end``, ``error``, ...).
 

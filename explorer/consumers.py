@@ -424,6 +424,13 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             parts.append(html.live_state(self.last_position, self.tip, self.follow))
         await self.send_text("".join(parts))
 
+    async def live_follow_stopped(self, event: dict) -> None:
+        # The followed file was truncated or rewritten: nothing more will arrive from it.
+        if self.json_mode:
+            await self.send_json({"type": "followStopped", "message": event["message"]})
+            return
+        await self.send_text(html.follow_stopped(event["message"]))
+
     async def live_turn(self, event: dict) -> None:
         event = {k: v for k, v in event.items() if k != "type"}
         if event["event"] == "delta":

@@ -45,10 +45,19 @@ class FollowIngestor:
                 self._lines(event)
             elif event.kind in ("truncated", "replaced"):
                 self.report("warning", event.message + " (re-import it explicitly to keep it)")
+                self._stopped(event)
             elif event.kind == "removed":
                 self.report("info", f"{event.path}: removed; the stored session is kept")
         finally:
             close_old_connections()
+
+    def _stopped(self, event: FollowEvent) -> None:
+        from explorer import services
+
+        state = self._state(event.path)
+        pk = state.meta.get("session_pk") if state is not None else None
+        if pk is not None:
+            services.follow_stopped(pk, event.message)
 
     def _state(self, path: str) -> FileState | None:
         return self.follower.files.get(path)

@@ -264,6 +264,23 @@ class RenameForm(ActionForm):
         return "Session renamed." if name.strip() else "Session name cleared."
 
 
+class CursorForm(ActionForm):
+    """Move one's own cursor to an entry: any reader may, since it appends nothing."""
+
+    target = forms.CharField()
+
+    def clean_target(self) -> str:
+        target = self.cleaned_data["target"]
+        if not queries.entry_exists(self.session, target):
+            raise forms.ValidationError(f"This session has no entry {target[:80]!r}.")
+        return target
+
+    def apply(self) -> str:
+        target = self.cleaned_data["target"]
+        services.move_cursor(self.session, self.user, target)
+        return f"Cursor moved to {target}."
+
+
 class NavigateForm(ActionForm):
     """Move the cursor to another entry, optionally leaving a branch summary behind."""
 

@@ -24,7 +24,13 @@ from django.utils.safestring import SafeString, mark_safe
 from explorer import queries
 from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
 from explorer.rendering import render_markdown, render_plain
-from explorer.session.describe import entry_role, entry_title, transcript_text
+from explorer.session.describe import (
+    entry_role,
+    entry_title,
+    error_in_words,
+    kind_name,
+    transcript_text,
+)
 from explorer.session.graph import chain_caption
 
 
@@ -44,13 +50,18 @@ def trusted(markup: str) -> SafeString:
 
 def _li(
     classes: list[str], eid: str, kind: str, role: str, indent: int, body: Any, *,
-    labelled: bool = False, tool: bool = False, extra: str = "",
+    labelled: bool = False, tool: bool = False, extra: str = "", glyph: str = "",
 ) -> SafeString:  # fmt: skip
+    """One text-tree row; ``glyph`` is its branch mark (``├─`` a side branch starts here,
+    ``└─`` the route continues after a branch point), as in Pi's ``/tree``."""
+    mark = (
+        format_html('<span class="tr-glyph" aria-hidden="true">{}</span>', glyph) if glyph else ""
+    )
     return format_html(
         '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
-        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}</li>',
+        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}{}</li>',
         " ".join(classes), eid, kind, role, indent, "1" if labelled else "0", "1" if tool else "0",
-        indent + 1, indent, mark_safe(extra), body,  # noqa: S308 - fixed attribute text
+        indent + 1, indent, mark_safe(extra), mark, body,  # noqa: S308 - fixed attribute text
     )  # fmt: skip
 
 
@@ -59,8 +70,9 @@ def _entry_body(
 ) -> SafeString:
     return format_html(
         '<a class="tr-entry" href="{}?{}" hx-get="{}?{}" hx-target="#entry-panel-wrap" hx-swap="innerHTML">'
-        '<span class="tr-role">{}</span><span class="tr-title">{}</span>{}</a>',
-        detail, urlencode({"entry": eid}), entry_url, urlencode({"id": eid}), role, title or "—",
+        '<span class="tr-role" title="{}">{}</span><span class="tr-title">{}</span>{}</a>',
+        detail, urlencode({"entry": eid}), entry_url, urlencode({"id": eid}), role, kind_name(role),
+        title or "—",
         mark_safe("".join(str(t) for t in tags)),  # noqa: S308 - tags built with format_html
     )  # fmt: skip
 
@@ -73,10 +85,22 @@ def _flag_tags(flag: str | None) -> list:
     return []
 
 
+def cursor_tag(viewing: bool) -> SafeString:
+    """The mark of the route's end: "viewing" for a route opened by a link (``?leaf=``,
+    a search hit, a branch switcher), "cursor" for the user's own cursor, which is where
+    their next append goes; mixing the two up made readers think a link had moved it."""
+    if viewing:
+        return mark_safe(
+            '<span class="tag tag-viewing" title="The route you are looking at; your cursor '
+            'has not moved">viewing</span>'
+        )
+    return mark_safe('<span class="tag tag-cursor">cursor</span>')
+
+
 def route_entry_rows(
     session, entries: list[tuple[str, dict]], *, indent: int, selected: str | None,
     cursor: str | None, flags: dict[str, str], labels: dict[str, str] | None = None,
-    active: bool = True,
+    active: bool = True, viewing: bool = False, first_glyph: str = "",
 ) -> list[SafeString]:  # fmt: skip
     """Rows for single entries of an unfolded stretch (given as (id, parsed entry) pairs)."""
     detail = reverse("explorer:session_detail", args=[session.pk])
@@ -93,10 +117,23 @@ def route_entry_rows(
         if label:
             tags.insert(0, format_html('<span class="tag">⚑ {}</span>', label))
         if eid == cursor:
-            tags.append(mark_safe('<span class="tag tag-cursor">cursor</span>'))
+            tags.append(cursor_tag(viewing))
         tool = role == "toolResult" or "[" in title
         body = _entry_body(detail, entry_url, eid, role, title, tags)
-        out.append(_li(classes, eid, "entry", role, indent, body, labelled=bool(label), tool=tool))
+        glyph = first_glyph if not out else ""
+        out.append(
+            _li(
+                classes,
+                eid,
+                "entry",
+                role,
+                indent,
+                body,
+                labelled=bool(label),
+                tool=tool,
+                glyph=glyph,
+            )
+        )
     return out
 
 
@@ -129,6 +166,7 @@ def page_row(
 def render_tree_rows(
     session, model, selected: str | None, cursor: str | None, *,
     before: str | None = None, after: str | None = None, keep: list[tuple[str, str]] = (),
+    viewing: bool = False,
 ) -> SafeString:  # fmt: skip
     """The indented text tree as HTML. Built here rather than with a template include per
     row: a folded tree has up to a few hundred rows and this keeps the page's cost flat.
@@ -159,6 +197,12 @@ def render_tree_rows(
         wanted.extend(path[max(a, lo) : min(b, hi - 1) + 1])
     data = queries.load_entries(session, wanted) if wanted else {}
     keep = list(keep)
+    glyphs: dict[str, str] = {}
+    for item, _ in rows:
+        if len(item.children) > 1:
+            main, *sides = sorted(item.children, key=lambda c: not c.active)
+            glyphs[main.key] = "└─"
+            glyphs.update((c.key, "├─") for c in sides)
     for n, (item, indent) in enumerate(rows):
         span = spans.get(item.key)
         if span is not None and n not in hidden:
@@ -175,6 +219,8 @@ def render_tree_rows(
                     selected=selected,
                     cursor=cursor,
                     flags=model.flags,
+                    viewing=viewing,
+                    first_glyph=glyphs.get(item.key, "") if ids and ids[0] == path[a] else "",
                 )  # fmt: skip
             )
             if b >= hi:
@@ -227,7 +273,7 @@ def render_tree_rows(
             if leaf:
                 tags.append(mark_safe('<span class="tag tag-leaf">leaf</span>'))
             if item.entry_id == cursor:
-                tags.append(mark_safe('<span class="tag tag-cursor">cursor</span>'))
+                tags.append(cursor_tag(viewing))
             body = _entry_body(detail, reverse("explorer:entry", args=[session.pk]),
                                item.entry_id, role, title, tags)  # fmt: skip
         extra = (
@@ -246,6 +292,7 @@ def render_tree_rows(
                 labelled=labelled,
                 tool=tool,
                 extra=extra,
+                glyph=glyphs.get(item.key, ""),
             )  # fmt: skip
         )
     return mark_safe("".join(str(x) for x in out))  # noqa: S308 - every piece built with format_html
@@ -555,6 +602,19 @@ def reset_notice(count: int) -> SafeString:
     )
 
 
+def follow_stopped(message: str) -> SafeString:
+    """Following this session's file stopped: the notice, and the connection badge no
+    longer says "live" (the socket is open, but the file will bring nothing more)."""
+    return format_html(
+        '<div id="live-notice" class="live-notice warn" hx-swap-oob="true" role="alert">'
+        "Following the file stopped: {} Nothing more arrives from it; re-import it to "
+        "keep the new content.</div>"
+        '<span id="live-connection" class="live-connection closed" hx-swap-oob="true" '
+        'data-stopped="1" role="status">follow stopped</span>',
+        message,
+    )
+
+
 def live_tree(rows) -> SafeString:
     """Nested ``<li>`` nodes for ``rows`` (Entry rows in file order). A row whose parent is
     not among them hangs at the top level, so a partial tree still shows every row.
@@ -583,6 +643,13 @@ def live_tree(rows) -> SafeString:
     return join(out)
 
 
+def _failure_words(message: str) -> str:
+    """``The turn failed: <exception>`` with the exception said in words when known."""
+    head, sep, rest = message.partition(": ")
+    words = error_in_words(rest if sep else message)
+    return f"{head}{sep}{words}" if sep else words
+
+
 def turn_swap(event: dict) -> SafeString:
     """Out-of-band swaps for one event of a running turn."""
     kind = event["event"]
@@ -607,11 +674,17 @@ def turn_swap(event: dict) -> SafeString:
         note = f"Last turn ended: {reason}." if reason else "Ready."
         if event.get("compacted"):
             note += " The session was compacted."
-        if event.get("error_message"):
-            note += f" {event['error_message']}"
+        raw = str(event.get("error_message") or "")
+        words = error_in_words(raw)
+        detail = (
+            format_html(' <span class="muted small" title="As stored">({})</span>', raw)
+            if words != raw
+            else ""
+        )
+        css = " error" if reason == "error" else ""
         return format_html(
-            '{}<div id="turn-status" class="turn-status" hx-swap-oob="true" role="status">{}</div>',
-            hidden_stream, note,
+            '{}<div id="turn-status" class="turn-status{}" hx-swap-oob="true" role="status">{}{}{}</div>',
+            hidden_stream, css, note, format_html(" {}", words) if words else "", detail,
         )  # fmt: skip
     if kind == "compacting":
         return mark_safe(
@@ -623,5 +696,5 @@ def turn_swap(event: dict) -> SafeString:
         '{}<div id="turn-status" class="turn-status error" hx-swap-oob="true" role="alert">'
         "{}</div>",
         hidden_stream,
-        str(event.get("message", "The turn failed.")),
+        _failure_words(str(event.get("message", "The turn failed."))),
     )

@@ -1082,3 +1082,131 @@ def finding_counts(session: Session | None = None) -> dict[str, int]:
 
 def get_finding(session: Session, finding_pk: int) -> SecretFinding | None:
     return SecretFinding.objects.filter(session=session, pk=finding_pk).first()
+
+
+# ---------------------------------------------------------------------------------------------
+# The transcript: a route read as a conversation, one window at a time
+
+
+@dataclass(frozen=True, slots=True)
+class RouteMap:
+    """What a transcript needs to know about a whole route without loading its entries:
+    the ids in order, their types, the compaction ranges and the context edits' marks.
+
+    Cached per session version and leaf, so scrolling a 50,000-entry route reads only the
+    window's raw lines; every page of the route slices the same map.
+    """
+
+    leaf: str | None
+    ids: tuple[str, ...]
+    types: tuple[str, ...]
+    # (compaction index, replaced start, first kept index or None), as the Compactions tab.
+    compactions: tuple[tuple[int, int, int | None], ...]
+    # target id → ("hidden" | "replaced", id of the newest edit on the route naming it)
+    edits: dict[str, tuple[str, str]]
+
+    def index(self, entry_id: str | None) -> int | None:
+        """The position of ``entry_id`` on the route, or None when it is not on it."""
+        if not entry_id:
+            return None
+        try:
+            return self.ids.index(entry_id)
+        except ValueError:
+            return None
+
+
+def route_map(session: Session, leaf: str | None) -> RouteMap:
+    """The route root → ``leaf`` as a :class:`RouteMap` (cached per session version)."""
+    return cached(session, f"routemap:{leaf or ''}", lambda: _build_route_map(session, leaf))
+
+
+def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
+    from explorer.analysis.compactions import compaction_ranges
+
+    light = light_path(session, leaf)
+    special = load_entries(
+        session, [e.entry_id for e in light if e.type in ("compaction", "context_edit")]
+    )
+    skeleton = [special.get(e.entry_id) or {"id": e.entry_id, "type": e.type} for e in light]
+    edits: dict[str, tuple[str, str]] = {}
+    for e in light:
+        if e.type == "context_edit":
+            d = special.get(e.entry_id, {})
+            target = d.get("targetId")
+            if isinstance(target, str):
+                state = "hidden" if d.get("replacement") is None else "replaced"
+                edits[target] = (state, e.entry_id)
+    return RouteMap(
+        leaf,
+        tuple(e.entry_id for e in light),
+        tuple(e.type for e in light),
+        tuple(compaction_ranges(skeleton)),
+        edits,
+    )
+
+
+def siblings_of(session: Session, parents: Iterable[str | None]) -> dict[str | None, list[str]]:
+    """Children in file order of each of ``parents`` that has more than one (None: the
+    roots): the branch points a window of a route passes."""
+    wanted = [p for p in dict.fromkeys(parents) if p]
+    out: dict[str | None, list[str]] = {}
+    for k in range(0, len(wanted), 500):
+        rows = (
+            Entry.objects.filter(session=session, parent_id__in=wanted[k : k + 500])
+            .order_by("position")
+            .values_list("parent_id", "entry_id")
+        )
+        for parent, child in rows:
+            out.setdefault(parent, []).append(child)
+    if None in parents:
+        roots = list(Entry.objects.roots(session).values_list("entry_id", flat=True)[:1000])
+        out[None] = roots
+    return {p: kids for p, kids in out.items() if len(kids) > 1}
+
+
+def newest_leaf_under(session: Session, entry_id: str) -> str | None:
+    """The newest entry (in file order) of the subtree at ``entry_id``: the route a branch
+    switcher opens, as the newest work under that branch is what a reader looks for."""
+    table = Entry._meta.db_table
+    limit = max(session.entry_count, 1) + 1
+    sql = f"""
+        WITH RECURSIVE sub(entry_id, position, n) AS (
+            SELECT entry_id, position, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION
+            SELECT e.entry_id, e.position, sub.n + 1
+            FROM {table} e JOIN sub ON e.session_id = %s AND e.parent_id = sub.entry_id
+            WHERE sub.n < %s AND e.entry_id <> sub.entry_id
+        )
+        SELECT entry_id FROM sub ORDER BY position DESC LIMIT 1
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, [session.pk, entry_id, session.pk, limit])
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def route_find(session: Session, leaf: str | None, needle: str, limit: int = 200) -> list[str]:
+    """Ids on the route root → ``leaf`` whose visible text contains ``needle``, in route
+    order: find-in-route through the search index (the text a reader sees, secrets masked,
+    never JSON keys) and the one route query."""
+    if not leaf or not needle:
+        return []
+    order = {e.entry_id: i for i, e in enumerate(light_path(session, leaf))}
+    hits = _text_matches(needle).filter(session=session).values_list("entry_id", flat=True)
+    return sorted({h for h in hits if h in order}, key=order.__getitem__)[:limit]
+
+
+def newer_than(session: Session, entry_id: str | None) -> tuple[int, str | None]:
+    """How many entries were written after ``entry_id`` (file order), and the tip (the
+    file's leaf): what "N newer entries — go to the tip" says."""
+    tip = default_leaf_id(session)
+    if not entry_id or entry_id == tip:
+        return 0, tip
+    pos = (
+        Entry.objects.filter(session=session, entry_id=entry_id)
+        .values_list("position", flat=True)
+        .first()
+    )
+    if pos is None:
+        return 0, tip
+    return Entry.objects.filter(session=session, position__gt=pos).count(), tip

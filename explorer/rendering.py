@@ -45,7 +45,18 @@ URL_SCHEMES = frozenset({"http", "https", "mailto"})
 # Image types a browser renders without running code (no image/svg+xml).
 SAFE_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
-_MD_EXTENSIONS = ["fenced_code", "tables", "sane_lists", "nl2br"]
+
+class _RawHtmlAsText(markdown.Extension):
+    """Raw HTML in a message is shown as the text it is, not passed to the sanitiser, which
+    would drop it without a trace: a reviewer must see that a message carried ``<script>``
+    (or any markup), escaped, where it was written."""
+
+    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 - markdown's API
+        md.preprocessors.deregister("html_block")
+        md.inlinePatterns.deregister("html")
+
+
+_MD_EXTENSIONS = ["fenced_code", "tables", "sane_lists", "nl2br", _RawHtmlAsText()]
 _CLASS_OK = re.compile(r"^language-[A-Za-z0-9_+-]{1,40}$")
 
 

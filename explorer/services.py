@@ -41,6 +41,8 @@ __all__ = [
     "store_compaction",
     "cursor_for",
     "delete_session",
+    "follow_appends",
+    "follow_stopped",
     "fork_session",
     "import_bytes",
     "import_file",
@@ -116,6 +118,51 @@ def move_cursor(session: Session, user, entry_id: str | None) -> Leaf:
         leaf.save(update_fields=["entry_id", "updated"])
         broadcast.cursor_moved(session, leaf, user)
     return leaf
+
+
+def follow_appends(session: Session, entries: list[Entry]) -> list[Leaf]:
+    """Cursors that sat on the tip of a branch follow the entries appended below it.
+
+    Pi's leaf moves with every append; a reader whose cursor was at the end of a route
+    expects the same when someone else extends it (a grown import, a followed file, another
+    user's turn). A cursor on an entry that already had other children stays where it is
+    (its page then says how many newer entries there are). Call inside the writing
+    transaction; the moves are broadcast after the commit.
+    """
+    if not entries:
+        return []
+    new_ids = {e.entry_id for e in entries}
+    attached_to: dict[str, str | None] = {}  # new entry → the old entry its chain hangs from
+    for e in sorted(entries, key=lambda x: x.position):
+        parent = e.parent_id
+        attached_to[e.entry_id] = attached_to.get(parent) if parent in new_ids else parent
+    points = {p for p in attached_to.values() if p}
+    if not points:
+        return []
+    moved: list[Leaf] = []
+    leaves = Leaf.objects.filter(session=session, entry_id__in=points).exclude(name=Leaf.DEFAULT)
+    for leaf in leaves.select_related("user"):
+        had_children = (
+            Entry.objects.filter(session=session, parent_id=leaf.entry_id)
+            .exclude(entry_id__in=new_ids)
+            .exists()
+        )
+        if had_children:
+            continue
+        below = [eid for eid, point in attached_to.items() if point == leaf.entry_id]
+        leaf.entry_id = below[-1]  # the newest entry of what was appended under it
+        leaf.save(update_fields=["entry_id", "updated"])
+        broadcast.cursor_moved(session, leaf, leaf.user)
+        moved.append(leaf)
+    return moved
+
+
+def follow_stopped(session_pk: int, message: str) -> None:
+    """The follower stopped reading a session's file: tell its viewers (nothing is written;
+    the stored session stays as it was)."""
+    session = Session.objects.filter(pk=session_pk).first()
+    if session is not None:
+        broadcast.follow_stopped(session, message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +246,7 @@ def append_via_manager(
                     broadcast.entries_appended(locked, result.entries, source=source)
                     if leaf is not None:
                         broadcast.cursor_moved(locked, leaf, user)
+                    follow_appends(locked, result.entries)  # other readers at that tip
                 session.refresh_from_db()
                 return result
             except IdCollision as exc:  # an 8-hex id already used off this path
@@ -327,6 +375,7 @@ def append_lines_verbatim(
         created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
         files.index_new_entries(locked)
         broadcast.entries_appended(locked, created, source=source)
+        follow_appends(locked, created)
     session.refresh_from_db()
     return len(created)
 
@@ -359,6 +408,16 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     if entries is None:
         entries = _newest_entries(session, result.added)
     broadcast.entries_appended(session, entries, source=source)
+    if not result.created:
+        # A grown file: readers at its old end follow (the whole addition, by index rows).
+        with session_lock(session.session_id), transaction.atomic():
+            follow_appends(session, _added_rows(session, result.added))
+
+
+def _added_rows(session: Session, added: int) -> list[Entry]:
+    """The index rows (no payload) of the ``added`` newest entries."""
+    rows = Entry.objects.filter(session=session).order_by("-position").light()
+    return list(rows[:added])
 
 
 def import_bytes(

@@ -21,6 +21,7 @@ from explorer.views import (
     sessions,
     stats,
     timeline,
+    transcript,
     tree,
 )
 
@@ -43,6 +44,7 @@ tab_urls = [
     path("sessions/<int:pk>/graph.svg", tree.graph_svg, name="graph_svg"),
     path("sessions/<int:pk>/tree/chain/", tree.chain_rows, name="tree_chain"),
     path("sessions/<int:pk>/entry/", entry.entry_view, name="entry"),
+    path("sessions/<int:pk>/transcript/", transcript.transcript_view, name="transcript"),
     path("sessions/<int:pk>/context/", projection.context_view, name="context"),
     path("sessions/<int:pk>/compactions/", compaction_view.compactions_view, name="compactions"),
     path("sessions/<int:pk>/compare/", compare.compare_view, name="compare"),
@@ -57,6 +59,7 @@ edit_urls = [
     path("sessions/<int:pk>/label/", actions.label_view, name="label"),
     path("sessions/<int:pk>/rename/", actions.rename_view, name="rename"),
     path("sessions/<int:pk>/navigate/", actions.navigate_view, name="navigate"),
+    path("sessions/<int:pk>/cursor/", transcript.move_cursor_view, name="transcript_cursor"),
     path("sessions/<int:pk>/compact/", actions.compact_view, name="compact"),
 ]
 

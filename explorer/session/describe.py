@@ -253,3 +253,68 @@ def message_preview(m: Any, limit: int = 160) -> str:
         text = entry_text({"type": "message", "message": m})
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ERROR_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ConnectionRefusedError", "Errno 111", "Connection refused"),
+     "The model server refused the connection: is it running at the configured address?"),
+    (("TimeoutError", "timed out", "socket.timeout"),
+     "The model server did not answer in time."),
+    (("gaierror", "Name or service not known", "nodename nor servname", "Errno -2", "Errno -3"),
+     "The model server's host name could not be found: check the configured address."),
+    (("ConnectionResetError", "RemoteDisconnected", "BrokenPipeError", "IncompleteRead"),
+     "The connection to the model server broke off during the answer."),
+    (("SSLError", "CERTIFICATE_VERIFY_FAILED"),
+     "The model server's TLS certificate was not accepted."),
+    (("401 ", "403 "), "The model server refused the API key (not authorised)."),
+    (("404 ",), "The model server has no such endpoint or model: check the URL and the model name."),
+    (("429 ",), "The model server is rate-limiting requests; try again shortly."),
+    (("500 ", "502 ", "503 ", "504 "), "The model server had an internal error."),
+    (("Provider finish_reason: content_filter",), "The provider's content filter stopped the answer."),
+    (("Request was aborted",), "The answer was cancelled."),
+)  # fmt: skip
+
+
+def error_in_words(error: Any) -> str:
+    """A model error as a sentence for people, from the ``errorMessage`` an assistant entry
+    stores (which keeps the technical text, as Pi writes it). Readers met
+    ``ConnectionRefusedError: [Errno 111]`` and had to guess; the raw text stays beside
+    the sentence for whoever debugs it. Unknown errors are returned as they are."""
+    text = str(error or "").strip()
+    if not text:
+        return ""
+    for needles, words in _ERROR_WORDS:
+        for needle in needles:
+            if needle in text and (not needle[0].isdigit() or text.startswith(needle)):
+                return words
+    return text
+
+
+_KIND_NAMES = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "tool result",
+    "bashExecution": "shell",
+    "system": "system",
+    "compaction": "compaction",
+    "branch_summary": "branch summary",
+    "context_edit": "context edit",
+    "label": "label",
+    "session_info": "session name",
+    "model_change": "model",
+    "thinking_level_change": "thinking level",
+    "custom_message": "extension message",
+    "custom": "extension data",
+    "usage": "usage",
+    "message": "message",
+    "chain": "folded",
+    "subtree": "subtree",
+}
+
+
+def kind_name(kind: str | None) -> str:
+    """A message role or entry type as people say it (``toolResult`` → "tool result",
+    ``thinking_level_change`` → "thinking level"): tree rows showed the raw names, cut."""
+    if not kind:
+        return "entry"
+    return _KIND_NAMES.get(kind, kind.replace("_", " "))

@@ -297,7 +297,7 @@ def fold_tree(
             if interesting(nid) or unfold:
                 if chain:
                     cur_parent = _emit_chain(
-                        chain, cur_parent, active, new_key, attach, side_count, turn_count
+                        chain, cur_parent, active, new_key, attach, side_count, turn_count, by_id
                     )
                     chain = []
                     side_count = 0
@@ -334,7 +334,7 @@ def fold_tree(
                 break
             nid = nxt
         if chain:
-            _emit_chain(chain, cur_parent, active, new_key, attach, side_count, turn_count)
+            _emit_chain(chain, cur_parent, active, new_key, attach, side_count, turn_count, by_id)
     return FoldedGraph(out_roots, items, total_entries=len(by_id), truncated=truncated)
 
 
@@ -346,7 +346,21 @@ def _emit_chain(
     attach: Callable[[FoldedItem, FoldedItem | None], None],
     side_branches: int = 0,
     user_turns: int = 0,
+    by_id: dict[str, GraphNode] | None = None,
 ) -> FoldedItem:
+    # Folding one entry hides it behind a "⋯ 1 entry" node that is no shorter than the entry
+    # itself: draw it as the entry (unless it stands for side branches it does not draw).
+    if len(chain) == 1 and not side_branches and by_id is not None and chain[0] in by_id:
+        single = FoldedItem(
+            new_key(),
+            "entry",
+            chain[0],
+            parent.key if parent else None,
+            node=by_id[chain[0]],
+            active=chain[0] in active,
+        )
+        attach(single, parent)
+        return single
     item = FoldedItem(
         new_key(),
         "chain",

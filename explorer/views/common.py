@@ -24,12 +24,14 @@ class HtmxHttpRequest(HttpRequest):
 
 TABS = (
     ("tree", "Tree", "explorer:session_detail"),
+    ("transcript", "Transcript", "explorer:transcript"),
     ("context", "Raw vs projected", "explorer:context"),
     ("compactions", "Compactions", "explorer:compactions"),
     ("compare", "Compare", "explorer:compare"),
     ("timeline", "Timeline", "explorer:timeline"),
     ("search", "Search", "explorer:session_search"),
     ("integrity", "Integrity", "explorer:integrity"),
+    ("live", "Live", "explorer:live"),
 )
 
 

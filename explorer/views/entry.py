@@ -14,7 +14,13 @@ from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
-from explorer.session.describe import cost_of, entry_message, entry_title, usage_of
+from explorer.session.describe import (
+    cost_of,
+    entry_message,
+    entry_title,
+    error_in_words,
+    usage_of,
+)
 from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import estimate_tokens
@@ -27,7 +33,9 @@ PREVIEW_CHARS = 6000
 RAW_PREVIEW_CHARS = 20000
 
 
-def _text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
+def text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
+    """A text block for a template; long text is cut so a page stays small (the rest loads
+    on request)."""
     cut = not full and len(text) > PREVIEW_CHARS
     shown = text[:PREVIEW_CHARS] if cut else text
     return {
@@ -39,9 +47,11 @@ def _text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
     }
 
 
-def _blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
+def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
+    """Message content as template blocks (text, thinking, tool calls, images): shared by
+    the entry panel and the transcript so a message reads the same in both."""
     if isinstance(content, str):
-        return [_text_part(content, full, markdown)] if content else []
+        return [text_part(content, full, markdown)] if content else []
     out: list[dict[str, Any]] = []
     if not isinstance(content, list):
         return out
@@ -51,10 +61,10 @@ def _blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]
         t = block.get("type")
         if t == "text":
             text = block.get("text") if isinstance(block.get("text"), str) else ""
-            out.append(_text_part(text, full, markdown))
+            out.append(text_part(text, full, markdown))
         elif t == "thinking":
             text = block.get("thinking") if isinstance(block.get("thinking"), str) else ""
-            part = _text_part(text, full, markdown)
+            part = text_part(text, full, markdown)
             part["kind"] = "thinking"
             part["redacted"] = bool(block.get("redacted"))
             out.append(part)
@@ -116,7 +126,7 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
                     found[cid] = {
                         "entry_id": k,
                         "is_error": bool(m.get("isError")),
-                        "blocks": _blocks(m.get("content"), full=full, markdown=False),
+                        "blocks": content_blocks(m.get("content"), full=full, markdown=False),
                     }
                 frontier.append(k)
         if len(kids) > 1:
@@ -149,11 +159,11 @@ def entry_panel_context(
     if m is not None:
         if role == "bashExecution":
             blocks = [
-                {"kind": "bash", "command": str(m.get("command", "")), **_text_part(str(m.get("output", "")), full, False),
+                {"kind": "bash", "command": str(m.get("command", "")), **text_part(str(m.get("output", "")), full, False),
                  "exit": m.get("exitCode")}
             ]  # fmt: skip
         else:
-            blocks = _blocks(
+            blocks = content_blocks(
                 m.get("content"),
                 full=full,
                 markdown=role in ("user", "assistant", "custom", "system"),
@@ -179,9 +189,9 @@ def entry_panel_context(
                         "arguments": _pretty(b.get("arguments")),
                     }
     elif data.get("type") in ("compaction", "branch_summary"):
-        blocks = [_text_part(str(data.get("summary") or ""), full, True)]
+        blocks = [text_part(str(data.get("summary") or ""), full, True)]
     elif data.get("type") == "custom_message":
-        blocks = _blocks(data.get("content"), full=full, markdown=True)
+        blocks = content_blocks(data.get("content"), full=full, markdown=True)
     msgs = session_entry_to_context_messages(data) if data else []
     tokens = sum(t for t in (estimate_tokens(x) for x in msgs) if t == t)
     usage = usage_of(data)
@@ -201,6 +211,7 @@ def entry_panel_context(
     if path_ids is None:
         path_ids = [e.entry_id for e in queries.light_path(session, cursor)] if cursor else []
     on_path = entry_id in path_ids
+    edit = queries.route_map(session, cursor).edits.get(entry_id) if on_path and cursor else None
     return {
         "entry": data,
         "entry_row": row,
@@ -215,6 +226,7 @@ def entry_panel_context(
         "provider": (m or {}).get("provider") if role == "assistant" else None,
         "stop_reason": (m or {}).get("stopReason") if role == "assistant" else None,
         "error_message": (m or {}).get("errorMessage") if m else None,
+        "error_words": error_in_words((m or {}).get("errorMessage")) if m else "",
         "token_estimate": int(tokens),
         "usage": usage,
         "cost": cost_of(data),
@@ -226,6 +238,8 @@ def entry_panel_context(
         "full": full,
         "on_path": on_path,
         "is_cursor": entry_id == cursor,
+        "context_edit": {"state": edit[0], "by": edit[1]} if edit else None,
+        "viewing": bool(request.GET.get("leaf")),
         "editable_target": data.get("type") == "custom_message"
         or role in ("user", "assistant", "toolResult"),
         "children": list(

@@ -123,6 +123,7 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
             "rows": str(html.render_tree_rows(
                 session, model, params["selected"], cursor, before=params["before"],
                 after=params["after"], keep=_keep_params(params, cursor, explicit_leaf),
+                viewing=explicit_leaf,
             )),
             "graph": {"nodes": len(model.graph.items), "total_entries": model.graph.total_entries,
                       "truncated": model.graph.truncated},
@@ -155,10 +156,13 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
+    if "arrivals" in request.GET:
+        return _arrivals(request, session)
     cursor = resolve_cursor(request, session)
     if request.GET.get("format") == "json":  # the JSON API (README "JSON API")
         return json_page(queries.tree_nodes(session, cursor))
     ctx = session_frame(request, session, "tree", cursor)
+    ctx["tip_id"] = queries.default_leaf_id(session) or ""
     ctx.update(graph_context(request, session, cursor))
     selected = ctx["params"]["selected"]
     selected_exists = bool(selected) and queries.entry_exists(session, selected)
@@ -174,6 +178,18 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if partial not in ("graph-panel", "tree-panel", "tree-and-graph"):
         partial = "tree-and-graph"
     return render_panel(request, TEMPLATE, partial, ctx)
+
+
+def _arrivals(request: HtmxHttpRequest, session) -> HttpResponse:
+    """Entries written since the page was drawn (``arrivals=`` the tip it drew): the Tree
+    tab says so and offers to redraw, rather than going stale without a word."""
+    since = request.GET.get("arrivals") or ""
+    count, _tip = queries.newer_than(session, since) if since else (0, None)
+    if not count:
+        return HttpResponse(status=204)
+    ctx = session_frame(request, session, "tree", None)
+    ctx.update({"arrived": count, "tip_id": since})
+    return render_panel(request, TEMPLATE, "arrivals", ctx)
 
 
 @viewer_required
@@ -230,6 +246,7 @@ def _route_page(request, session, cursor, before, after, indent) -> SafeString:
     rows = html.route_entry_rows(
         session, [(e.entry_id, data.get(e.entry_id, {})) for e in light], indent=indent,
         selected=selected, cursor=cursor, flags=queries.path_flags(session, cursor),
+        viewing=explicit_leaf,
     )  # fmt: skip
     remaining = left - len(light)
     reached = bool(light) and (light[0] if before else light[-1]).entry_id == stop

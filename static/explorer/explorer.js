@@ -70,6 +70,9 @@
     if (mm && !$("svg", mm)) {
       var clone = g.svg.cloneNode(true);
       clone.removeAttribute("width"); clone.removeAttribute("height");
+      // The copy must not repeat the graph's ids (invalid, and getElementById finds it first).
+      clone.removeAttribute("id");
+      $all("[id]", clone).forEach(function (el) { el.removeAttribute("id"); });
       $all("a", clone).forEach(function (a) { a.removeAttribute("xlink:href"); a.removeAttribute("href"); });
       mm.insertBefore(clone, mm.firstChild);
       mm.addEventListener("click", function (e) {
@@ -105,8 +108,11 @@
       var href = a.getAttribute("xlink:href") || a.getAttribute("href"); if (!href) { return; }
       var url = new URL(href, window.location.href);
       var entry = url.searchParams.get("entry");
-      var isNodeLink = entry && !url.searchParams.has("root") && href.indexOf("expand=") === -1 ||
-        (entry && url.search === window.location.search);
+      // An entry node opens in the side panel, whatever unfolded chains its link carries
+      // (after an unfold every node link has expand=…, and used to reload only the graph).
+      var node = a.closest(".node");
+      var isNodeLink = entry && (node ? node.classList.contains("ge-entry") :
+        !url.searchParams.has("root") && href.indexOf("expand=") === -1);
       if (entry && window.htmx && isNodeLink) {
         e.preventDefault();
         openEntry(entry, href);
@@ -203,6 +209,21 @@
       if (c.tagName === "A") { var on = c.getAttribute("data-filter") === name; c.classList.toggle("on", on); c.setAttribute("aria-pressed", on ? "true" : "false"); }
     });
   }
+
+  // Filter as you type (as Pi's /tree): entry rows whose text, role or id lack every typed
+  // word are hidden; folded and paging rows stay so the rest stays reachable.
+  function applyFind() {
+    var box = $("#tree-find"); var tree = $("#text-tree"); if (!box || !tree) { return; }
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    $all(".tr", tree).forEach(function (li) {
+      if (li.getAttribute("data-kind") !== "entry" || !words.length) { li.classList.remove("unmatched", "found"); return; }
+      var hay = (li.textContent + " " + li.getAttribute("data-role") + " " + li.getAttribute("data-id")).toLowerCase();
+      var hit = words.every(function (w) { return hay.indexOf(w) >= 0; });
+      li.classList.toggle("unmatched", !hit); li.classList.toggle("found", hit);  // found: shown even inside a fold
+    });
+  }
+  document.addEventListener("input", function (e) { if (e.target && e.target.id === "tree-find") { applyFind(); } });
+  document.addEventListener("htmx:afterSettle", applyFind);
 
   // The rows are the tab stop (roving tabindex); their links stay clickable and are
   // followed with Enter, so Tab does not step through every row.

@@ -16,6 +16,8 @@
   }
   function setConnection(text, cls) {
     const el = document.getElementById("live-connection");
+    // After "follow stopped" a reconnect must not paint the badge green again.
+    if (el && el.dataset.stopped && cls === "open") return;
     if (el) {
       el.textContent = text;
       el.className = "live-connection " + (cls || "");
@@ -103,6 +105,42 @@
       if (text) text.value = "";
     }
   });
+
+  // Cancel is only offered while a turn runs: the status line says "busy" exactly then.
+  function syncCancel() {
+    const cancel = document.getElementById("cancel-turn");
+    if (!cancel) return;
+    cancel.disabled = !document.querySelector("#turn-status.busy");
+  }
+
+  // Not following: count what arrived since, and offer to jump there.
+  let seenPosition = null;
+  function syncNewBelow() {
+    const button = document.getElementById("new-below");
+    const s = state();
+    if (!button || !s) return;
+    const last = parseInt(s.dataset.lastPosition || "0", 10) || 0;
+    if (following() || seenPosition === null) {
+      seenPosition = last;
+      button.hidden = true;
+      return;
+    }
+    const fresh = last - seenPosition;
+    button.hidden = fresh <= 0;
+    button.textContent = fresh + (fresh === 1 ? " new entry below" : " new entries below");
+  }
+  document.addEventListener("click", function (evt) {
+    if (evt.target && evt.target.id === "new-below") {
+      const box = followBox();
+      if (box) { box.checked = true; box.dispatchEvent(new Event("change", {bubbles: true})); }
+      seenPosition = null;
+      syncNewBelow();
+    }
+  });
+  ["htmx:wsAfterMessage", "htmx:afterSwap", "change"].forEach(function (name) {
+    document.addEventListener(name, function () { syncCancel(); syncNewBelow(); });
+  });
+  syncNewBelow();
 
   // A message the channel layer dropped for a slow viewer is caught up here.
   setInterval(function () { send({type: "sync"}); }, 20000);

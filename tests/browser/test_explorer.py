@@ -3,55 +3,16 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from explorer import services
+from tests.browser.conftest import SHOTS
 from tests.conftest import PI_FIXTURES
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
 
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
-
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-@pytest.fixture
-def browser_page(live_server, transactional_db, django_user_model):
-    from django.conf import settings
-    from django.test import Client
-
-    from explorer.permissions import set_role
-
-    user = django_user_model.objects.create_user(username="e2e", password="pw-e2e-123456")
-    set_role(user, "editor")
-    client = Client()
-    client.force_login(user)
-    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        context = browser.new_context(viewport={"width": 1500, "height": 950})
-        context.add_cookies(
-            [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
-        )
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.errors = errors
-        yield page, live_server.url
-        browser.close()
-
-
-@pytest.fixture
-def demo(transactional_db):
-    from tests.conftest import SMALL_SESSION
-
-    return services.import_bytes(SMALL_SESSION, source_path="", user=None).session
+from playwright.sync_api import expect  # noqa: E402
 
 
 def test_it_opens_an_entry_from_the_graph(demo, browser_page):
@@ -131,6 +92,17 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     page, base = browser_page
     page.goto(f"{base}/sessions/{generated.pk}/")
     expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    # Keyboard: → opens a folded side branch, and on a chain row unfolds it in place
+    # (loaded on demand).
+    page.locator("#text-tree > li.branch.collapsed").first.focus()
+    page.keyboard.press("ArrowRight")
+    chain_row = page.locator("#text-tree > li.tr-chain:not([hidden])").first
+    chain_row.focus()
+    rows_before = page.locator("#text-tree > li").count()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#text-tree > li")).not_to_have_count(rows_before)
+    page.goto(f"{base}/sessions/{generated.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
     before = page.locator("#graph .graph-canvas g.node").count()
     # The graph opens on the cursor's end of the route: unfold a chain drawn in view.
     page.evaluate(
@@ -144,12 +116,6 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     expect(page.locator("#graph .graph-canvas g.node")).not_to_have_count(before)
     assert "expand=" in page.url
     page.screenshot(path=str(SHOTS / "graph-unfolded.png"))
-    # Keyboard: → on a chain row unfolds it in place (loaded on demand).
-    chain_row = page.locator("#text-tree > li.tr-chain:not([hidden])").first
-    chain_row.focus()
-    rows_before = page.locator("#text-tree > li").count()
-    page.keyboard.press("ArrowRight")
-    expect(page.locator("#text-tree > li")).not_to_have_count(rows_before)
     # Filters hide everything but user messages.
     page.get_by_role("link", name="User only").click()
     visible_roles = page.eval_on_selector_all(
@@ -158,6 +124,33 @@ def test_it_unfolds_chains_and_filters_the_text_tree(generated, browser_page):
     )
     assert visible_roles and set(visible_roles) == {"user"}
     page.screenshot(path=str(SHOTS / "tree-user-only.png"))
+    assert page.errors == []
+
+
+def test_a_graph_node_opens_in_the_panel_after_a_chain_is_unfolded(generated, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{generated.pk}/")
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    chain = page.locator("#graph .graph-canvas g.ge-chain a").first
+    href = chain.get_attribute("xlink:href") or chain.get_attribute("href")
+    page.goto(base + href)  # an unfolded view, as after clicking the chain
+    expect(page.locator("#graph .graph-canvas svg")).to_be_visible()
+    assert "expand=" in page.url
+    picked = page.evaluate(
+        """() => { const a = [...document.querySelectorAll('#graph g.ge-entry a')].find(x => {
+          const u = new URL(x.getAttribute('xlink:href') || x.getAttribute('href'), location.href);
+          return u.searchParams.get('entry') !== document.querySelector('#entry-panel').dataset.entryId; });
+        a.setAttribute('data-pick', '1');
+        return new URL(a.getAttribute('xlink:href') || a.getAttribute('href'), location.href).searchParams.get('entry'); }"""
+    )
+    page.locator("#graph g.ge-entry a[data-pick]").dispatch_event("click")
+    expect(page.locator("#entry-panel")).to_have_attribute("data-entry-id", picked)
+    # The minimap's copy of the graph repeats none of its ids.
+    repeated = page.evaluate(
+        """() => { const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+        return ids.filter((x, i) => ids.indexOf(x) !== i); }"""
+    )
+    assert repeated == []
     assert page.errors == []
 
 
@@ -236,7 +229,29 @@ def test_the_text_tree_is_one_tab_stop(demo, browser_page):
     expect(page.locator("#text-tree .tr").first).to_be_visible()
     page.get_by_role("link", name="Labelled").focus()
     page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "tree-find"  # type to filter
+    page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.matches('#text-tree > .tr')")
     page.keyboard.press("Tab")
     assert page.evaluate("!document.getElementById('text-tree').contains(document.activeElement)")
+    assert page.errors == []
+
+
+def test_the_text_tree_has_branch_marks_friendly_names_and_filters_as_you_type(demo, browser_page):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    tree = page.locator("#text-tree")
+    expect(tree.locator('li[data-id="e5f6a7b8"] .tr-glyph')).to_have_text("├─")
+    expect(tree.locator('li[data-id="b2c3d4e5"] .tr-glyph')).to_have_text("└─")
+    expect(tree.locator('li[data-id="c3d4e5f6"] .tr-role')).to_have_text("tool result")
+    expect(tree.locator('li[data-id="1b2c3d4e"] .tr-role')).to_have_text("session name")
+    page.locator("#tree-find").fill("another route")
+    visible = page.eval_on_selector_all(
+        "#text-tree > li.tr-entry",
+        "els => els.filter(e => e.offsetParent !== null).map(e => e.dataset.id)",
+    )
+    assert visible == ["e5f6a7b8"]
+    page.screenshot(path=str(SHOTS / "tree-filter-typed.png"))
+    page.locator("#tree-find").fill("")
+    expect(tree.locator('li[data-id="a1b2c3d4"]')).to_be_visible()
     assert page.errors == []

@@ -261,3 +261,21 @@ async def test_htmx_viewers_get_the_projection_panel_swapped(
         html = await comm.receive_from(timeout=5)
     assert "<meter" in html and "messages" in html
     await close_all([comm])
+
+
+async def test_viewers_hear_when_following_the_file_stops(ws_connect, stored, viewer_user):
+    from explorer import services
+
+    comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
+    await comm.send_to(
+        text_data=json.dumps(
+            {"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e", "follow": True}
+        )
+    )
+    assert 'id="live-state"' in await comm.receive_from(timeout=5)  # joined and resumed
+    await database_sync_to_async(services.follow_stopped)(stored.pk, "s.jsonl: truncated")
+    seen = ""
+    while "follow stopped" not in seen:
+        seen = await comm.receive_from(timeout=5)
+    assert "s.jsonl: truncated" in seen and 'id="live-notice"' in seen
+    await close_all([comm])

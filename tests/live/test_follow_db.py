@@ -162,3 +162,17 @@ def test_the_follow_command_rejects_a_missing_directory(tmp_path):
 
     with pytest.raises(CommandError, match="Not a directory"):
         call_command("follow", str(tmp_path / "missing"), "--once")
+
+
+def test_viewers_are_told_when_following_a_file_stops(setup, sent_broadcasts):
+    from explorer import html
+
+    path, poll, _reports = setup
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n" + msg(2, 1) + "\n")
+    poll()
+    path.write_text(HEADER + "\n" + msg(9, None) + "\n")
+    poll()
+    stopped = [m for m in sent_broadcasts if m["type"] == "live.follow_stopped"]
+    assert len(stopped) == 1 and str(path) in stopped[0]["message"]
+    notice = str(html.follow_stopped(stopped[0]["message"]))
+    assert "Following the file stopped" in notice and ">follow stopped</span>" in notice

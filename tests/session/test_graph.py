@@ -158,3 +158,13 @@ def test_folding_is_deterministic():
     assert {ln for ln in first.splitlines() if "label=" in ln} and first.count("->") == again.count(
         "->"
     )
+
+
+def test_a_single_entry_between_kept_entries_is_drawn_not_folded():
+    # e1 alone sits between the root and a compaction: "⋯ 1 entry" would hide it for nothing.
+    nodes = linear(6)
+    nodes[2] = GraphNode("e2", "e1", "compaction")
+    g = fold_tree(nodes)
+    assert not [i for i in g.items if i.kind == "chain" and i.count == 1]
+    assert "e1" in {i.entry_id for i in g.items if i.kind == "entry"}
+    assert [i.count for i in g.items if i.kind == "chain"] == [2]  # e3, e4 still fold

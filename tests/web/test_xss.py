@@ -62,8 +62,15 @@ def DANGER_search(html: str) -> list[str]:  # noqa: N802 - reads like the regex 
 def test_it_sanitises_markdown(payload):
     html = str(render_markdown(payload))
     assert not DANGER_search(html), html
-    assert "javascript:" not in html.lower() or "href" not in html.lower()
+    assert not re.search(r"<a\b[^>]*href=[\"']?\s*javascript:", html, re.I), html
     assert "<img" not in html
+
+
+def test_raw_html_in_a_message_shows_as_escaped_text():
+    html = str(render_markdown('Look: <script>alert(1)</script> and <b onclick="x()">b</b>'))
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;b onclick" in html and "<b" not in html.replace("&lt;b", "")
+    assert "<code>&lt;i&gt;</code>" in str(render_markdown("`<i>`"))
 
 
 def test_it_keeps_ordinary_markdown():

@@ -1,0 +1,288 @@
+"""A route read as a conversation: a window of the route around an entry, pages loaded
+on scroll, branch switchers, compaction cards, edits marked inline, find-in-route.
+
+The route is known only as a cached :class:`explorer.queries.RouteMap` (ids and types);
+raw lines are read for the entries of the window being shown, so a 50,000-entry route
+opens as fast as a short one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from explorer import forms, html, queries
+from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session.describe import (
+    cost_of,
+    entry_message,
+    entry_title,
+    error_in_words,
+    kind_name,
+    tokens_of,
+    total_tokens_of,
+    transcript_text,
+    usage_of,
+)
+from explorer.session.messages import session_entry_to_context_messages
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.entry import content_blocks, text_part
+
+TEMPLATE = "explorer/transcript.html"
+PAGE = 60  # entries per window page
+REPLACED_LIST = 300  # entries listed when a compaction card is expanded
+MESSAGE_KINDS = ("message", "custom_message")
+
+
+def _url(session, **q: str | None) -> str:
+    base = reverse("explorer:transcript", args=[session.pk])
+    query = urlencode({k: v for k, v in q.items() if v})
+    return base + ("?" + query if query else "")
+
+
+def _marks(rmap: queries.RouteMap, start: int, end: int) -> dict[int, tuple[str, str]]:
+    """Route index → ("replaced" | "kept", compaction id) for the window [start, end)."""
+    out: dict[int, tuple[str, str]] = {}
+    for comp_i, rep_start, fk in rmap.compactions:
+        comp_id = rmap.ids[comp_i]
+        stop = fk if fk is not None else comp_i
+        for i in range(max(start, rep_start), min(end, stop)):
+            if rmap.types[i] != "compaction":
+                out[i] = ("replaced", comp_id)
+        if fk is not None:
+            for i in range(max(start, fk), min(end, comp_i)):
+                out[i] = ("kept", comp_id)
+    return out
+
+
+def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the window as the transcript template shows it."""
+    eid = rmap.ids[i]
+    kind = data.get("type", rmap.types[i])
+    m = entry_message(data)
+    role = (m or {}).get("role") if m else ""
+    blocks: list[dict[str, Any]] = []
+    if m is not None:
+        if role == "bashExecution":
+            blocks = [{"kind": "bash", "command": str(m.get("command", "")),
+                       **text_part(str(m.get("output", "")), False, False), "exit": m.get("exitCode")}]  # fmt: skip
+        else:
+            markdown = role in ("user", "assistant", "custom", "system")
+            blocks = content_blocks(m.get("content"), full=False, markdown=markdown)
+    elif kind == "custom_message":
+        blocks = content_blocks(data.get("content"), full=False, markdown=True)
+    elif kind in ("compaction", "branch_summary"):
+        blocks = [text_part(str(data.get("summary") or ""), False, True)]
+    tools = []
+    if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
+        tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
+    usage = usage_of(data)
+    edit = rmap.edits.get(eid)
+    return {
+        "id": eid,
+        "dom": html.dom_id(eid),
+        "index": i,
+        "kind": "card" if kind in ("message", "custom_message", "compaction", "branch_summary") else "meta",
+        "type": kind,
+        "role": role or kind,
+        "role_name": kind_name(role or kind),
+        "title": entry_title(data, 120),
+        "meta_text": transcript_text(data) if kind not in MESSAGE_KINDS else "",
+        "blocks": blocks,
+        "tools": [{"name": str(t.get("name", "")), "description": str(t.get("description", ""))} for t in tools],
+        "tokens": tokens_of(session_entry_to_context_messages(data)),
+        "usage_tokens": int(total_tokens_of(data)) if usage else 0,
+        "cost": cost_of(data) if usage else None,
+        "model": f"{m.get('provider', '')}/{m.get('model', '')}" if role == "assistant" else "",
+        "error": error_in_words((m or {}).get("errorMessage")) if m else None,
+        "error_raw": str((m or {}).get("errorMessage") or "") if m else "",
+        "is_error": bool((m or {}).get("isError")),
+        "timestamp": data.get("timestamp", ""),
+        "edit": {"state": edit[0], "by": edit[1]} if edit else None,
+        "tokens_before": data.get("tokensBefore") if kind == "compaction" else None,
+        "first_kept": data.get("firstKeptEntryId") if kind == "compaction" else None,
+    }  # fmt: skip
+
+
+def window_items(
+    session, rmap: queries.RouteMap, start: int, end: int, *, target: str | None, leaf_q: str | None
+) -> list[dict[str, Any]]:
+    """The entries of the route between ``start`` and ``end`` as transcript items: tool
+    results paired with their calls, branch switchers, compaction marks and ranges."""
+    ids = rmap.ids[start:end]
+    data = queries.load_entries(session, ids)
+    parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
+    siblings = queries.siblings_of(session, parents)
+    marks = _marks(rmap, start, end)
+    items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
+    results = {}
+    for it in items:
+        m = entry_message(data.get(it["id"], {})) or {}
+        if it["role"] == "toolResult" and isinstance(m.get("toolCallId"), str):
+            results[m["toolCallId"]] = it
+    for k, it in enumerate(items):
+        i = start + k
+        it["mark"] = marks.get(i)
+        it["is_target"] = it["id"] == target
+        it["permalink"] = _url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
+        kids = siblings.get(parents[k])
+        if kids and it["id"] in kids:
+            pos = kids.index(it["id"])
+            it["switch"] = {
+                "pos": pos + 1,
+                "count": len(kids),
+                "prev": _url(session, via=kids[pos - 1]) if pos > 0 else "",
+                "next": _url(session, via=kids[pos + 1]) if pos + 1 < len(kids) else "",
+            }
+        for b in it["blocks"]:
+            if b["kind"] == "toolCall":
+                res = results.get(b["call_id"])
+                b["paired"] = res
+                if res is not None:
+                    res["paired_to"] = it["id"]
+        if it["type"] == "compaction":
+            rng = next((r for r in rmap.compactions if r[0] == i), None)
+            if rng is not None:
+                stop = rng[2] if rng[2] is not None else rng[0]
+                it["replaced_count"] = sum(
+                    1 for j in range(rng[1], stop) if rmap.types[j] != "compaction"
+                )
+                it["kept_count"] = (rng[0] - rng[2]) if rng[2] is not None else 0
+                it["replaced_url"] = _url(session, leaf=rmap.leaf, replaced=it["id"])
+    return items
+
+
+def _page(session, rmap, start: int, end: int, target, leaf_q) -> dict[str, Any]:
+    """One window page with what the sentinels before and after it need. A page that ends
+    at the tip of the reader's own route also asks for arrivals (``tail``): appends there
+    move the cursor along (``services.follow_appends``), so they extend this route."""
+    n = len(rmap.ids)
+    if not n:  # a header-only session: nothing to page through
+        return {"items": [], "earlier": 0, "later": 0}
+    at_tip = end == n and not leaf_q
+    return {
+        "tail_url": _url(session, after=rmap.ids[-1], tail="1") if at_tip else "",
+        "items": window_items(session, rmap, start, end, target=target, leaf_q=leaf_q),
+        "earlier": start,
+        "later": n - end,
+        "earlier_url": _url(session, leaf=rmap.leaf, before=rmap.ids[start]) if start else "",
+        "later_url": _url(session, leaf=rmap.leaf, after=rmap.ids[end - 1]) if end < n else "",
+        "earlier_link": _url(session, leaf=leaf_q, entry=rmap.ids[max(0, start - 1)]),
+        "later_link": _url(session, leaf=leaf_q, entry=rmap.ids[min(n - 1, end)]) if end < n else "",
+    }  # fmt: skip
+
+
+def transcript_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
+    """The page: frame, the route's window around the target, find hits, cursor notice."""
+    via = request.GET.get("via") or ""
+    if via and not queries.entry_exists(session, via):
+        raise Http404("No such entry")
+    viewing = None
+    if via:
+        viewing = queries.newest_leaf_under(session, via)
+    elif request.GET.get("leaf") and queries.entry_exists(session, request.GET["leaf"]):
+        viewing = request.GET["leaf"]
+    cursor = queries.cursor_id(session, request.user)
+    leaf = viewing or resolve_cursor(request, session)
+    ctx = session_frame(request, session, "transcript", leaf)
+    rmap = queries.route_map(session, leaf)
+    needle = (request.GET.get("q") or "").strip()[:200]
+    hits = queries.route_find(session, leaf, needle) if needle else []
+    hits = list(dict.fromkeys(hits))
+    target = via or request.GET.get("entry") or ""
+    if target and rmap.index(target) is None:
+        target = ""
+    if not target and hits:
+        target = hits[0]
+    n = len(rmap.ids)
+    ti = rmap.index(target) if target else (n - 1 if n else None)
+    start = max(0, (ti or 0) - PAGE // 2) if target else max(0, n - PAGE)
+    end = min(n, start + PAGE)
+    newer, tip = queries.newer_than(session, leaf)
+    hit_i = hits.index(target) if target in hits else -1
+    ctx.update(_page(session, rmap, start, end, target, viewing))
+    ctx.update({
+        "route_length": n, "leaf": leaf, "viewing": viewing, "cursor_entry": cursor,
+        "on_cursor": leaf == cursor, "target": target, "newer": newer, "tip": tip,
+        "tip_url": _url(session, leaf=tip) if viewing else _url(session),
+        "needle": needle, "hits": len(hits), "hit_pos": hit_i + 1,
+        "hit_prev": _url(session, leaf=viewing, q=needle, entry=hits[hit_i - 1]) if hit_i > 0 else "",
+        "hit_next": _url(session, leaf=viewing, q=needle, entry=hits[hit_i + 1]) if 0 <= hit_i < len(hits) - 1 else "",
+        "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+    })  # fmt: skip
+    return ctx
+
+
+@viewer_required
+@require_GET
+def transcript_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The Transcript tab; its htmx pages (``before=`` / ``after=`` an entry) and a
+    compaction's replaced entries (``replaced=``) are partials of the same template."""
+    session = get_session_for_user(request, pk)
+    before, after = request.GET.get("before"), request.GET.get("after")
+    replaced = request.GET.get("replaced")
+    if before or after or replaced:
+        leaf = resolve_cursor(request, session)
+        rmap = queries.route_map(session, leaf)
+        ctx = session_frame(request, session, "transcript", leaf)
+        if replaced:
+            ctx.update(_replaced(session, rmap, replaced))
+            return render_panel(request, TEMPLATE, "replaced-list", ctx)
+        i = rmap.index(before or after)
+        tail = bool(request.GET.get("tail"))
+        if tail and (i is None or i + 1 >= len(rmap.ids)):
+            return HttpResponse(status=204)  # nothing new at the tip (or the cursor moved on)
+        if i is None:
+            raise Http404("That entry is not on this route")
+        start, end = (max(0, i - PAGE), i) if before else (i + 1, min(len(rmap.ids), i + 1 + PAGE))
+        viewing = leaf if request.GET.get("leaf") else None
+        ctx.update(_page(session, rmap, start, end, None, viewing))
+        ctx["later" if before else "earlier"] = 0  # only the side being read grows
+        if before:
+            ctx["tail_url"] = ""
+        ctx["cursor_entry"] = queries.cursor_id(session, request.user)
+        ctx["move_url"] = reverse("explorer:transcript_cursor", args=[session.pk])
+        return render_panel(request, TEMPLATE, "transcript-page", ctx)
+    return render_panel(request, TEMPLATE, None, transcript_context(request, session))
+
+
+def _replaced(session, rmap: queries.RouteMap, comp_id: str) -> dict[str, Any]:
+    """The entries a compaction on this route replaced, one line each (first ones only)."""
+    i = rmap.index(comp_id)
+    rng = next((r for r in rmap.compactions if r[0] == i), None) if i is not None else None
+    if rng is None:
+        raise Http404("No such compaction on this route")
+    stop = rng[2] if rng[2] is not None else rng[0]
+    ids = [rmap.ids[j] for j in range(rng[1], stop) if rmap.types[j] != "compaction"]
+    data = queries.load_entries(session, ids[:REPLACED_LIST])
+    leaf_q = rmap.leaf
+    rows = [
+        {"id": eid, "dom": html.dom_id(eid), "title": entry_title(data.get(eid, {}), 140),
+         "role": kind_name((entry_message(data.get(eid, {})) or {}).get("role") or data.get("type", "")),
+         "url": _url(session, leaf=leaf_q, entry=eid) + f"#e-{html.dom_id(eid)}"}
+        for eid in ids[:REPLACED_LIST]
+    ]  # fmt: skip
+    return {"replaced_rows": rows, "replaced_more": max(0, len(ids) - REPLACED_LIST)}
+
+
+@viewer_required
+@require_POST
+def move_cursor_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """Move your own cursor (any role: it appends nothing), then read from there."""
+    session = get_session_for_user(request, pk)
+    form = forms.CursorForm(
+        request.POST, session=session, user=request.user, cursor=None, target_entry=None
+    )
+    note = form.perform()
+    for text in [note] if note else form.error_messages():
+        (messages.success if note else messages.error)(request, text)
+    if not note:
+        return redirect(_url(session))
+    target = form.cleaned_data["target"]
+    return redirect(_url(session, entry=target) + f"#e-{html.dom_id(target)}")

@@ -1,0 +1,53 @@
+"""Shared browser fixtures: a logged-in editor in Debian's Chromium, the small session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from explorer import services
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+@pytest.fixture
+def browser_page(live_server, transactional_db, django_user_model):
+    from django.conf import settings
+    from django.test import Client
+
+    from explorer.permissions import set_role
+
+    user = django_user_model.objects.create_user(username="e2e", password="pw-e2e-123456")
+    set_role(user, "editor")
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+        context = browser.new_context(viewport={"width": 1500, "height": 950})
+        context.add_cookies(
+            [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
+        )
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.errors = errors
+        yield page, live_server.url
+        browser.close()
+
+
+@pytest.fixture
+def demo(transactional_db):
+    from tests.conftest import SMALL_SESSION
+
+    return services.import_bytes(SMALL_SESSION, source_path="", user=None).session
