@@ -12,7 +12,11 @@ import pytest
 # rendered page survives from one run into the next through the var directory.
 os.environ.setdefault("SESSIONS_CACHE", "locmem")
 
-FIXTURES_DIR = Path(os.environ.get("SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"))
+FIXTURES_DIR = Path(
+    os.environ.get(
+        "SESSIONS_FIXTURES_DIR", Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    )
+)
 PI_FIXTURES = FIXTURES_DIR / "pi"
 
 # A small but complete version-3 session: a branch, a tool call and result, a label,
@@ -28,6 +32,78 @@ SMALL_SESSION = (
     b'{"type":"context_edit","id":"0a1b2c3d","parentId":"f6a7b8c9","timestamp":"2025-03-04T05:09:00.000Z","targetId":"c3d4e5f6","replacement":null}\n'
     b'{"type":"session_info","id":"1b2c3d4e","parentId":"0a1b2c3d","timestamp":"2025-03-04T05:10:00.000Z","name":"Demo of a small session"}\n'
 )
+
+
+# --- tests that need the team-server back ends -----------------------------------------------
+# ``needs_redis`` / ``needs_postgres`` tests run only where REDIS_URL / a PostgreSQL DATABASE_URL
+# is set (``.ci/services.sh start`` provides both; ``.ci/run``'s second pass uses it). Elsewhere
+# they are deselected at collection and the summary says which and why: never a silent skip.
+# With SESSIONS_TEAM_TESTS=required (the CI pass) a missing back end is an error instead.
+_BACK_ENDS = {
+    "needs_redis": ("REDIS_URL", lambda: bool(os.environ.get("REDIS_URL"))),
+    "needs_postgres": (
+        "a PostgreSQL DATABASE_URL",
+        lambda: (
+            os.environ.get("DATABASE_URL", "").split(":", 1)[0]
+            in ("postgres", "postgresql", "pgsql")
+        ),
+    ),
+}
+_deselected: dict[str, int] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, (what, _) in _BACK_ENDS.items():
+        config.addinivalue_line(
+            "markers", f"{marker}: runs only with {what} (.ci/services.sh start)"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kept, dropped = [], []
+    for item in items:
+        missing = [
+            what
+            for marker, (what, present) in _BACK_ENDS.items()
+            if item.get_closest_marker(marker) and not present()
+        ]
+        if missing:
+            dropped.append(item)
+            reason = " and ".join(missing)
+            _deselected[reason] = _deselected.get(reason, 0) + 1
+        else:
+            kept.append(item)
+    if not dropped:
+        return
+    if os.environ.get("SESSIONS_TEAM_TESTS") == "required":
+        raise pytest.UsageError(
+            "SESSIONS_TEAM_TESTS=required but these tests lack their back end: "
+            + ", ".join(f"{n} need {reason}" for reason, n in _deselected.items())
+        )
+    items[:] = kept
+    config.hook.pytest_deselected(items=dropped)
+
+
+def _deselected_lines() -> list[str]:
+    return [
+        f"deselected {n} test(s) that need {reason}: not set here "
+        "(start them with .ci/services.sh start)"
+        for reason, n in _deselected.items()
+    ]
+
+
+def pytest_report_collectionfinish(
+    config: pytest.Config, start_path: Path, items: list[pytest.Item]
+) -> list[str]:
+    return _deselected_lines()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    lines = _deselected_lines()
+    if lines:
+        terminalreporter.write_sep("=", "team-server tests not run")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -117,8 +193,9 @@ def make_session(db) -> Callable:
     from explorer import store
 
     def make(data: bytes | None = None, *, source_path: str = "", user=None):
-        result = store.import_bytes(SMALL_SESSION if data is None else data,
-                                    source_path=source_path, user=user)
+        result = store.import_bytes(
+            SMALL_SESSION if data is None else data, source_path=source_path, user=user
+        )
         assert result.ok, [str(p) for p in result.problems]
         return result.session
 
