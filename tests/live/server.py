@@ -331,14 +331,16 @@ class LiveServer:
         return opener, jar
 
     def post(
-        self, user: str, path: str, data: dict[str, str], *, htmx: bool = True
+        self, user: str, path: str, data: dict[str, str], *, htmx: bool = True, via: int = 0
     ) -> tuple[int, str]:
-        """POST like the page does: CSRF cookie from a GET, token in the header."""
+        """POST like the page does: CSRF cookie from a GET, token in the header.
+
+        ``via`` picks the worker (``workers=N``) that receives the request."""
         import urllib.parse
 
         token = self.csrf_token(user)
         body = urllib.parse.urlencode(data).encode()
-        req = urllib.request.Request(self.base_url + path, data=body, method="POST")
+        req = urllib.request.Request(self.worker_url(via) + path, data=body, method="POST")
         req.add_header("Cookie", f"{self.cookie(user)}; csrftoken={token}")
         req.add_header("X-CSRFToken", token)
         req.add_header("Content-Type", "application/x-www-form-urlencoded")

@@ -59,6 +59,7 @@ async def test_an_idle_viewer_stays_connected_past_30_seconds(tmp_path, small_se
         assert status in (200, 204, 302), body
         entries = await next_entries(ws, waiting)
         assert [e["type"] for e in entries] == ["label"]
+        assert server.entry(pk, entries[0]["id"])["label"] == "after-the-wait"
         assert ws.close_code is None
         await ws.close()
         log = server.log.read_text(errors="replace")
