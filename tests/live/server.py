@@ -107,7 +107,9 @@ class LiveServer:
 
     ``workers=N`` starts N separate daphne processes (ports ``ports[0..N-1]``) on the same
     database and channel layer; ``serve_workers=N`` runs ``manage.py serve --workers N``
-    instead, N daphne processes behind the one port."""
+    instead, N daphne processes behind the one port; ``manage_args`` runs any other
+    ``manage.py`` command line that serves on ``port``. ``autostart=False`` prepares the
+    database only; ``start()`` serves."""
 
     def __init__(
         self,
@@ -120,6 +122,8 @@ class LiveServer:
         follow_interval: float = 0.05,
         workers: int = 1,
         serve_workers: int | None = None,
+        manage_args: list[str] | None = None,
+        autostart: bool = True,
     ) -> None:
         self.workdir = Path(workdir)
         self.users = users or {"eddie": "editor", "vera": "viewer"}
@@ -129,6 +133,8 @@ class LiveServer:
         self.follow_dir = follow_dir
         self.follow_interval = follow_interval
         self.serve_workers = serve_workers
+        self.manage_args = manage_args
+        self.autostart = autostart
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "sessions_site.settings",
@@ -200,7 +206,8 @@ class LiveServer:
             out = json.loads(self._run("-c", PREPARE, spec).strip().splitlines()[-1])
             self.cookies = out["cookies"]
             self.session_pks = out["sessions"]
-            self._start()
+            if self.autostart:
+                self._start()
         except BaseException:
             self.close()
             raise
@@ -223,6 +230,8 @@ class LiveServer:
                     str(self.follow_interval),
                 ]
             ]
+        if self.manage_args is not None:
+            return [[sys.executable, "manage.py", *self.manage_args]]
         if self.serve_workers is not None:
             return [
                 [
