@@ -116,6 +116,46 @@ def _memory_cache():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _in_process_channel_layer():
+    """Consumers run inside this process (channels' communicators) use the in-memory layer even
+    when REDIS_URL is set; every daphne the tests start (tests/live/server.py) uses Redis.
+
+    Why: each of those tests has an event loop of its own that is torn down by cancelling
+    every task. A consumer refused at once (foreign origin) is cancelled while its first Redis
+    receive starts; with channels_redis 4.3 on redis-py 8 that cancellation is sometimes lost
+    and the receive polls Redis forever, hanging the teardown until the test times out (about
+    one refused connection in ten). The Redis path is tested through real daphne processes.
+    SESSIONS_TEST_IN_PROCESS_REDIS=1 keeps Redis here too, to study that hang.
+    """
+    from django.conf import settings
+    from django.test import override_settings
+
+    if not settings.CHANNEL_LAYERS["default"]["BACKEND"].startswith("channels_redis") or (
+        os.environ.get("SESSIONS_TEST_IN_PROCESS_REDIS") == "1"
+    ):
+        yield
+        return
+    with override_settings(
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    ):
+        yield
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, with PostgreSQL's connection pool closed before it is
+    dropped: pooled connections are still sessions on it, and PostgreSQL refuses to drop a
+    database in use (the test database would be left behind)."""
+    yield
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+        if hasattr(conn, "close_pool"):
+            conn.close_pool()
+
+
 @pytest.fixture
 def small_session_bytes() -> bytes:
     return SMALL_SESSION
