@@ -143,13 +143,22 @@ def _in_process_channel_layer():
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
-    """pytest-django's test database, with PostgreSQL's connection pool closed before it is
-    dropped: pooled connections are still sessions on it, and PostgreSQL refuses to drop a
-    database in use (the test database would be left behind)."""
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with every other session on it ended before it is
+    dropped: pooled connections are sessions too, and PostgreSQL refuses to drop a database
+    in use (the test database would be left behind with a warning)."""
     yield
     from django.db import connections
 
+    default = connections["default"]
+    if default.vendor == "postgresql":
+        # A connection another thread still holds (it is never returned to the pool) would
+        # block the drop as well; they all belong to this test run.
+        with django_db_blocker.unblock(), default.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
     for conn in connections.all(initialized_only=True):
         conn.close()
         if hasattr(conn, "close_pool"):
