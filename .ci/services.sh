@@ -14,11 +14,17 @@
 set -euo pipefail
 
 SERVICES_DIR=${SERVICES_DIR:-/tmp/session-explorer-services}
-PG_PORT=${PG_PORT:-55432}
-REDIS_PORT=${REDIS_PORT:-56379}
 PG_DIR=$SERVICES_DIR/pg
 REDIS_DIR=$SERVICES_DIR/redis
 ENV_FILE=$SERVICES_DIR/env
+PORTS_FILE=$SERVICES_DIR/ports
+# Once started, the folder remembers its ports: stop/status/env need only SERVICES_DIR.
+if [ -f "$PORTS_FILE" ]; then
+    # shellcheck source=/dev/null
+    . "$PORTS_FILE"
+fi
+PG_PORT=${PG_PORT:-55432}
+REDIS_PORT=${REDIS_PORT:-56379}
 
 die() { echo "services.sh: $*" >&2; exit 1; }
 
@@ -53,6 +59,7 @@ cmd_start() {
     bin=$(pg_bin)
     mkdir -p "$SERVICES_DIR"
     chmod 755 "$SERVICES_DIR"
+    printf 'PG_PORT=%s\nREDIS_PORT=%s\n' "$PG_PORT" "$REDIS_PORT" >"$PORTS_FILE"
     if ! pg_running; then
         if [ ! -f "$PG_DIR/data/PG_VERSION" ]; then
             rm -rf "$PG_DIR"
@@ -123,7 +130,7 @@ cmd_stop() {
     case "$SERVICES_DIR" in
         /|"") die "refusing to delete SERVICES_DIR=$SERVICES_DIR" ;;
     esac
-    rm -rf "$PG_DIR" "$REDIS_DIR" "$ENV_FILE"
+    rm -rf "$PG_DIR" "$REDIS_DIR" "$ENV_FILE" "$PORTS_FILE"
     rmdir "$SERVICES_DIR" 2>/dev/null || true
 }
 
