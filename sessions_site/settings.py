@@ -15,7 +15,14 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS
-from sessions_site.env import envbool, envint, envlist, envstr
+from sessions_site.env import (
+    envbool,
+    envint,
+    envlist,
+    envstr,
+    redis_url_db,
+    redis_url_with_db,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("SESSIONS_VAR_DIR", str(BASE_DIR / "var")))
@@ -101,9 +108,28 @@ if DATABASE_URL:
     import dj_database_url
 
     try:
-        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+        # No persistent connections: under ASGI every sync_to_async thread would keep its own
+        # connection open forever (tens per worker). PostgreSQL reuses connections through
+        # psycopg's pool instead, which Django only allows with CONN_MAX_AGE=0.
+        _default_db = dj_database_url.parse(DATABASE_URL, conn_max_age=0)
     except Exception as exc:  # dj-database-url raises several types for bad URLs
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
+    if _default_db["ENGINE"] == "django.db.backends.postgresql" and envbool("DATABASE_POOL", True):
+        _pool_min = envint("DATABASE_POOL_MIN_SIZE", 1, minimum=0)
+        _pool_max = envint("DATABASE_POOL_MAX_SIZE", 10, minimum=1)
+        if _pool_max < _pool_min:
+            raise ImproperlyConfigured(
+                f"DATABASE_POOL_MAX_SIZE ({_pool_max}) is below DATABASE_POOL_MIN_SIZE ({_pool_min})"
+            )
+        _default_db.setdefault("OPTIONS", {})["pool"] = {
+            "min_size": _pool_min,
+            "max_size": _pool_max,
+            # Seconds a request waits for a free connection before failing loudly.
+            "timeout": envint("DATABASE_POOL_TIMEOUT", 30, minimum=1),
+        }
+        # A connection killed by a PostgreSQL restart is noticed before it is handed out.
+        _default_db["CONN_HEALTH_CHECKS"] = True
+    DATABASES = {"default": _default_db}
 else:
     SQLITE_PATH = Path(envstr("SQLITE_PATH", str(VAR_DIR / "db.sqlite3")))
     with contextlib.suppress(OSError):
@@ -124,15 +150,38 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels -------------------------------------------------------------------------
 REDIS_URL = envstr("REDIS_URL")
+# Several sites (or test servers) may share one Redis: every key of this one starts with it.
+REDIS_PREFIX = envstr("REDIS_PREFIX", "explorer")
 if REDIS_URL:
     if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(
             f"REDIS_URL must start with redis://, rediss:// or unix://, got {REDIS_URL!r}"
         )
+    from channels_redis.core import RedisChannelLayer
+
+    # Each consumer waits on Redis in a blocking pop of brpop_timeout seconds; a socket timeout
+    # at or below it (redis-py's default is 5 s, the same as the pop) kills every idle viewer's
+    # connection with a TimeoutError (channels_redis issue 422). Keep a clear margin.
+    REDIS_SOCKET_TIMEOUT = envint(
+        "REDIS_SOCKET_TIMEOUT", 30, minimum=RedisChannelLayer.brpop_timeout + 2
+    )
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                        "socket_connect_timeout": 5,
+                        "socket_keepalive": True,
+                        # Pooled connections idle longer than this are pinged before use, so
+                        # one dropped by a firewall or a Redis restart is replaced quietly.
+                        "health_check_interval": 15,
+                    }
+                ],
+                "prefix": f"{REDIS_PREFIX}:asgi",
+            },
         }
     }
 else:
@@ -144,11 +193,30 @@ else:
 # under the var directory (shared by every daphne process on the machine). The test suite
 # switches to a per-process memory cache (tests/conftest.py).
 SESSIONS_CACHE = envstr("SESSIONS_CACHE", "redis" if REDIS_URL else "file")
+# Every value the app caches has a lifetime of at most a day; on Redis no key may outlive
+# SESSIONS_CACHE_MAX_SECONDS, so the cache is bounded by what is rendered in that window
+# (a hard memory bound is Redis's maxmemory, docs/deploy.md).
+SESSIONS_CACHE_MAX_SECONDS = envint("SESSIONS_CACHE_MAX_SECONDS", 24 * 3600, minimum=1)
 if SESSIONS_CACHE == "redis":
     if not REDIS_URL:
         raise ImproperlyConfigured("SESSIONS_CACHE=redis needs REDIS_URL")
+    # Not the channel layer's database: flushing or evicting the cache must never drop a
+    # viewer's group membership. Default: the next database number on the same server.
+    REDIS_CACHE_URL = envstr("REDIS_CACHE_URL") or redis_url_with_db(
+        REDIS_URL, redis_url_db(REDIS_URL) + 1
+    )
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            "BACKEND": "sessions_site.cache.BoundedRedisCache",
+            "LOCATION": REDIS_CACHE_URL,
+            "KEY_PREFIX": f"{REDIS_PREFIX}:cache",
+            "OPTIONS": {
+                "MAX_TIMEOUT": SESSIONS_CACHE_MAX_SECONDS,
+                # A cache that cannot answer quickly is worse than none.
+                "socket_timeout": 5,
+                "socket_connect_timeout": 2,
+            },
+        }
     }
 elif SESSIONS_CACHE == "file":
     CACHES = {

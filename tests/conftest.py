@@ -26,7 +26,7 @@ def pi_fixture_files() -> list[Path]:
     return sorted(PI_FIXTURES.glob("*.jsonl")) or [PI_FIXTURES / "missing.jsonl"]
 
 
-def pytest_collection_modifyitems(config, items):
+def _deselect_without_pi_fixtures(config, items):
     """Tests marked ``pi_fixtures`` read Pi's real files from ``../shared/fixtures/pi``.
     CI always has that folder; a checkout without it runs everything else."""
     if PI_FIXTURES.is_dir():
@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
         config._pi_fixtures_missing = len(dropped)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
+def _pi_fixtures_summary(terminalreporter, config):
     missing = getattr(config, "_pi_fixtures_missing", 0)
     if missing:
         terminalreporter.write_line(
@@ -65,6 +65,80 @@ SMALL_SESSION = (
 )
 
 
+# --- tests that need the team-server back ends -----------------------------------------------
+# ``needs_redis`` / ``needs_postgres`` tests run only where REDIS_URL / a PostgreSQL DATABASE_URL
+# is set (``.ci/services.sh start`` provides both; ``.ci/run``'s second pass uses it). Elsewhere
+# they are deselected at collection and the summary says which and why: never a silent skip.
+# With SESSIONS_TEAM_TESTS=required (the CI pass) a missing back end is an error instead.
+_BACK_ENDS = {
+    "needs_redis": ("REDIS_URL", lambda: bool(os.environ.get("REDIS_URL"))),
+    "needs_postgres": (
+        "a PostgreSQL DATABASE_URL",
+        lambda: (
+            os.environ.get("DATABASE_URL", "").split(":", 1)[0]
+            in ("postgres", "postgresql", "pgsql")
+        ),
+    ),
+}
+_deselected: dict[str, int] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, (what, _) in _BACK_ENDS.items():
+        config.addinivalue_line(
+            "markers", f"{marker}: runs only with {what} (.ci/services.sh start)"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _deselect_without_pi_fixtures(config, items)
+    kept, dropped = [], []
+    for item in items:
+        missing = [
+            what
+            for marker, (what, present) in _BACK_ENDS.items()
+            if item.get_closest_marker(marker) and not present()
+        ]
+        if missing:
+            dropped.append(item)
+            reason = " and ".join(missing)
+            _deselected[reason] = _deselected.get(reason, 0) + 1
+        else:
+            kept.append(item)
+    if not dropped:
+        return
+    if os.environ.get("SESSIONS_TEAM_TESTS") == "required":
+        raise pytest.UsageError(
+            "SESSIONS_TEAM_TESTS=required but these tests lack their back end: "
+            + ", ".join(f"{n} need {reason}" for reason, n in _deselected.items())
+        )
+    items[:] = kept
+    config.hook.pytest_deselected(items=dropped)
+
+
+def _deselected_lines() -> list[str]:
+    return [
+        f"deselected {n} test(s) that need {reason}: not set here "
+        "(start them with .ci/services.sh start)"
+        for reason, n in _deselected.items()
+    ]
+
+
+def pytest_report_collectionfinish(
+    config: pytest.Config, start_path: Path, items: list[pytest.Item]
+) -> list[str]:
+    return _deselected_lines()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    _pi_fixtures_summary(terminalreporter, config)
+    lines = _deselected_lines()
+    if lines:
+        terminalreporter.write_sep("=", "team-server tests not run")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _memory_cache():
     from django.test import override_settings
@@ -73,6 +147,55 @@ def _memory_cache():
         CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     ):
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _in_process_channel_layer():
+    """Consumers run inside this process (channels' communicators) use the in-memory layer even
+    when REDIS_URL is set; every daphne the tests start (tests/live/server.py) uses Redis.
+
+    Why: each of those tests has an event loop of its own that is torn down by cancelling
+    every task. A consumer refused at once (foreign origin) is cancelled while its first Redis
+    receive starts; with channels_redis 4.3 on redis-py 8 that cancellation is sometimes lost
+    and the receive polls Redis forever, hanging the teardown until the test times out (about
+    one refused connection in ten). The Redis path is tested through real daphne processes.
+    SESSIONS_TEST_IN_PROCESS_REDIS=1 keeps Redis here too, to study that hang.
+    """
+    from django.conf import settings
+    from django.test import override_settings
+
+    if not settings.CHANNEL_LAYERS["default"]["BACKEND"].startswith("channels_redis") or (
+        os.environ.get("SESSIONS_TEST_IN_PROCESS_REDIS") == "1"
+    ):
+        yield
+        return
+    with override_settings(
+        CHANNEL_LAYERS={"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    ):
+        yield
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with every other session on it ended before it is
+    dropped: pooled connections are sessions too, and PostgreSQL refuses to drop a database
+    in use (the test database would be left behind with a warning)."""
+    yield
+    from django.db import connections
+
+    default = connections["default"]
+    if default.vendor == "postgresql":
+        # A connection another thread still holds (it is never returned to the pool) would
+        # block the drop as well; they all belong to this test run.
+        with django_db_blocker.unblock(), default.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+    for conn in connections.all(initialized_only=True):
+        conn.close()
+        if hasattr(conn, "close_pool"):
+            conn.close_pool()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.browser.test_explorer import SHOTS, browser_page, demo  # noqa: F401 (fixtures)
+from tests.browser.conftest import SHOTS
 
 
 def test_the_leaf_picker_and_the_figures_agree_in_the_browser(demo, browser_page):  # noqa: F811

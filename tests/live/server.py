@@ -1,14 +1,22 @@
-"""A real daphne process on a free 127.0.0.1 port with its own SQLite database.
+"""Real daphne processes on free 127.0.0.1 ports with a database of their own.
 
-Used by the end-to-end and browser tests and by ``benchmarks/bench_live.py``. The database is
-prepared in a separate process (migrations, users, a session, logged-in cookies), then
-daphne (or ``manage.py follow --serve``) serves it.
+Used by the end-to-end, browser and team tests and by ``benchmarks/bench_live.py``. The
+database is prepared in a separate process (migrations, users, a session, logged-in cookies),
+then daphne (or ``manage.py follow --serve``, or ``manage.py serve --workers N``) serves it.
+
+The database is never the configured one: the helper creates users with known passwords. On
+PostgreSQL (``DATABASE_URL``) it is a fresh database on the same server, named after the
+configured one and dropped at the end; otherwise a SQLite file in the work directory.
+``REDIS_URL`` is kept, under a key prefix of the server's own, so several daphne processes
+share the channel layer exactly as a deployment's workers do.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import socket
 import sqlite3
 import subprocess
@@ -17,6 +25,8 @@ import time
 import urllib.request
 from http.cookiejar import CookieJar
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,8 +64,52 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def postgres_url() -> str | None:
+    """The configured ``DATABASE_URL`` when it names PostgreSQL, else None."""
+    url = os.environ.get("DATABASE_URL", "")
+    return url if urlsplit(url).scheme in ("postgres", "postgresql", "pgsql") else None
+
+
+def _pg_connect(url: str):
+    import psycopg
+
+    parts = urlsplit(url)
+    return psycopg.connect(
+        host=unquote(parts.hostname or "") or None,
+        port=parts.port or None,
+        user=unquote(parts.username or "") or None,
+        password=unquote(parts.password or "") or None,
+        dbname=unquote(parts.path.lstrip("/")) or None,
+        autocommit=True,
+        connect_timeout=10,
+    )
+
+
+class _PgDb:
+    """A PostgreSQL connection answering the helper's queries written with ``?`` marks,
+    used like ``sqlite3.connect`` (``with server.db() as conn: conn.execute(...)``)."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = _pg_connect(url)
+
+    def execute(self, sql: str, params: tuple = ()) -> Any:
+        return self._conn.execute(sql.replace("?", "%s"), params)
+
+    def __enter__(self) -> _PgDb:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._conn.close()
+
+
 class LiveServer:
-    """``with LiveServer(tmp, users={...}, sessions=[path]) as server: ...``"""
+    """``with LiveServer(tmp, users={...}, sessions=[path]) as server: ...``
+
+    ``workers=N`` starts N separate daphne processes (ports ``ports[0..N-1]``) on the same
+    database and channel layer; ``serve_workers=N`` runs ``manage.py serve --workers N``
+    instead, N daphne processes behind the one port; ``manage_args`` runs any other
+    ``manage.py`` command line that serves on ``port``. ``autostart=False`` prepares the
+    database only; ``start()`` serves."""
 
     def __init__(
         self,
@@ -66,13 +120,21 @@ class LiveServer:
         env: dict[str, str] | None = None,
         follow_dir: str | None = None,
         follow_interval: float = 0.05,
+        workers: int = 1,
+        serve_workers: int | None = None,
+        manage_args: list[str] | None = None,
+        autostart: bool = True,
     ) -> None:
         self.workdir = Path(workdir)
         self.users = users or {"eddie": "editor", "vera": "viewer"}
         self.session_paths = sessions or []
-        self.port = free_port()
+        self.ports = [free_port() for _ in range(workers)]
+        self.port = self.ports[0]
         self.follow_dir = follow_dir
         self.follow_interval = follow_interval
+        self.serve_workers = serve_workers
+        self.manage_args = manage_args
+        self.autostart = autostart
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "sessions_site.settings",
@@ -81,13 +143,30 @@ class LiveServer:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DEBUG": "true",
             "PYTHONPATH": str(ROOT),
+            # This server's channel groups and cache keys never meet another's on a shared Redis.
+            "REDIS_PREFIX": f"live-{secrets.token_hex(4)}",
             **(env or {}),
         }
-        self.env.pop("REDIS_URL", None)
-        self.proc: subprocess.Popen | None = None
+        self.pg_admin_url = postgres_url()
+        self.database_name: str | None = None
+        if self.pg_admin_url:
+            base = urlsplit(self.pg_admin_url).path.lstrip("/") or "explorer"
+            # PostgreSQL names are at most 63 bytes; keep the configured name recognisable.
+            self.database_name = (
+                f"test_{re.sub(r'[^a-z0-9_]', '_', base.lower())[:30]}_live_{secrets.token_hex(4)}"
+            )
+            parts = urlsplit(self.pg_admin_url)
+            self.env["DATABASE_URL"] = urlunsplit(parts._replace(path="/" + self.database_name))
+        else:
+            self.env.pop("DATABASE_URL", None)
+        self.procs: list[subprocess.Popen] = []
         self.cookies: dict[str, str] = {}
         self.session_pks: list[int] = []
         self.log = self.workdir / "server.log"
+
+    @property
+    def proc(self) -> subprocess.Popen | None:
+        return self.procs[0] if self.procs else None
 
     @property
     def base_url(self) -> str:
@@ -96,6 +175,12 @@ class LiveServer:
     @property
     def ws_base(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
+
+    def worker_url(self, index: int) -> str:
+        return f"http://127.0.0.1:{self.ports[index]}"
+
+    def worker_ws(self, index: int) -> str:
+        return f"ws://127.0.0.1:{self.ports[index]}"
 
     def _run(self, *args: str) -> str:
         done = subprocess.run(
@@ -112,61 +197,118 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._run("manage.py", "migrate", "--noinput", "-v", "0")
-        spec = json.dumps({"users": self.users, "sessions": self.session_paths})
-        out = json.loads(self._run("-c", PREPARE, spec).strip().splitlines()[-1])
-        self.cookies = out["cookies"]
-        self.session_pks = out["sessions"]
-        self._start()
+        if self.database_name:
+            with _pg_connect(self.pg_admin_url) as conn:
+                conn.execute(f'CREATE DATABASE "{self.database_name}"')
+        try:
+            self._run("manage.py", "migrate", "--noinput", "-v", "0")
+            spec = json.dumps({"users": self.users, "sessions": self.session_paths})
+            out = json.loads(self._run("-c", PREPARE, spec).strip().splitlines()[-1])
+            self.cookies = out["cookies"]
+            self.session_pks = out["sessions"]
+            if self.autostart:
+                self._start()
+        except BaseException:
+            self.close()
+            raise
         return self
 
-    def _start(self) -> None:
+    def _commands(self) -> list[list[str]]:
         if self.follow_dir:
-            cmd = [
-                sys.executable,
-                "manage.py",
-                "follow",
-                self.follow_dir,
-                "--serve",
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--interval",
-                str(self.follow_interval),
+            return [
+                [
+                    sys.executable,
+                    "manage.py",
+                    "follow",
+                    self.follow_dir,
+                    "--serve",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--interval",
+                    str(self.follow_interval),
+                ]
             ]
-        else:
-            cmd = [
+        if self.manage_args is not None:
+            return [[sys.executable, "manage.py", *self.manage_args]]
+        if self.serve_workers is not None:
+            return [
+                [
+                    sys.executable,
+                    "manage.py",
+                    "serve",
+                    "--no-demo",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--workers",
+                    str(self.serve_workers),
+                ]
+            ]
+        return [
+            [
                 sys.executable,
                 "-m",
                 "daphne",
                 "-b",
                 "127.0.0.1",
                 "-p",
-                str(self.port),
+                str(port),
                 "sessions_site.asgi:application",
             ]
-        self._logfh = open(self.log, "ab")  # noqa: SIM115 - closed in __exit__
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=self.env, stdout=self._logfh, stderr=subprocess.STDOUT
+            for port in self.ports
+        ]
+
+    def _start(self) -> None:
+        self._logfh = open(self.log, "ab")  # noqa: SIM115 - closed in stop()
+        commands = self._commands()
+        self.procs = [
+            subprocess.Popen(
+                cmd, cwd=ROOT, env=self.env, stdout=self._logfh, stderr=subprocess.STDOUT
+            )
+            for cmd in commands
+        ]
+        urls = (
+            [self.base_url]
+            if len(commands) == 1
+            else [self.worker_url(i) for i in range(len(commands))]
         )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("server exited:\n" + self.log.read_text(errors="replace"))
-            try:
-                with urllib.request.urlopen(self.base_url + "/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
+        deadline = time.monotonic() + 120
+        for proc, url in zip(self.procs, urls, strict=True):
+            while True:
+                if proc.poll() is not None:
+                    self.stop()
+                    raise RuntimeError("server exited:\n" + self.log.read_text(errors="replace"))
+                try:
+                    with urllib.request.urlopen(url + "/healthz", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        "server did not start:\n" + self.log.read_text(errors="replace")
+                    )
                 time.sleep(0.1)
-        self.__exit__()
-        raise RuntimeError("server did not start:\n" + self.log.read_text(errors="replace"))
 
     def stop(self) -> None:
-        """Stop the server (as a deploy would) but keep its database."""
-        self.__exit__()
-        self.proc = None
+        """Stop the server processes (as a deploy would) but keep the database."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        self.procs = []
+        if getattr(self, "_logfh", None):
+            self._logfh.close()
+            self._logfh = None
 
     def start(self) -> None:
         self._start()
@@ -175,16 +317,16 @@ class LiveServer:
         """Run Python code with Django set up against this server's database."""
         return self._run("-c", "import django\ndjango.setup()\n" + code)
 
+    def close(self) -> None:
+        """Stop the processes and drop the PostgreSQL database this helper created."""
+        self.stop()
+        if self.database_name:
+            with _pg_connect(self.pg_admin_url) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.database_name}" WITH (FORCE)')
+            self.database_name = None
+
     def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        if getattr(self, "_logfh", None):
-            self._logfh.close()
+        self.close()
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -198,14 +340,16 @@ class LiveServer:
         return opener, jar
 
     def post(
-        self, user: str, path: str, data: dict[str, str], *, htmx: bool = True
+        self, user: str, path: str, data: dict[str, str], *, htmx: bool = True, via: int = 0
     ) -> tuple[int, str]:
-        """POST like the page does: CSRF cookie from a GET, token in the header."""
+        """POST like the page does: CSRF cookie from a GET, token in the header.
+
+        ``via`` picks the worker (``workers=N``) that receives the request."""
         import urllib.parse
 
         token = self.csrf_token(user)
         body = urllib.parse.urlencode(data).encode()
-        req = urllib.request.Request(self.base_url + path, data=body, method="POST")
+        req = urllib.request.Request(self.worker_url(via) + path, data=body, method="POST")
         req.add_header("Cookie", f"{self.cookie(user)}; csrftoken={token}")
         req.add_header("X-CSRFToken", token)
         req.add_header("Content-Type", "application/x-www-form-urlencoded")
@@ -229,7 +373,10 @@ class LiveServer:
         self._csrf = {**getattr(self, "_csrf", {}), user: token}
         return token
 
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> sqlite3.Connection | _PgDb:
+        """A direct connection to this server's database (queries use ``?`` marks)."""
+        if self.pg_admin_url:
+            return _PgDb(self.env["DATABASE_URL"])
         return sqlite3.connect(self.env["SQLITE_PATH"], timeout=30)
 
     def entry(self, session_pk: int, entry_id: str) -> dict:
