@@ -224,6 +224,21 @@ def _excerpt(line: str, limit: int = 60) -> str:
     return line if len(line) <= limit else line[:limit] + "…"
 
 
+# The id columns' width. Pi accepts ids of any length; a longer one is refused at import
+# with its line number rather than cut (a cut id no longer finds its row or its children).
+MAX_ID_LENGTH = 200
+
+
+def _long_id(line_no: int, what: str, value: str) -> Problem:
+    return Problem(
+        line_no,
+        "error",
+        "id-too-long",
+        f"The {what} is {len(value)} characters long; ids of up to {MAX_ID_LENGTH} "
+        f"characters can be stored: {_excerpt(jsonfmt.visible(value))}",
+    )
+
+
 def _text(value: Any, limit: int) -> str:
     if type(value) is not str:
         return ""
@@ -284,6 +299,8 @@ class _Scan:
     first_line: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)  # depths settled after the pass
     existing: set[str] = field(default_factory=set)  # ids stored before this import
+    # Visible form -> id, for ids holding lone surrogates or NUL (see ``_unstorable``).
+    visible_ids: dict[str, str] = field(default_factory=dict)
     session_pk: int | None = None
 
     has_error: bool = False
@@ -365,6 +382,10 @@ class _Writer:
     ) -> None:
         if self.first_position is None:
             self.first_position = position
+        if "\\u" in raw:
+            # A \\u escape may decode to a lone surrogate or NUL, which the driver refuses.
+            entry_id = jsonfmt.visible(entry_id)
+            fields = {k: jsonfmt.visible(v) if type(v) is str else v for k, v in fields.items()}
         parent = fields["parent_id"]
         if parent is not None:
             parent_row = self.pending.get(parent)
@@ -477,6 +498,9 @@ def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
             and value.get("type") == "session"
             and isinstance(value.get("id"), str)
         ):
+            if len(value["id"]) > MAX_ID_LENGTH:
+                problems.append(_long_id(index + 1, "session id", value["id"]))
+                return None, index, line, problems
             return value, index, line, problems
         what = "an object" if isinstance(value, dict) else f"a {type(value).__name__} value"
         problems.append(
@@ -754,6 +778,14 @@ def _store_lines(
         entry_id = value["id"]
         fields = entry_fields(value)
         line_no = item.index + 1
+        if "\\u" in item.raw and _unstorable(entry_id, value, fields, line_no, scan):
+            continue
+        for key, what in ((entry_id, "entry id"), (fields["parent_id"], "parentId")):
+            if key is not None and len(key) > MAX_ID_LENGTH:
+                scan.add(_long_id(line_no, what, key))
+        target = value.get("targetId")
+        if isinstance(target, str) and len(target) > MAX_ID_LENGTH:
+            scan.add(_long_id(line_no, "targetId", target))
         if entry_id in scan.existing:
             # Already stored (e.g. appended live while Pi wrote the file): the same line is
             # fine, a different one would rewrite history.
@@ -808,7 +840,7 @@ def _store_lines(
         if scan.failed:
             continue
         writer.entry(
-            entry_id=entry_id[:200],
+            entry_id=entry_id,
             position=position,
             depth=depth,
             raw=item.raw,
@@ -817,6 +849,27 @@ def _store_lines(
             fields=fields,
         )
     return stats
+
+
+def _unstorable(entry_id: str, value: dict, fields: dict, line_no: int, scan: _Scan) -> bool:
+    """Columns hold the visible form of an id (lone surrogates and NUL as U+FFFD, see
+    ``explorer.dbtext``); two ids Pi tells apart that look the same there cannot both be
+    stored, so the second is refused with its line."""
+    shown = jsonfmt.visible(entry_id)
+    first = scan.visible_ids.setdefault(shown, entry_id)
+    if first == entry_id:
+        return False
+    scan.add(
+        Problem(
+            line_no,
+            "error",
+            "duplicate-id",
+            f"Entry id {shown} differs from the id on line {scan.first_line.get(first, 0)} "
+            "only in invalid Unicode (lone surrogates or NUL), which cannot be stored apart.",
+            shown,
+        )
+    )
+    return True
 
 
 def _resolve_pending(session: Session, scan: _Scan) -> None:

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode as _urlencode
 
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
@@ -26,6 +26,14 @@ from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
 from explorer.rendering import render_markdown, render_plain
 from explorer.session.describe import entry_role, entry_title, transcript_text
 from explorer.session.graph import chain_caption
+from explorer.session.jsonfmt import visible
+
+
+def urlencode(query: Any) -> str:
+    """A query string of the visible form of each value: an id holding a lone surrogate or
+    NUL links as the U+FFFD form its column stores (``explorer.dbtext``)."""
+    pairs = query.items() if isinstance(query, dict) else query
+    return _urlencode([(k, visible(v) if isinstance(v, str) else v) for k, v in pairs])
 
 
 def join(pieces: Iterable[Any]) -> SafeString:

@@ -71,7 +71,7 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         SELECT {_PATH_COLS} FROM walk ORDER BY n DESC
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, entry_id, session.pk, limit])
+        cur.execute(sql, [session.pk, jsonfmt.visible(entry_id), session.pk, limit])
         rows = cur.fetchall()
     seen: set[str] = set()
     out: list[LightEntry] = []
@@ -413,7 +413,16 @@ def chain_entries(
         SELECT {_LIGHT_COLS} FROM down ORDER BY n
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, first_id, session.pk, limit - 1, stop or ""])
+        cur.execute(
+            sql,
+            [
+                session.pk,
+                jsonfmt.visible(first_id),
+                session.pk,
+                limit - 1,
+                jsonfmt.visible(stop or ""),
+            ],
+        )
         return [LightEntry(*r) for r in cur.fetchall()]
 
 
@@ -435,7 +444,9 @@ def path_before(session: Session, entry_id: str, stop: str, limit: int) -> list[
         SELECT {_LIGHT_COLS} FROM up WHERE n > 0 ORDER BY n DESC
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, entry_id, session.pk, limit, stop])
+        cur.execute(
+            sql, [session.pk, jsonfmt.visible(entry_id), session.pk, limit, jsonfmt.visible(stop)]
+        )
         rows = [LightEntry(*r) for r in cur.fetchall()]
     seen: set[str] = set()
     out: list[LightEntry] = []

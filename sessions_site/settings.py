@@ -81,7 +81,9 @@ ASGI_APPLICATION = "sessions_site.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's engine; its pages show lone surrogates and NUL as U+FFFD (see rendering).
+        "BACKEND": "explorer.rendering.VisibleTextTemplates",
+        "NAME": "django",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
@@ -91,6 +93,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "explorer.permissions.role_context",
             ],
+            "builtins": ["explorer.rendering"],
         },
     },
 ]

@@ -34,6 +34,8 @@ __all__ = [
     "truthy",
     "utf16_len",
     "utf16_slice",
+    "visible",
+    "visible_data",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +288,35 @@ def _normalize_numbers(value: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Strings
+
+# What Pi keeps in a JavaScript string but UTF-8, PostgreSQL and graphviz refuse: unpaired
+# surrogate code points (JSON.stringify writes them as ``\\udXXX`` escapes) and NUL.
+_INVALID_TEXT = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def visible(s: str) -> str:
+    """``s`` with every lone surrogate and NUL shown as U+FFFD.
+
+    The stored line keeps the original (export stays byte-identical); this is the form for
+    everything that must encode as UTF-8: pages, JSON answers, graphs, database columns. Two
+    adjacent surrogate code points (only built by hand) are one character, as in JavaScript.
+    """
+    if _INVALID_TEXT.search(s) is None:
+        return s
+    return _INVALID_TEXT.sub(REPLACEMENT, _PAIR.sub(_join_pair, s))
+
+
+def visible_data(value: Any) -> Any:
+    """A parsed JSON value with every string (keys too) passed through :func:`visible`."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(k): visible_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [visible_data(v) for v in value]
+    return value
+
 
 JS_WHITESPACE = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680"

@@ -6,13 +6,14 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from explorer import html
 from explorer.models import Entry, Session
 from explorer.permissions import get_session_for_user, viewer_required
+from explorer.rendering import VisibleJsonResponse
 from explorer.session import jsonfmt
 from explorer.session.describe import entry_text
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -36,10 +37,10 @@ def plain_snippet(text: str, query: str, width: int = 90) -> str:
     return ("…" if lo else "") + flat[lo:hi] + ("…" if hi < len(flat) else "")
 
 
-def as_json(request: HtmxHttpRequest, q: str, results: list[dict[str, Any]]) -> JsonResponse:
+def as_json(request: HtmxHttpRequest, q: str, results: list[dict[str, Any]]) -> HttpResponse:
     """The narrow retrieval form: id, snippet and where it came from; the full entry is one
     request away (`url`), so callers read whole texts only when they need them."""
-    return JsonResponse(
+    return VisibleJsonResponse(
         {
             "query": q,
             "results": [
