@@ -223,13 +223,16 @@ SESSIONS_LLM = {
     name: envstr(name).strip()
     for name in ("SESSIONS_LLM_BASE_URL", "SESSIONS_LLM_MODEL", "SESSIONS_LLM_API_KEY")
 }
-SESSIONS_MAX_UPLOAD_BYTES = envint("SESSIONS_MAX_UPLOAD_BYTES", 512 * 1024 * 1024, minimum=1)
+SESSIONS_MAX_UPLOAD_BYTES = envint("SESSIONS_MAX_UPLOAD_BYTES", 4 * 1024**3, minimum=1)
 # Files above this go to a temporary file instead of memory while uploading.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = None
 
 # --- Security -------------------------------------------------------------------------
+# Largest request body on every path but the import (whose limit is
+# SESSIONS_MAX_UPLOAD_BYTES); checked before the body is read (explorer.middleware).
+SESSIONS_MAX_REQUEST_BYTES = envint("SESSIONS_MAX_REQUEST_BYTES", 8 * 1024 * 1024, minimum=1024)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"

@@ -1,0 +1,152 @@
+"""ASGI guards that run before Django reads a request body.
+
+Django reads the whole body into a temporary file before the first middleware runs, and the
+CSRF check then parses a multipart body before anyone is authenticated, so without a guard
+any anonymous client can make every worker read, store and parse gigabytes. The guard here
+answers at once, before the application reads a byte:
+
+- a body larger than the path's limit, by its ``Content-Length`` or (chunked, or a length
+  that lies) by the bytes as they stream: 413 Content Too Large;
+- a body for the import from anyone who may not import: 403 (the import is the one path
+  with a large limit, so only admins may send that much).
+
+Every path but the import has a small limit (``SESSIONS_MAX_REQUEST_BYTES``, default 8 MiB:
+forms and htmx posts); the import has the configured upload limit
+(``SESSIONS_MAX_UPLOAD_BYTES``, default 4 GiB) plus room for the multipart envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.urls import reverse
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# The multipart boundary, headers and form fields around the uploaded file itself.
+MULTIPART_ENVELOPE = 64 * 1024
+
+
+def import_path() -> str:
+    """The one path that takes large bodies."""
+    return reverse("explorer:import")
+
+
+def body_limit(path: str) -> int:
+    """Largest body accepted for ``path``, in bytes."""
+    if path == import_path():
+        return int(settings.SESSIONS_MAX_UPLOAD_BYTES) + MULTIPART_ENVELOPE
+    return int(settings.SESSIONS_MAX_REQUEST_BYTES)
+
+
+def declared_length(scope: Scope) -> int | None:
+    """The ``Content-Length`` header as a number; None when absent. A malformed header
+    counts as larger than anything (the request is refused, never guessed)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            text = value.strip()
+            if not text.isdigit() or not text.isascii() or len(text) > 19:
+                return 1 << 63
+            return int(text)
+    return None
+
+
+def _has_body(scope: Scope) -> bool:
+    if declared_length(scope) not in (None, 0):
+        return True
+    return any(name.lower() == b"transfer-encoding" for name, _value in scope.get("headers", ()))
+
+
+def may_import(scope: Scope) -> bool:
+    """Whether the session cookie of ``scope`` belongs to an admin (synchronous: DB)."""
+    from django.contrib.auth import get_user
+    from django.http import HttpRequest
+    from django.http.cookie import parse_cookie
+    from django.utils.module_loading import import_string
+
+    from explorer.permissions import can_admin
+
+    cookie = b"; ".join(v for n, v in scope.get("headers", ()) if n.lower() == b"cookie")
+    request = HttpRequest()
+    request.COOKIES = parse_cookie(cookie.decode("latin-1"))
+    key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    if not key:
+        return False
+    engine = import_string(settings.SESSION_ENGINE + ".SessionStore")
+    request.session = engine(key)
+    return can_admin(get_user(request))
+
+
+async def _answer(send: Send, status: int, text: str) -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _too_large_text(limit: int, path: str) -> str:
+    setting = "SESSIONS_MAX_UPLOAD_BYTES" if path == import_path() else "SESSIONS_MAX_REQUEST_BYTES"
+    return (
+        f"Request body too large: the limit for this address is {limit:,} bytes "
+        f"(setting {setting}). Nothing was read.\n"
+    )
+
+
+class RequestSizeGuard:
+    """Refuse oversized bodies (and import bodies from non-admins) before they are read."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        limit = body_limit(path)
+        length = declared_length(scope)
+        if length is not None and length > limit:
+            await _answer(send, 413, _too_large_text(limit, path))
+            return
+        if (
+            path == import_path()
+            and _has_body(scope)
+            and not await sync_to_async(may_import, thread_sensitive=True)(scope)
+        ):
+            await _answer(send, 403, "Only admins may import sessions.\n")
+            return
+        state = {"seen": 0, "refused": False}
+
+        async def guarded_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                state["seen"] += len(message.get("body", b""))
+                if state["seen"] > limit:
+                    # Tell the application the client left (it answers nothing), then
+                    # answer for it.
+                    state["refused"] = True
+                    await _answer(send, 413, _too_large_text(limit, path))
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            if not state["refused"]:
+                await send(message)
+
+        await self.app(scope, guarded_receive, guarded_send)
