@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -59,6 +60,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "channels",
+    "axes",
     "explorer",
 ]
 
@@ -73,6 +75,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "sessions_site.urls"
@@ -175,6 +179,12 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): the first backend refuses a login while the account or
+# the address is locked out; a successful login clears that account's failures.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "explorer:session_list"
 LOGOUT_REDIRECT_URL = "login"
@@ -233,6 +243,18 @@ FILE_UPLOAD_TEMP_DIR = None
 # Largest request body on every path but the import (whose limit is
 # SESSIONS_MAX_UPLOAD_BYTES); checked before the body is read (explorer.middleware).
 SESSIONS_MAX_REQUEST_BYTES = envint("SESSIONS_MAX_REQUEST_BYTES", 8 * 1024 * 1024, minimum=1024)
+# Login throttling: five failures in a row lock the account (whatever the address) and,
+# separately, the address (whatever the account) for fifteen minutes, then the lock ends.
+AXES_FAILURE_LIMIT = envint("SESSIONS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("SESSIONS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The address is the peer's: a client cannot pick one with X-Forwarded-For. Behind a
+# reverse proxy every client shares its address, so the per-account lock does the work.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+AXES_VERBOSE = False
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
