@@ -150,3 +150,83 @@ class RequestSizeGuard:
                 await send(message)
 
         await self.app(scope, guarded_receive, guarded_send)
+
+
+# ---------------------------------------------------------------------------------------------
+# WebSocket origin
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_key(scheme: str, netloc: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of ``scheme://netloc``, the default port filled in."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+def parse_origin(origin: str) -> tuple[str, str, int] | None:
+    """An ``Origin`` header as ``(scheme, host, port)``; None for ``null`` or garbage."""
+    scheme, sep, rest = origin.strip().partition("://")
+    if not sep or "/" in rest:
+        return None
+    return _origin_key(scheme.lower(), rest)
+
+
+def own_origin(scope: Scope) -> tuple[str, str, int] | None:
+    """The origin the page was served from: the ``Host`` header, with the scheme the browser
+    used (``https`` when TLS ends at a proxy that says so, as Django's settings configure)."""
+    headers = {
+        name.decode("latin-1").lower(): value.decode("latin-1")
+        for name, value in scope.get("headers", ())
+    }
+    host = headers.get("host", "")
+    scheme = "https" if scope.get("scheme") in ("wss", "https") else "http"
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy:
+        name, value = proxy
+        header = name.lower().removeprefix("http_").replace("_", "-")
+        if headers.get(header, "").split(",")[0].strip() == value:
+            scheme = "https"
+    return _origin_key(scheme, host) if host else None
+
+
+def origin_allowed(scope: Scope) -> bool:
+    """Same scheme, host and port as the page, or listed in ``CSRF_TRUSTED_ORIGINS``; the
+    host must also be one Django serves (``ALLOWED_HOSTS``)."""
+    from django.http.request import validate_host
+
+    origin = next((v for n, v in scope.get("headers", ()) if n.lower() == b"origin"), None)
+    if origin is None:
+        return False
+    wanted = parse_origin(origin.decode("latin-1"))
+    if wanted is None:
+        return False
+    trusted = {parse_origin(o) for o in settings.CSRF_TRUSTED_ORIGINS}
+    if wanted in trusted:
+        return True
+    own = own_origin(scope)
+    return own == wanted and validate_host(wanted[1], settings.ALLOWED_HOSTS)
+
+
+class WebsocketOriginGuard:
+    """Refuse a WebSocket handshake from another origin: another page on the same machine
+    (another port) must not read sessions live with the viewer's cookie."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and not origin_allowed(scope):
+            message = await receive()
+            if message["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 4403})
+            return
+        await self.app(scope, receive, send)

@@ -13,17 +13,15 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from explorer.middleware import RequestSizeGuard  # noqa: E402
+from explorer.middleware import RequestSizeGuard, WebsocketOriginGuard  # noqa: E402
 from explorer.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Oversized bodies are refused before Django reads a byte of them.
         "http": RequestSizeGuard(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Same scheme, host and port as the page (or a trusted origin) only.
+        "websocket": WebsocketOriginGuard(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

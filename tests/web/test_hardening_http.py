@@ -137,3 +137,59 @@ async def test_small_requests_pass():
     code, body = await answer(comm)
     assert (code, body) == (200, b"ok")
     await comm.wait(timeout=5)
+
+
+# -- WebSocket origin ----------------------------------------------------------------------
+
+
+async def ws_handshake(headers, *, user=None, scheme: str = "ws") -> bool:
+    from channels.testing import WebsocketCommunicator
+
+    if user is not None:
+        headers = [*headers, (b"cookie", await database_sync_to_async(session_cookie)(user))]
+    comm = WebsocketCommunicator(app(), "/ws/sessions/999999/", headers=headers)
+    comm.scope["scheme"] = scheme
+    connected, _code = await comm.connect(timeout=5)
+    await comm.disconnect()
+    return connected
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "scheme", "allowed"),
+    [
+        (b"localhost:8000", b"http://localhost:8000", "ws", True),
+        (b"localhost:8000", b"http://localhost:9999", "ws", False),  # another local page
+        (b"localhost:8000", b"http://localhost", "ws", False),
+        (b"localhost", b"http://localhost:80", "ws", True),  # the default port
+        (b"localhost:8000", b"https://localhost:8000", "ws", False),  # another scheme
+        (b"localhost:8443", b"https://localhost:8443", "wss", True),
+        (b"evil.example", b"http://evil.example", "ws", False),  # not an allowed host
+        (b"localhost:8000", b"null", "ws", False),
+        (b"localhost:8000", b"http://localhost:8000/x", "ws", False),
+        (b"localhost:8000", b"http://localhost:99999999", "ws", False),
+        (b"localhost:8000", None, "ws", False),
+    ],
+)
+async def test_the_websocket_origin_must_match_scheme_host_and_port(
+    viewer_user, host, origin, scheme, allowed
+):
+    headers = [(b"host", host)] + ([(b"origin", origin)] if origin else [])
+    assert await ws_handshake(headers, user=viewer_user, scheme=scheme) is allowed
+
+
+async def test_a_trusted_origin_may_connect(viewer_user, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://explorer.example.org"]
+    headers = [(b"host", b"127.0.0.1:8000"), (b"origin", b"https://explorer.example.org")]
+    assert await ws_handshake(headers, user=viewer_user)
+    headers = [(b"host", b"127.0.0.1:8000"), (b"origin", b"https://explorer.example.org:8443")]
+    assert not await ws_handshake(headers, user=viewer_user)
+
+
+async def test_behind_a_tls_proxy_the_forwarded_scheme_counts(viewer_user, settings):
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    headers = [
+        (b"host", b"localhost"),
+        (b"origin", b"https://localhost"),
+        (b"x-forwarded-proto", b"https"),
+    ]
+    assert await ws_handshake(headers, user=viewer_user)
