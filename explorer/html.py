@@ -56,9 +56,10 @@ def _li(
 ) -> SafeString:  # fmt: skip
     return format_html(
         '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
-        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}</li>',
-        " ".join(classes), eid, kind, role, indent, "1" if labelled else "0", "1" if tool else "0",
-        indent + 1, indent, mark_safe(extra), body,  # noqa: S308 - fixed attribute text
+        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}"{}>{}</li>',
+        " ".join([*classes, f"ind-{min(indent, 10)}"]), eid, kind, role, indent,
+        "1" if labelled else "0", "1" if tool else "0",
+        indent + 1, mark_safe(extra), body,  # noqa: S308 - fixed attribute text
     )  # fmt: skip
 
 

@@ -230,3 +230,26 @@ class WebsocketOriginGuard:
                 await send({"type": "websocket.close", "code": 4403})
             return
         await self.app(scope, receive, send)
+
+
+# ---------------------------------------------------------------------------------------------
+# Content-Security-Policy
+
+
+class ContentSecurityPolicyMiddleware:
+    """``Content-Security-Policy`` on every HTML page (``settings.CONTENT_SECURITY_POLICY``).
+
+    The pages load scripts and styles from static files only, so the policy allows nothing
+    inline: a payload that got past the sanitiser still could not run. A response that set
+    its own policy (the graph's SVG) keeps it.
+    """
+
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        response = self.get_response(request)
+        content_type = response.get("Content-Type", "")
+        if content_type.startswith("text/html") and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = settings.CONTENT_SECURITY_POLICY
+        return response
