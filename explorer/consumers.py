@@ -186,7 +186,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             return
         try:
             message = jsonfmt.loads(text_data or bytes_data or b"")
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep: ignored
             return
         if not isinstance(message, dict):
             return

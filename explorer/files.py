@@ -215,8 +215,15 @@ def _parse(line: str) -> tuple[bool, Any]:
         pass
     try:
         return True, jsonfmt.loads(line)
-    except (ValueError, RecursionError):
+    except ValueError:
         return False, None
+    except RecursionError:
+        return False, _TOO_DEEP
+
+
+# ``_parse``'s answer for valid JSON nested deeper than Python's parsers go (JavaScript's has
+# no such limit, so Pi keeps the line): reported with its depth rather than as malformed.
+_TOO_DEEP = "too-deep"
 
 
 def _excerpt(line: str, limit: int = 60) -> str:
@@ -655,7 +662,11 @@ def _full_report(data, consumed: int, scan_problems: list[Problem]) -> list[Prob
         return scan_problems
     merged: list[Problem] = []
     seen: set[tuple[int, str]] = set()
+    # The engine calls a line too deep for Python's parser malformed; ours names the depth.
+    deep = {p.line for p in scan_problems if p.code == "too-deep"}
     for p in report.problems:
+        if p.line in deep and p.code == "malformed-line":
+            continue
         problem = Problem(p.line, p.severity, p.code, p.message, getattr(p, "entry_id", None))
         merged.append(problem)
         seen.add((problem.line, problem.severity))
@@ -695,7 +706,18 @@ def _scan_lines(
             yield _Line(index, line, raw_bytes, None, "blank", piece)
             continue
         ok, value = _parse(line)
-        if not ok:
+        if not ok and value == _TOO_DEEP:
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "too-deep",
+                    f"JSON nested {jsonfmt.nesting_depth(line):,} levels deep: Pi reads it, "
+                    "this app reads about 1,000 levels, so the line is kept verbatim (the "
+                    "export is unchanged) but is not part of the tree here.",
+                )
+            )
+        elif not ok:
             scan.add(
                 Problem(
                     index + 1,
@@ -704,6 +726,7 @@ def _scan_lines(
                     f"Malformed JSON, skipped by Pi: {_excerpt(line)}",
                 )
             )
+        if not ok:
             yield _Line(index, line, raw_bytes, None, "malformed", piece)
             continue
         if header_index is not None and index < header_index:

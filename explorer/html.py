@@ -57,7 +57,7 @@ def _li(
     return format_html(
         '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
         'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}"{}>{}</li>',
-        " ".join([*classes, f"ind-{min(indent, 10)}"]), eid, kind, role, indent,
+        " ".join([*classes[:2], f"ind-{min(indent, 10)}", *classes[2:]]), eid, kind, role, indent,
         "1" if labelled else "0", "1" if tool else "0",
         indent + 1, mark_safe(extra), body,  # noqa: S308 - fixed attribute text
     )  # fmt: skip

@@ -30,6 +30,7 @@ __all__ = [
     "js_sort_key",
     "js_trim",
     "loads",
+    "nesting_depth",
     "now_iso",
     "truthy",
     "utf16_len",
@@ -268,6 +269,24 @@ def loads(text: str | bytes) -> Any:
     if end != len(stripped):
         raise ValueError("Unexpected non-whitespace character after JSON")
     return _normalize_numbers(value)
+
+
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON ``text`` (strings skipped), without
+    recursion: a line Pi reads (JavaScript's parser has no depth limit) but Python's refuses
+    can be reported with its real depth."""
+    depth = deepest = 0
+    for m in _STRUCTURE.finditer(text):
+        ch = m.group(0)
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _normalize_numbers(value: Any) -> Any:

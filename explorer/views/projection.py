@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import html, queries
+from explorer import html, params, queries
 from explorer.analysis.projection import align_projection
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title, message_preview
@@ -24,11 +24,7 @@ EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
 
 def _int(value: str | None, default: int, lo: int, hi: int) -> int:
-    try:
-        v = int(value or default)
-    except ValueError:
-        return default
-    return max(lo, min(hi, v))
+    return params.int_param(value, default, lo, hi)
 
 
 def context_summary(session, cursor: str | None, window: int, reserve: int) -> dict[str, Any]:
