@@ -488,8 +488,23 @@ def _check_size(data_len: int, result: ImportResult) -> bool:
     return True
 
 
+_BOM_NOTE = (
+    " The file starts with a UTF-8 byte order mark (bytes EF BB BF), which Pi's JSON parser "
+    "refuses, so Pi skips line 1; save the file without it."
+)
+
+
 def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     """Locate the header the way Pi does: the first kept value decides."""
+    header, index, line, problems = _find_header(data)
+    if header is None and _slice(data, 0, 3) == b"\xef\xbb\xbf":
+        problems = [
+            Problem(p.line, p.severity, p.code, p.message + _BOM_NOTE, p.entry_id) for p in problems
+        ]
+    return header, index, line, problems
+
+
+def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     problems: list[Problem] = []
     for index, piece, _terminated in _iter_lines(data):
         line, _ok = _decode(piece)
@@ -897,7 +912,8 @@ def _unstorable(entry_id: str, value: dict, fields: dict, line_no: int, scan: _S
 
 def _resolve_pending(session: Session, scan: _Scan) -> None:
     """Depths of entries whose parent came later in the file, and parent problems."""
-    for entry_id in list(scan.pending_depth):
+    # In file order, so the same file always gives the same report (a set's order varies).
+    for entry_id in sorted(scan.pending_depth, key=lambda e: scan.first_line.get(e, 0)):
         chain: list[str] = []
         seen: set[str] = set()
         current: str | None = entry_id

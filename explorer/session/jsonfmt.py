@@ -245,7 +245,18 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: obj[k] for k in ordered}
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_hook)
+def _parse_int(text: str) -> int | float:
+    """A JSON integer; one too long for ``int()`` (4,300 digits) is far beyond 2**53, so it
+    is the double JavaScript reads (``Infinity`` past 1e308), as ``_normalize_numbers``
+    would make of it anyway."""
+    if len(text) > 400:
+        return float(text)
+    return int(text)
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_pairs_hook, parse_int=_parse_int
+)
 
 
 def loads(text: str | bytes) -> Any:
