@@ -816,7 +816,7 @@ def _store_lines(
         entry_id = value["id"]
         fields = entry_fields(value)
         line_no = item.index + 1
-        if "\\u" in item.raw and _unstorable(entry_id, value, fields, line_no, scan):
+        if "\\u" in item.raw and _unstorable(entry_id, line_no, scan):
             continue
         for key, what in ((entry_id, "entry id"), (fields["parent_id"], "parentId")):
             if key is not None and len(key) > MAX_ID_LENGTH:
@@ -889,7 +889,7 @@ def _store_lines(
     return stats
 
 
-def _unstorable(entry_id: str, value: dict, fields: dict, line_no: int, scan: _Scan) -> bool:
+def _unstorable(entry_id: str, line_no: int, scan: _Scan) -> bool:
     """Columns hold the visible form of an id (lone surrogates and NUL as U+FFFD, see
     ``explorer.dbtext``); two ids Pi tells apart that look the same there cannot both be
     stored, so the second is refused with its line."""

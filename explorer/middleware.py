@@ -253,3 +253,82 @@ class ContentSecurityPolicyMiddleware:
         if content_type.startswith("text/html") and "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = settings.CONTENT_SECURITY_POLICY
         return response
+
+
+# ---------------------------------------------------------------------------------------------
+# daphne: the same limits while the body arrives
+
+_TOO_LARGE = (
+    b"HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+)
+_FORBIDDEN = (
+    b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s"
+)
+
+
+def _refuse(request: Any, template: bytes, text: str) -> None:
+    body = text.encode()
+    request._explorer_refused = True
+    request.channel.transport.write(template % (len(body), body))
+    request.channel.loseConnection()
+
+
+def install_daphne_guard() -> None:
+    """Apply the body limits inside daphne, as the bytes arrive.
+
+    daphne receives a whole request body (into memory or a temporary file) before the ASGI
+    application sees the request, and then queues all of it for the application at once, so
+    an ASGI middleware alone answers only after the last byte. Here the declared length is
+    checked when the headers end and the count with every chunk: an oversized body, or an
+    import body without a session cookie, is answered and the connection closed at once.
+    Idempotent; a no-op without daphne.
+    """
+    try:
+        from daphne.http_protocol import WebRequest
+    except ImportError:
+        return
+    if getattr(WebRequest, "_explorer_guarded", False):
+        return
+    from urllib.parse import unquote
+
+    got_length = WebRequest.gotLength
+    handle_chunk = WebRequest.handleContentChunk
+    process = WebRequest.process
+
+    def guarded_got_length(self: Any, length: int | None) -> None:
+        raw = getattr(self.channel, "_path", b"") or b""
+        path = unquote(raw.split(b"?", 1)[0].decode("latin-1"))
+        self._explorer_path = path
+        self._explorer_limit = body_limit(path)
+        self._explorer_seen = 0
+        self._explorer_refused = False
+        got_length(self, length)
+        if length is not None and length > self._explorer_limit:
+            _refuse(self, _TOO_LARGE, _too_large_text(self._explorer_limit, path))
+        elif (
+            path == import_path()
+            and (length or self.requestHeaders.hasHeader(b"transfer-encoding"))
+            and settings.SESSION_COOKIE_NAME.encode() not in (self.getHeader(b"cookie") or b"")
+        ):
+            _refuse(self, _FORBIDDEN, "Only admins may import sessions.\n")
+
+    def guarded_chunk(self: Any, data: bytes) -> None:
+        if getattr(self, "_explorer_refused", False):
+            return
+        self._explorer_seen += len(data)
+        if self._explorer_seen > self._explorer_limit:
+            _refuse(self, _TOO_LARGE, _too_large_text(self._explorer_limit, self._explorer_path))
+            return
+        handle_chunk(self, data)
+
+    def guarded_process(self: Any) -> Any:
+        if getattr(self, "_explorer_refused", False):
+            return None
+        return process(self)
+
+    WebRequest.gotLength = guarded_got_length
+    WebRequest.handleContentChunk = guarded_chunk
+    WebRequest.process = guarded_process
+    WebRequest._explorer_guarded = True

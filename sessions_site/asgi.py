@@ -14,8 +14,15 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from explorer.middleware import RequestSizeGuard, WebsocketOriginGuard  # noqa: E402
+from explorer.middleware import (  # noqa: E402
+    RequestSizeGuard,
+    WebsocketOriginGuard,
+    install_daphne_guard,
+)
 from explorer.routing import websocket_urlpatterns  # noqa: E402
+
+# Under daphne the limits also apply while the body arrives, before daphne buffers it.
+install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
