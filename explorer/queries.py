@@ -589,6 +589,7 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
     qs = annotate_sessions(qs)
     if q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
+        q = jsonfmt.visible(q)  # the columns' form (PostgreSQL refuses NUL in a pattern)
         qs = qs.filter(
             Q(name__icontains=q)
             | Q(session_id__icontains=q)
