@@ -19,6 +19,7 @@ from django.db import transaction
 
 from explorer import html
 from explorer.models import Entry
+from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ def send(session, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    # Redis packs strings as UTF-8: a lone surrogate or NUL travels as U+FFFD.
+    message = jsonfmt.visible_data(message)
     group = session.group_name if hasattr(session, "group_name") else f"session-{session}"
     loop = _main_loop
     if loop is not None and loop.is_running() and not loop.is_closed():

@@ -23,7 +23,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from explorer import broadcast, conf, html, queries
+from explorer import broadcast, conf, html, params, queries
 from explorer.models import Session
 from explorer.session import jsonfmt
 
@@ -79,13 +79,10 @@ def _position_of(session_pk: int, after: Any) -> int | None:
     """A client's ``after``: a position, or an entry id (its position)."""
     from explorer.models import Entry
 
-    if isinstance(after, bool):
-        return None
-    if isinstance(after, int):
-        return after
+    number = params.parse_int(after)
+    if number is not None:
+        return max(0, min(number, 2**62))  # a position column holds nothing outside this
     if isinstance(after, str):
-        if after.lstrip("-").isdigit():
-            return int(after)
         row = Entry.objects.filter(session_id=session_pk, entry_id=after).values("position").first()
         return row["position"] if row else None
     return None
@@ -189,7 +186,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             return
         try:
             message = jsonfmt.loads(text_data or bytes_data or b"")
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep: ignored
             return
         if not isinstance(message, dict):
             return
@@ -230,12 +227,19 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
     # -- to the client ---------------------------------------------------------------------
 
     async def send_text(self, text: str) -> None:
-        await self.send(text_data=text)
+        # A frame is UTF-8: a lone surrogate or NUL from a session shows as U+FFFD.
+        await self.send(text_data=jsonfmt.visible(text))
 
     async def send_json(self, value: dict) -> None:
         # orjson: these frames are for programs, byte-exact JavaScript output is not needed,
         # and with a hundred viewers the encoder runs a hundred times per entry.
-        await self.send(text_data=orjson.dumps(value).decode())
+        try:
+            text = orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:  # a lone surrogate: send the visible form
+            text = ""
+        if not text or "\\u0000" in text:  # NUL (or a text naming it): the same
+            text = orjson.dumps(jsonfmt.visible_data(value)).decode()
+        await self.send(text_data=text)
 
     async def send_state(self) -> None:
         if not self.json_mode:

@@ -221,13 +221,35 @@ def _parse(line: str) -> tuple[bool, Any]:
         pass
     try:
         return True, jsonfmt.loads(line)
-    except (ValueError, RecursionError):
+    except ValueError:
         return False, None
+    except RecursionError:
+        return False, _TOO_DEEP
+
+
+# ``_parse``'s answer for valid JSON nested deeper than Python's parsers go (JavaScript's has
+# no such limit, so Pi keeps the line): reported with its depth rather than as malformed.
+_TOO_DEEP = "too-deep"
 
 
 def _excerpt(line: str, limit: int = 60) -> str:
     line = line.strip()
     return line if len(line) <= limit else line[:limit] + "…"
+
+
+# The id columns' width. Pi accepts ids of any length; a longer one is refused at import
+# with its line number rather than cut (a cut id no longer finds its row or its children).
+MAX_ID_LENGTH = 200
+
+
+def _long_id(line_no: int, what: str, value: str) -> Problem:
+    return Problem(
+        line_no,
+        "error",
+        "id-too-long",
+        f"The {what} is {len(value)} characters long; ids of up to {MAX_ID_LENGTH} "
+        f"characters can be stored: {_excerpt(jsonfmt.visible(value))}",
+    )
 
 
 def _text(value: Any, limit: int) -> str:
@@ -290,6 +312,8 @@ class _Scan:
     first_line: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)  # depths settled after the pass
     existing: set[str] = field(default_factory=set)  # ids stored before this import
+    # Visible form -> id, for ids holding lone surrogates or NUL (see ``_unstorable``).
+    visible_ids: dict[str, str] = field(default_factory=dict)
     session_pk: int | None = None
 
     has_error: bool = False
@@ -374,6 +398,10 @@ class _Writer:
     ) -> None:
         if self.first_position is None:
             self.first_position = position
+        if "\\u" in raw:
+            # A \\u escape may decode to a lone surrogate or NUL, which the driver refuses.
+            entry_id = jsonfmt.visible(entry_id)
+            fields = {k: jsonfmt.visible(v) if type(v) is str else v for k, v in fields.items()}
         parent = fields["parent_id"]
         if parent is not None:
             parent_row = self.pending.get(parent)
@@ -542,8 +570,23 @@ def _check_size(data_len: int, result: ImportResult) -> bool:
     return True
 
 
+_BOM_NOTE = (
+    " The file starts with a UTF-8 byte order mark (bytes EF BB BF), which Pi's JSON parser "
+    "refuses, so Pi skips line 1; save the file without it."
+)
+
+
 def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     """Locate the header the way Pi does: the first kept value decides."""
+    header, index, line, problems = _find_header(data)
+    if header is None and _slice(data, 0, 3) == b"\xef\xbb\xbf":
+        problems = [
+            Problem(p.line, p.severity, p.code, p.message + _BOM_NOTE, p.entry_id) for p in problems
+        ]
+    return header, index, line, problems
+
+
+def _find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
     problems: list[Problem] = []
     for index, piece, _terminated in _iter_lines(data):
         line, _ok = _decode(piece)
@@ -559,6 +602,9 @@ def find_header(data: bytes) -> tuple[dict | None, int, str, list[Problem]]:
             and value.get("type") == "session"
             and isinstance(value.get("id"), str)
         ):
+            if len(value["id"]) > MAX_ID_LENGTH:
+                problems.append(_long_id(index + 1, "session id", value["id"]))
+                return None, index, line, problems
             return value, index, line, problems
         what = "an object" if isinstance(value, dict) else f"a {type(value).__name__} value"
         problems.append(
@@ -717,7 +763,11 @@ def _full_report(data, consumed: int, scan_problems: list[Problem]) -> list[Prob
         return scan_problems
     merged: list[Problem] = []
     seen: set[tuple[int, str]] = set()
+    # The engine calls a line too deep for Python's parser malformed; ours names the depth.
+    deep = {p.line for p in scan_problems if p.code == "too-deep"}
     for p in report.problems:
+        if p.line in deep and p.code == "malformed-line":
+            continue
         problem = Problem(p.line, p.severity, p.code, p.message, getattr(p, "entry_id", None))
         merged.append(problem)
         seen.add((problem.line, problem.severity))
@@ -757,7 +807,18 @@ def _scan_lines(
             yield _Line(index, line, raw_bytes, None, "blank", piece)
             continue
         ok, value = _parse(line)
-        if not ok:
+        if not ok and value == _TOO_DEEP:
+            scan.add(
+                Problem(
+                    index + 1,
+                    "warning",
+                    "too-deep",
+                    f"JSON nested {jsonfmt.nesting_depth(line):,} levels deep: Pi reads it, "
+                    "this app reads about 1,000 levels, so the line is kept verbatim (the "
+                    "export is unchanged) but is not part of the tree here.",
+                )
+            )
+        elif not ok:
             scan.add(
                 Problem(
                     index + 1,
@@ -766,6 +827,7 @@ def _scan_lines(
                     f"Malformed JSON, skipped by Pi: {_excerpt(line)}",
                 )
             )
+        if not ok:
             yield _Line(index, line, raw_bytes, None, "malformed", piece)
             continue
         if header_index is not None and index < header_index:
@@ -840,6 +902,14 @@ def _store_lines(
         entry_id = value["id"]
         fields = entry_fields(value)
         line_no = item.index + 1
+        if "\\u" in item.raw and _unstorable(entry_id, line_no, scan):
+            continue
+        for key, what in ((entry_id, "entry id"), (fields["parent_id"], "parentId")):
+            if key is not None and len(key) > MAX_ID_LENGTH:
+                scan.add(_long_id(line_no, what, key))
+        target = value.get("targetId")
+        if isinstance(target, str) and len(target) > MAX_ID_LENGTH:
+            scan.add(_long_id(line_no, "targetId", target))
         if entry_id in scan.existing:
             # Already stored (e.g. appended live while Pi wrote the file): the same line is
             # fine, a different one would rewrite history.
@@ -894,7 +964,7 @@ def _store_lines(
         if scan.failed:
             continue
         writer.entry(
-            entry_id=entry_id[:200],
+            entry_id=entry_id,
             position=position,
             depth=depth,
             raw=item.raw,
@@ -906,9 +976,31 @@ def _store_lines(
     return stats
 
 
+def _unstorable(entry_id: str, line_no: int, scan: _Scan) -> bool:
+    """Columns hold the visible form of an id (lone surrogates and NUL as U+FFFD, see
+    ``explorer.dbtext``); two ids Pi tells apart that look the same there cannot both be
+    stored, so the second is refused with its line."""
+    shown = jsonfmt.visible(entry_id)
+    first = scan.visible_ids.setdefault(shown, entry_id)
+    if first == entry_id:
+        return False
+    scan.add(
+        Problem(
+            line_no,
+            "error",
+            "duplicate-id",
+            f"Entry id {shown} differs from the id on line {scan.first_line.get(first, 0)} "
+            "only in invalid Unicode (lone surrogates or NUL), which cannot be stored apart.",
+            shown,
+        )
+    )
+    return True
+
+
 def _resolve_pending(session: Session, scan: _Scan) -> None:
     """Depths of entries whose parent came later in the file, and parent problems."""
-    for entry_id in list(scan.pending_depth):
+    # In file order, so the same file always gives the same report (a set's order varies).
+    for entry_id in sorted(scan.pending_depth, key=lambda e: scan.first_line.get(e, 0)):
         chain: list[str] = []
         seen: set[str] = set()
         current: str | None = entry_id
@@ -1564,7 +1656,9 @@ def index_new_entries(session: Session) -> int:
         # Secrets never enter the index: no query can match inside one or show it in a snippet.
         text = redact_for_search(entry_text(data)) if isinstance(data, dict) else ""
         if text:
-            batch.append((session.pk, eid, position, kind, role, text))
+            # Raw SQL skips the fields' conversion: show lone surrogates / NUL as U+FFFD here too.
+            v = jsonfmt.visible
+            batch.append((session.pk, v(eid), position, v(kind), v(role or ""), v(text)))
         if len(batch) >= 500:
             flush()
             added += len(batch)

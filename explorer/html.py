@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode as _urlencode
 
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
@@ -32,6 +32,14 @@ from explorer.session.describe import (
     transcript_text,
 )
 from explorer.session.graph import chain_caption
+from explorer.session.jsonfmt import visible
+
+
+def urlencode(query: Any) -> str:
+    """A query string of the visible form of each value: an id holding a lone surrogate or
+    NUL links as the U+FFFD form its column stores (``explorer.dbtext``)."""
+    pairs = query.items() if isinstance(query, dict) else query
+    return _urlencode([(k, visible(v) if isinstance(v, str) else v) for k, v in pairs])
 
 
 def join(pieces: Iterable[Any]) -> SafeString:
@@ -59,9 +67,10 @@ def _li(
     )
     return format_html(
         '<li role="treeitem" tabindex="-1" class="{}" data-id="{}" data-kind="{}" data-role="{}" '
-        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}" style="--indent: {}"{}>{}{}</li>',
-        " ".join(classes), eid, kind, role, indent, "1" if labelled else "0", "1" if tool else "0",
-        indent + 1, indent, mark_safe(extra), mark, body,  # noqa: S308 - fixed attribute text
+        'data-indent="{}" data-labelled="{}" data-tool="{}" aria-level="{}"{}>{}{}</li>',
+        " ".join([*classes[:2], f"ind-{min(indent, 10)}", *classes[2:]]), eid, kind, role, indent,
+        "1" if labelled else "0", "1" if tool else "0",
+        indent + 1, mark_safe(extra), mark, body,  # noqa: S308 - fixed attribute text
     )  # fmt: skip
 
 

@@ -10,21 +10,22 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from explorer.dbtext import VisibleCharField, VisibleTextField
 from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
 
 
 class Session(models.Model):
-    session_id = models.CharField(max_length=200, unique=True, help_text="Header id")
+    session_id = VisibleCharField(max_length=200, unique=True, help_text="Header id")
     version = models.IntegerField(default=3, help_text="Version after migration (always 3)")
     source_version = models.IntegerField(default=3, help_text="Version of the imported file")
-    cwd = models.TextField(blank=True, default="")
-    header_timestamp = models.CharField(max_length=64, blank=True, default="")
-    parent_session = models.TextField(blank=True, default="")
-    source_path = models.TextField(blank=True, default="")
+    cwd = VisibleTextField(blank=True, default="")
+    header_timestamp = VisibleCharField(max_length=64, blank=True, default="")
+    parent_session = VisibleTextField(blank=True, default="")
+    source_path = VisibleTextField(blank=True, default="")
     header_raw = models.TextField(help_text="Header line as exported (verbatim for v3 files)")
     header_position = models.IntegerField(default=0, help_text="Line index of the header")
-    name = models.TextField(blank=True, default="", help_text="From the newest session_info")
+    name = VisibleTextField(blank=True, default="", help_text="From the newest session_info")
     entry_count = models.IntegerField(default=0)
     leaf_count = models.IntegerField(default=0)
     compaction_count = models.IntegerField(default=0)
@@ -99,10 +100,10 @@ class Entry(models.Model):
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="entries", db_index=False
     )
-    entry_id = models.CharField(max_length=200)
-    parent_id = models.CharField(max_length=200, null=True, blank=True)
-    type = models.CharField(max_length=64)
-    timestamp = models.CharField(max_length=64, blank=True, default="")
+    entry_id = VisibleCharField(max_length=200)
+    parent_id = VisibleCharField(max_length=200, null=True, blank=True)
+    type = VisibleCharField(max_length=64)
+    timestamp = VisibleCharField(max_length=64, blank=True, default="")
     position = models.IntegerField(help_text="Line index in the exported file (header = 0)")
     line_no = models.IntegerField(help_text="1-based line number in the exported file")
     depth = models.IntegerField(default=0, help_text="Distance from its root")
@@ -113,9 +114,9 @@ class Entry(models.Model):
         editable=False,
         help_text="Original bytes when the line was not valid UTF-8",
     )
-    role = models.CharField(max_length=64, blank=True, default="")
-    custom_type = models.CharField(max_length=200, blank=True, default="")
-    target_id = models.CharField(max_length=200, blank=True, default="")
+    role = VisibleCharField(max_length=64, blank=True, default="")
+    custom_type = VisibleCharField(max_length=200, blank=True, default="")
+    target_id = VisibleCharField(max_length=200, blank=True, default="")
     size = models.IntegerField(default=0, help_text="Bytes of the raw line")
     child_count = models.IntegerField(default=0)
     author = models.ForeignKey(
@@ -192,7 +193,7 @@ class Leaf(models.Model):
         on_delete=models.CASCADE,
         related_name="session_cursors",
     )
-    entry_id = models.CharField(max_length=200, null=True, blank=True)
+    entry_id = VisibleCharField(max_length=200, null=True, blank=True)
     updated = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -229,8 +230,8 @@ class ImportProblem(models.Model):
     line = models.IntegerField()
     severity = models.CharField(max_length=16)
     code = models.CharField(max_length=64)
-    message = models.TextField()
-    entry_id = models.CharField(max_length=200, blank=True, default="")
+    message = VisibleTextField()
+    entry_id = VisibleCharField(max_length=200, blank=True, default="")
 
     class Meta:
         ordering = ["session", "line", "pk"]

@@ -73,7 +73,7 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         SELECT {_PATH_COLS} FROM walk ORDER BY n DESC
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, entry_id, session.pk, limit])
+        cur.execute(sql, [session.pk, jsonfmt.visible(entry_id), session.pk, limit])
         rows = cur.fetchall()
     seen: set[str] = set()
     out: list[LightEntry] = []
@@ -462,7 +462,16 @@ def chain_entries(
         SELECT {_LIGHT_COLS} FROM down ORDER BY n
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, first_id, session.pk, limit - 1, stop or ""])
+        cur.execute(
+            sql,
+            [
+                session.pk,
+                jsonfmt.visible(first_id),
+                session.pk,
+                limit - 1,
+                jsonfmt.visible(stop or ""),
+            ],
+        )
         return [LightEntry(*r) for r in cur.fetchall()]
 
 
@@ -484,7 +493,9 @@ def path_before(session: Session, entry_id: str, stop: str, limit: int) -> list[
         SELECT {_LIGHT_COLS} FROM up WHERE n > 0 ORDER BY n DESC
     """
     with connection.cursor() as cur:
-        cur.execute(sql, [session.pk, entry_id, session.pk, limit, stop])
+        cur.execute(
+            sql, [session.pk, jsonfmt.visible(entry_id), session.pk, limit, jsonfmt.visible(stop)]
+        )
         rows = [LightEntry(*r) for r in cur.fetchall()]
     seen: set[str] = set()
     out: list[LightEntry] = []
@@ -633,6 +644,7 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
         qs = qs.filter(Q(session_id__icontains=q) | Q(cwd__icontains=q))
     elif q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
+        q = jsonfmt.visible(q)  # the columns' form (PostgreSQL refuses NUL in a pattern)
         qs = qs.filter(
             Q(name__icontains=q)
             | Q(session_id__icontains=q)
@@ -965,6 +977,7 @@ def _text_matches(query: str) -> QuerySet[EntryText]:
     on JSON keys or ids."""
     from django.db.models.expressions import RawSQL
 
+    query = jsonfmt.visible(query)  # the index holds the visible form of the text
     qs = EntryText.objects.all()
     if connection.vendor == "sqlite" and not any(c in query for c in "%_\\"):
         return qs.filter(

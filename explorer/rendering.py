@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -20,8 +21,17 @@ import graphviz
 import markdown
 import nh3
 from django.core.cache import caches
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpResponse
+from django.template import Library
+from django.template.backends.django import DjangoTemplates
+from django.template.backends.django import Template as DjangoTemplate
+from django.template.defaultfilters import stringfilter
+from django.template.defaultfilters import urlencode as django_urlencode
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from explorer.session.jsonfmt import visible, visible_data
 
 # Tags a rendered chat message may contain. No img: a message must not make the browser fetch
 # arbitrary URLs (tracking pixels); images reach the page only as inline image blocks.
@@ -71,7 +81,7 @@ def _filter_attribute(tag: str, attr: str, value: str) -> str | None:
 def sanitize_html(html: str) -> SafeString:
     """Reduce arbitrary HTML to inert, allow-listed markup."""
     cleaned = nh3.clean(
-        html,
+        visible(html),
         tags=set(ALLOWED_TAGS),
         attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
         url_schemes=set(URL_SCHEMES),
@@ -86,7 +96,7 @@ def render_markdown(text: Any) -> SafeString:
     """Markdown → sanitised HTML. Non-strings render as empty (malformed content)."""
     if not isinstance(text, str) or not text:
         return mark_safe("")
-    html = markdown.markdown(text, extensions=_MD_EXTENSIONS, output_format="html")
+    html = markdown.markdown(visible(text), extensions=_MD_EXTENSIONS, output_format="html")
     return sanitize_html(html)
 
 
@@ -94,7 +104,7 @@ def render_plain(text: Any) -> SafeString:
     """Preformatted text (tool output, JSON): escaped, never interpreted."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    return mark_safe(escape(text))
+    return mark_safe(escape(visible(text)))
 
 
 _B64 = re.compile(r"^[A-Za-z0-9+/\s]*={0,2}\s*$")
@@ -148,7 +158,8 @@ class GraphRenderError(RuntimeError):
 
 
 def svg_cache_key(dot: str) -> str:
-    return "explorer:svg:" + hashlib.sha256(dot.encode("utf-8")).hexdigest()
+    """The cache key of a graph: lone surrogates and NUL hash as the U+FFFD they are drawn as."""
+    return "explorer:svg:" + hashlib.sha256(visible(dot).encode("utf-8")).hexdigest()
 
 
 def _layout(dot: str) -> str:
@@ -166,6 +177,7 @@ def _layout(dot: str) -> str:
 
 def dot_to_svg(dot: str) -> str:
     """Lay out DOT with the real `dot` binary; the result is cached by content hash."""
+    dot = visible(dot)  # graphviz reads UTF-8: a lone surrogate or NUL is drawn as U+FFFD
     cache = caches[SVG_CACHE_ALIAS]
     key = svg_cache_key(dot)
     svg = cache.get(key)
@@ -173,3 +185,51 @@ def dot_to_svg(dot: str) -> str:
         svg = _layout(dot)
         cache.set(key, svg, SVG_CACHE_TIMEOUT)
     return svg
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates
+
+
+class VisibleTemplate(DjangoTemplate):
+    """A template whose output shows lone surrogates and NUL as U+FFFD.
+
+    Session text reaches the pages from many places (parsed lines, engine results, columns);
+    the rendered page is the one point they all pass before the response encodes as UTF-8,
+    which would refuse a lone surrogate for every reader of the page.
+    """
+
+    def render(self, context: Any = None, request: Any = None) -> SafeString:
+        return mark_safe(visible(super().render(context, request)))  # noqa: S308 - same markup
+
+
+class VisibleTextTemplates(DjangoTemplates):
+    """Django's template engine, with :class:`VisibleTemplate` output."""
+
+    def from_string(self, template_code: str) -> VisibleTemplate:
+        return VisibleTemplate(self.engine.from_string(template_code), self)
+
+    def get_template(self, template_name: str) -> VisibleTemplate:
+        return VisibleTemplate(super().get_template(template_name).template, self)
+
+
+# Loaded as a template builtin (settings): replaces Django's ``urlencode`` filter, which
+# refuses a lone surrogate. Links then carry the visible form, the one the columns hold.
+register = Library()
+
+
+@register.filter(is_safe=False)
+@stringfilter
+def urlencode(value: str, safe: str | None = None) -> str:
+    """Django's ``urlencode`` of the visible form of ``value``."""
+    return django_urlencode(visible(value), safe)
+
+
+class VisibleJsonResponse(HttpResponse):
+    """A JSON answer whose strings show lone surrogates and NUL as U+FFFD, like the pages
+    (``JsonResponse`` would write ``\\ud83d`` escapes that many clients cannot decode)."""
+
+    def __init__(self, data: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("content_type", "application/json")
+        text = json.dumps(visible_data(data), cls=DjangoJSONEncoder, ensure_ascii=False)
+        super().__init__(text.encode("utf-8"), **kwargs)

@@ -13,15 +13,22 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from explorer.middleware import (  # noqa: E402
+    RequestSizeGuard,
+    WebsocketOriginGuard,
+    install_daphne_guard,
+)
 from explorer.routing import websocket_urlpatterns  # noqa: E402
+
+# Under daphne the limits also apply while the body arrives, before daphne buffers it.
+install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Oversized bodies are refused before Django reads a byte of them.
+        "http": RequestSizeGuard(django_asgi_app),
+        # Same scheme, host and port as the page (or a trusted origin) only.
+        "websocket": WebsocketOriginGuard(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -30,10 +30,13 @@ __all__ = [
     "js_sort_key",
     "js_trim",
     "loads",
+    "nesting_depth",
     "now_iso",
     "truthy",
     "utf16_len",
     "utf16_slice",
+    "visible",
+    "visible_data",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +245,18 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: obj[k] for k in ordered}
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs_hook)
+def _parse_int(text: str) -> int | float:
+    """A JSON integer; one too long for ``int()`` (4,300 digits) is far beyond 2**53, so it
+    is the double JavaScript reads (``Infinity`` past 1e308), as ``_normalize_numbers``
+    would make of it anyway."""
+    if len(text) > 400:
+        return float(text)
+    return int(text)
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_reject_constant, object_pairs_hook=_pairs_hook, parse_int=_parse_int
+)
 
 
 def loads(text: str | bytes) -> Any:
@@ -268,6 +282,24 @@ def loads(text: str | bytes) -> Any:
     return _normalize_numbers(value)
 
 
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in JSON ``text`` (strings skipped), without
+    recursion: a line Pi reads (JavaScript's parser has no depth limit) but Python's refuses
+    can be reported with its real depth."""
+    depth = deepest = 0
+    for m in _STRUCTURE.finditer(text):
+        ch = m.group(0)
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def _normalize_numbers(value: Any) -> Any:
     """Integers beyond 2**53 become doubles, as every JSON number is one in JavaScript."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -286,6 +318,35 @@ def _normalize_numbers(value: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Strings
+
+# What Pi keeps in a JavaScript string but UTF-8, PostgreSQL and graphviz refuse: unpaired
+# surrogate code points (JSON.stringify writes them as ``\\udXXX`` escapes) and NUL.
+_INVALID_TEXT = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def visible(s: str) -> str:
+    """``s`` with every lone surrogate and NUL shown as U+FFFD.
+
+    The stored line keeps the original (export stays byte-identical); this is the form for
+    everything that must encode as UTF-8: pages, JSON answers, graphs, database columns. Two
+    adjacent surrogate code points (only built by hand) are one character, as in JavaScript.
+    """
+    if _INVALID_TEXT.search(s) is None:
+        return s
+    return _INVALID_TEXT.sub(REPLACEMENT, _PAIR.sub(_join_pair, s))
+
+
+def visible_data(value: Any) -> Any:
+    """A parsed JSON value with every string (keys too) passed through :func:`visible`."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible(k): visible_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [visible_data(v) for v in value]
+    return value
+
 
 JS_WHITESPACE = (
     "\u0009\u000a\u000b\u000c\u000d\u0020\u00a0\u1680"

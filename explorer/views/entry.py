@@ -95,10 +95,10 @@ def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str
 def _pretty(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
     try:
         text = jsonfmt.dumps(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # nesting too deep: the raw line shows it
         return ""
     if len(text) > 200:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):  # too deep: left unindented
             text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
     return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
 
@@ -206,7 +206,7 @@ def entry_panel_context(
                 if not raw_cut
                 else raw_text[:RAW_PREVIEW_CHARS]
             )
-        except ValueError:
+        except (ValueError, RecursionError):  # too deep to indent: shown as stored
             raw_pretty = raw_text[:RAW_PREVIEW_CHARS]
     if path_ids is None:
         path_ids = [e.entry_id for e in queries.light_path(session, cursor)] if cursor else []

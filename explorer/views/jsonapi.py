@@ -11,9 +11,10 @@ import dataclasses
 import math
 from typing import Any
 
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Model
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest
+
+from explorer.rendering import VisibleJsonResponse
 
 
 def wants_json(request: HttpRequest) -> bool:
@@ -21,11 +22,10 @@ def wants_json(request: HttpRequest) -> bool:
     return request.GET.get("format") == "json"
 
 
-def json_page(data: dict[str, Any], *, status: int = 200) -> JsonResponse:
+def json_page(data: dict[str, Any], *, status: int = 200) -> VisibleJsonResponse:
     """One page's data as a JSON object (never HTML, never Python reprs)."""
-    response = JsonResponse(
-        data, status=status, encoder=DjangoJSONEncoder, json_dumps_params={"ensure_ascii": False}
-    )
+    # Lone surrogates and NUL read as U+FFFD, as on the pages.
+    response = VisibleJsonResponse(data, status=status)
     response["Vary"] = "HX-Request"
     return response
 

@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from explorer import conf, html, queries, turns
 from explorer.models import Entry
@@ -24,6 +24,7 @@ def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
 
 
 @viewer_required
+@require_GET
 def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     from explorer.consumers import _transcript_items
 

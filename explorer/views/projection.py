@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import html, queries
+from explorer import html, params, queries
 from explorer.forms import ContextWindowForm
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title
@@ -21,11 +21,7 @@ ROWS_SHOWN = 150  # newest rows shown at first; earlier ones on request
 
 
 def _int(value: str | None, default: int, lo: int, hi: int) -> int:
-    try:
-        v = int(value or default)
-    except ValueError:
-        return default
-    return max(lo, min(hi, v))
+    return params.int_param(value, default, lo, hi)
 
 
 def _folded_rows(session, cursor: str | None, start: int, offset: int) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from explorer import html, queries
+from explorer import html, params, queries
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 from explorer.views.jsonapi import json_page, wants_json
@@ -37,8 +37,7 @@ def plain_snippet(text: str, query: str, width: int = 90) -> str:
 def _params(request: HtmxHttpRequest) -> tuple[str, str, int]:
     q = (request.GET.get("q") or "").strip()[:200]
     t = request.GET.get("type") or ""
-    raw_offset = request.GET.get("offset") or "0"
-    offset = int(raw_offset) if raw_offset.isdigit() and len(raw_offset) < 10 else 0
+    offset = params.int_param(request.GET.get("offset"), 0, 0, 10**9)
     return q, t if t in dict(TYPES) else "", offset
 
 

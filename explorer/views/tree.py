@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import html, queries
+from explorer import html, params, queries
 from explorer.analysis.tree import PAGE_ROWS
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
@@ -217,7 +217,7 @@ def chain_rows(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     raw_indent = request.GET.get("indent") or "0"
-    indent = min(int(raw_indent), 500) if raw_indent.isdigit() else 0
+    indent = params.int_param(raw_indent, 0, 0, 500)
     before, after = request.GET.get("before"), request.GET.get("after")
     if before or after:
         rows_html = _route_page(request, session, cursor, before, after, indent)
@@ -231,7 +231,7 @@ def chain_rows(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def _route_page(request, session, cursor, before, after, indent) -> SafeString:
     stop = request.GET.get("stop") or ""
     raw_n = request.GET.get("n") or ""
-    left = min(int(raw_n), 10_000_000) if raw_n.isdigit() else PAGE_ROWS
+    left = params.int_param(raw_n, PAGE_ROWS, 0, 10_000_000) if raw_n else PAGE_ROWS
     take = min(left, PAGE_ROWS)
     if before:
         light = queries.path_before(session, before, stop, take) if take else []

@@ -47,7 +47,9 @@ def browser():
 
 
 def open_live(browser, site: LiveServer, user: str):
-    context = browser.new_context()
+    # Playwright's wait_for_function evaluates its predicate inside the page, which the
+    # pages' CSP forbids (no eval); the policy itself is checked in tests/browser/test_csp.py.
+    context = browser.new_context(bypass_csp=True)
     context.add_cookies([{"name": "sessionid", "value": site.cookies[user], "url": site.base_url}])
     page = context.new_page()
     page.goto(f"{site.base_url}/sessions/{site.session_pks[0]}/live/")

@@ -1,0 +1,73 @@
+"""The body limits inside a real daphne: answered while the body is still being sent."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.live.server import LiveServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def raw_post(port: int, path: str, headers: dict[str, str], body_chunks: int) -> bytes:
+    """Send headers, then up to ``body_chunks`` MiB; return what the server answered."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        try:
+            for _ in range(body_chunks):
+                sock.sendall(b"x" * (1024 * 1024))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused and closed while we were still sending
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+    except ConnectionResetError:
+        return answer
+    finally:
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with LiveServer(tmp_path_factory.mktemp("guard"), users={"ada": "admin"}) as srv:
+        yield srv
+
+
+def test_a_declared_oversized_body_is_refused_before_any_byte(server):
+    answer = raw_post(server.port, "/", {"Content-Length": str(600 * 1024 * 1024)}, 0)
+    assert answer.startswith(b"HTTP/1.1 413")
+    assert b"SESSIONS_MAX_REQUEST_BYTES" in answer
+
+
+def test_a_chunked_body_is_refused_once_over_the_limit(server):
+    # Chunked framing: 9 chunks of 1 MiB exceed the 8 MiB cap.
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    sock.sendall(
+        b"POST /sessions/1/label/ HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    try:
+        for _ in range(9):
+            sock.sendall(b"100000\r\n" + b"y" * 0x100000 + b"\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    answer = sock.recv(65536)
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
+def test_an_anonymous_import_body_is_refused_at_once(server):
+    answer = raw_post(server.port, "/import/", {"Content-Length": str(300 * 1024 * 1024)}, 0)
+    assert answer.startswith(b"HTTP/1.1 403")
+
+
+def test_ordinary_requests_still_work(server):
+    import urllib.request
+
+    with urllib.request.urlopen(server.base_url + "/healthz", timeout=10) as r:
+        assert r.read() == b"ok"
