@@ -30,14 +30,15 @@ PARAMS = [
     "leaf", "entry", "id", "a", "b", "c", "q", "type", "format", "n", "indent", "stop",
     "first", "before", "after", "root", "expand", "filter", "window", "reserve", "offset",
     "all", "folded", "full", "raw", "section", "sort", "original", "partial", "target",
-    "preview", "page",
+    "preview", "page", "via", "status",
 ]  # fmt: skip
 SESSION_URLS = [
     "session_detail", "graph_svg", "tree_chain", "entry", "context", "compactions", "compare",
     "timeline", "session_search", "integrity", "live", "problems", "session_stats", "export",
     "branch_download", "edit", "undo", "label", "rename", "navigate", "compact", "fork",
+    "transcript", "transcript_cursor", "session_secrets",
 ]  # fmt: skip
-GLOBAL_URLS = ["session_list", "search", "import"]
+GLOBAL_URLS = ["session_list", "search", "import", "secrets"]
 
 
 def deep_session(depth: int = 1000) -> bytes:
