@@ -147,6 +147,9 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
         + urlencode(
             q_base + [("root", params["root"] or "")] + [("expand", e) for e in params["expanded"]]
         ),
+        # The Labelled filter covers labels on rows the tree does not draw (folded, other
+        # routes): the list of every label comes from the session, not from the loaded rows.
+        "all_labels": list(queries.current_labels(session).items()),
         "reset_url": reverse("explorer:session_detail", args=[session.pk])
         + ("?" + urlencode(q_base) if q_base else ""),
     }

@@ -194,6 +194,8 @@
   function applyFilter(name) {
     var tree = $("#text-tree"); if (!tree) { return; }
     tree.setAttribute("data-filter", name);
+    var every = document.getElementById("all-labels");
+    if (every) { every.open = name === "labelled"; }
     $all(".tr", tree).forEach(function (li) {
       var kind = li.getAttribute("data-kind"); var role = li.getAttribute("data-role");
       var keep = true;

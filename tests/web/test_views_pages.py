@@ -356,3 +356,15 @@ def test_the_entry_panel_shows_the_newer_message_fields(viewer_client, make_sess
     assert "took 1.2 s" in page and "gpt-x-2" in page
     other = viewer_client.get(url, {"id": "a2"}).content.decode()
     assert "took" not in other
+
+
+def test_the_labelled_filter_lists_every_label_of_the_session(viewer_client, make_session):
+    """Labels on rows the tree does not draw are listed too (from the session, not the rows)."""
+    session = make_session()
+    page = viewer_client.get(
+        reverse("explorer:session_detail", args=[session.pk]), {"filter": "labelled"}
+    ).content.decode()
+    assert "Every label in this session (1)" in page
+    assert 'id="all-labels" open' in page and "⚑ start" in page and "?entry=a1b2c3d4" in page
+    other = viewer_client.get(reverse("explorer:session_detail", args=[session.pk])).content
+    assert b'id="all-labels" open' not in other
