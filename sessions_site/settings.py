@@ -28,13 +28,17 @@ from sessions_site.env import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("SESSIONS_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = envbool("DEBUG", True)
+# ``manage.py serve`` without DEBUG in the environment runs the finished product on this
+# machine (SESSIONS_LOCAL_SERVE): no debug pages, the per-install key file, plain HTTP on the
+# address it binds. ``runserver`` (or DEBUG=true) is for development.
+LOCAL_SERVE = envbool("SESSIONS_LOCAL_SERVE", False)
+DEBUG = envbool("DEBUG", not LOCAL_SERVE)
 
 SECRET_KEY = envstr("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG:
+    if not DEBUG and not LOCAL_SERVE:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
-    # Development only: a per-install key kept next to the database so sessions survive
+    # Development and local serving only: a per-install key kept next to the database so sessions survive
     # restarts without anyone committing a key.
     _key_file = VAR_DIR / "secret_key"
     try:
@@ -49,8 +53,14 @@ if not SECRET_KEY:
             os.chmod(_key_file, 0o600)
         except OSError:
             pass
-elif not DEBUG and (
-    len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-")
+elif (
+    not DEBUG
+    and not LOCAL_SERVE
+    and (
+        len(SECRET_KEY) < 50
+        or len(set(SECRET_KEY)) < 5
+        or SECRET_KEY.startswith("django-insecure-")
+    )
 ):
     # The rule of `manage.py check --deploy` (security.W009), enforced at start-up.
     raise ImproperlyConfigured(
@@ -349,11 +359,13 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 if not DEBUG:
-    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", True)
+    # Served locally over plain HTTP, TLS-only cookies and redirects would lock users out;
+    # a deployment (DEBUG=false) gets all of them.
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", not LOCAL_SERVE)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000, minimum=0)
+    SESSION_COOKIE_SECURE = not LOCAL_SERVE
+    CSRF_COOKIE_SECURE = not LOCAL_SERVE
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if LOCAL_SERVE else 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     # Preloading is a promise to browsers that is slow to undo: only on request.
     SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)

@@ -95,11 +95,25 @@ class Command(BaseCommand):
         if workers > 1 and ":" in options["host"]:
             raise CommandError("--workers > 1 listens on IPv4 only; use an IPv4 --host")
         options["workers"] = workers
+        local = "DEBUG" not in os.environ
+        if local:
+            # The served processes run without debug pages (see settings.LOCAL_SERVE); this
+            # process keeps its own settings for the set-up steps.
+            os.environ["SESSIONS_LOCAL_SERVE"] = "1"
+            os.environ["DEBUG"] = "false"
         call_command("migrate", interactive=False, verbosity=0)
         self._first_admin()
         if not options["no_demo"] and not Session.objects.exists():
             call_command("demo", stdout=self.stdout)
-        if not settings.DEBUG:
+        if local:
+            # Collected with the served processes' storage (hashed names, compressed).
+            manage = str(Path(settings.BASE_DIR) / "manage.py")
+            subprocess.run(
+                [sys.executable, manage, "collectstatic", "--noinput", "-v0"],
+                env=os.environ,
+                check=True,
+            )
+        elif not settings.DEBUG:
             call_command("collectstatic", interactive=False, verbosity=0)
         if options["setup_only"]:
             return
