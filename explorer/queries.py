@@ -135,6 +135,7 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
     if not wanted:
         return out
     allow = allowed_fingerprints(session)
+    holding = entries_with_secrets(session)
     for k in range(0, len(wanted), 500):
         chunk = wanted[k : k + 500]
         for eid, raw in Entry.objects.filter(session=session, entry_id__in=chunk).values_list(
@@ -145,8 +146,36 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
             except ValueError:
                 continue
             if isinstance(data, dict):
-                out[eid] = shown_entry(data, allow)
+                out[eid] = data if eid not in holding else shown_entry(data, allow)
     return out
+
+
+class _Everything:
+    """Stands for "every entry may hold a secret" when the findings cannot be trusted."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def entries_with_secrets(session: Session) -> Any:
+    """The ids of the entries the scanner found a secret in (a set), or a stand-in that
+    holds every id when the session's findings predate the current rules.
+
+    The findings are made by the same scanner the masking runs, over every entry at import
+    and at each append, so an entry without a finding has nothing to mask: masking only the
+    others keeps the read of a long route from scanning every string of it again. Until a
+    rules change has been rescanned, every entry is masked, as before."""
+    from explorer.secrets import RULES_VERSION
+
+    if getattr(session, "secrets_rules", None) != RULES_VERSION:
+        return _Everything()
+    return cached(
+        session,
+        f"secret-entries:{RULES_VERSION}",
+        lambda: frozenset(
+            SecretFinding.objects.filter(session=session).values_list("entry_id", flat=True)
+        ),
+    )
 
 
 def full_path(session: Session, light: Sequence[LightEntry]) -> list[dict]:
@@ -229,14 +258,7 @@ def entry_exists(session: Session, entry_id: str | None) -> bool:
 
 def content_key(session: Session) -> str:
     """Changes whenever an entry is added (sessions are append-only)."""
-    last = getattr(session, "last_position", None)  # annotated by the session list
-    if last is None:
-        last = (
-            Entry.objects.filter(session=session)
-            .order_by("-position")
-            .values_list("position", flat=True)
-            .first()
-        )
+    last = _last_position(session)
     # The creation time tells apart a deleted and re-imported session that reuses a pk.
     created = session.created.timestamp() if session.created else 0
     raw = f"{session.pk}:{session.session_id}:{created}:{session.entry_count}:{last}"
@@ -295,17 +317,69 @@ def _read_labels(session: Session) -> dict[str, str]:
     return labels
 
 
+def _last_position(session: Session) -> int:
+    last = getattr(session, "last_position", None)  # annotated by the session list
+    if last is None:
+        last = (
+            Entry.objects.filter(session=session)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
+    return last or 0
+
+
+def grown(
+    session: Session,
+    name: str,
+    build: Callable[[int], T],
+    extend: Callable[[T, int, int], T],
+) -> T:
+    """A whole-session figure kept current by reading only what was appended since.
+
+    Sessions only grow, so a value computed up to file position P stays right for the
+    entries up to P; after an append, ``extend(value, P, last)`` folds in the entries with
+    positions in (P, last] instead of ``build(last)`` reading every entry again. This is
+    what keeps the first page after each write as cheap as a warm one on a 50,000-entry
+    session. The cache key names the session's identity (pk, id, creation time), never its
+    length, so every worker that shares the cache extends the same value.
+    """
+    created = session.created.timestamp() if session.created else 0
+    raw = f"grown|{session.pk}:{session.session_id}:{created}|{name}"
+    key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    last = _last_position(session)
+    hit = cache.get(key)
+    if hit is not None:
+        upto, value = hit
+        if upto == last:
+            return value
+        if upto < last:
+            value = extend(value, upto, last)
+            cache.set(key, (last, value), TREE_CACHE_SECONDS)
+            return value
+    value = build(last)
+    cache.set(key, (last, value), TREE_CACHE_SECONDS)
+    return value
+
+
+def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
+    return list(
+        Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+        .order_by("position")
+        .values_list("entry_id", "parent_id", "type", "role")
+    )
+
+
 def _skeleton(session: Session) -> list[tuple]:
-    # The role sits after the payload, so this one read steps over every entry's raw line;
-    # it is paid once per session version (cached) and lets the graph keep user turns.
-    return cached(
+    """(id, parent, type, role) of every entry in file order, for the graph.
+
+    The role sits after the payload, so a full read steps over every raw line; it is paid
+    once per session, and an append reads only the new rows (:func:`grown`)."""
+    return grown(
         session,
         "skeleton",
-        lambda: list(
-            Entry.objects.filter(session=session)
-            .order_by("position")
-            .values_list("entry_id", "parent_id", "type", "role")
-        ),
+        lambda last: _skeleton_rows(session, -1, last),
+        lambda rows, after, last: rows + _skeleton_rows(session, after, last),
     )
 
 
@@ -853,26 +927,36 @@ COSTED_TYPES = ("message", "usage", "compaction", "branch_summary")
 
 
 def entry_costs(session: Session) -> dict[str, float]:
-    """Entry id → provider-reported cost, for every entry that has one (cached per version).
+    """Entry id → provider-reported cost, for every entry that has one.
 
     The one source of per-entry cost for the whole-session figures (abandoned and wasted
-    cost); user and tool messages are skipped by their role column, never parsed."""
+    cost); user and tool messages are skipped by their role column, never parsed. Costs are
+    numbers, so the lines are parsed without the secret masking the pages need, and an
+    append parses only the new lines (:func:`grown`)."""
 
-    def build() -> dict[str, float]:
-        ids = list(
-            Entry.objects.filter(session=session)
+    def read(after: int, upto: int) -> dict[str, float]:
+        rows = (
+            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
             .filter(Q(type="message", role="assistant") | Q(type__in=COSTED_TYPES[1:]))
-            .values_list("entry_id", flat=True)
+            .values_list("entry_id", "raw")
         )
         out: dict[str, float] = {}
-        for k in range(0, len(ids), 500):
-            for eid, data in load_entries(session, ids[k : k + 500]).items():
-                c = cost_of(data)
-                if c:
-                    out[eid] = c
+        for eid, raw in rows.iterator(500):
+            try:
+                data = jsonfmt.loads(raw)
+            except ValueError:
+                continue
+            c = cost_of(data) if isinstance(data, dict) else 0.0
+            if c:
+                out[eid] = c
         return out
 
-    return cached(session, "costs", build)
+    return grown(
+        session,
+        "costs",
+        lambda last: read(-1, last),
+        lambda costs, after, last: {**costs, **read(after, last)},
+    )
 
 
 def abandoned_cost(session: Session, cursor: str | None) -> float:
@@ -886,7 +970,7 @@ def abandoned_cost(session: Session, cursor: str | None) -> float:
 # ---------------------------------------------------------------------------------------------
 # Comparing two routes
 
-ROUTE_SHOWN = 300  # entries of each route listed (the newest); figures cover them all
+ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
 
 
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:

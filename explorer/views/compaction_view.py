@@ -16,10 +16,19 @@ from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor,
 from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
-REPLACED_SHOWN = 400
+REPLACED_SHOWN = 150  # the newest replaced entries listed and checked against the summary
 
 
 def compactions_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
+    chosen = request.GET.get("c") or ""
+    return queries.cached(
+        session,
+        f"compactions:{cursor or ''}:{chosen}",
+        lambda: _compactions(session, cursor, chosen or None),
+    )
+
+
+def _compactions(session, cursor: str | None, asked: str | None) -> dict[str, Any]:
     light = queries.light_path(session, cursor)
     comps = [i for i, e in enumerate(light) if e.type == "compaction"]
     comp_data = queries.load_entries(session, [light[i].entry_id for i in comps])
@@ -31,7 +40,7 @@ def compactions_panel(request: HtmxHttpRequest, session, cursor: str | None) -> 
             d["firstKeptEntryId"] = comp_data.get(e.entry_id, {}).get("firstKeptEntryId")
         stub.append(d)
     ranges = compaction_ranges(stub)
-    chosen = request.GET.get("c") or (light[ranges[-1][0]].entry_id if ranges else None)
+    chosen = asked or (light[ranges[-1][0]].entry_id if ranges else None)
     items = []
     detail = None
     for ci, start, fk in ranges:

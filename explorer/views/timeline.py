@@ -18,6 +18,10 @@ MAX_PATH = 6000
 
 
 def timeline_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
+    return queries.cached(session, f"timeline:{cursor or ''}", lambda: _timeline(session, cursor))
+
+
+def _timeline(session, cursor: str | None) -> dict[str, Any]:
     light = queries.light_path(session, cursor)
     clipped = max(0, len(light) - MAX_PATH)
     path = queries.full_path(session, light[clipped:])
