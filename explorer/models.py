@@ -95,6 +95,18 @@ class EntryQuerySet(models.QuerySet):
         return self.defer("raw", "raw_bytes")
 
 
+class EntryManager(models.Manager.from_queryset(EntryQuerySet)):  # type: ignore[misc]
+    """Entries in file order without the model's default ``session, position`` ordering.
+
+    Every read of entries is within one session, where that ordering is the position
+    alone; spelled out, it joins the session table to sort by the session's own ordering
+    on every query. The manager orders by position only (no migration: managers are not
+    part of the schema)."""
+
+    def get_queryset(self) -> EntryQuerySet:
+        return super().get_queryset().order_by("position")
+
+
 class Entry(models.Model):
     # No separate index on session: every composite index below starts with it.
     session = models.ForeignKey(
@@ -129,7 +141,7 @@ class Entry(models.Model):
         db_index=False,
     )
 
-    objects = EntryQuerySet.as_manager()
+    objects = EntryManager()
 
     class Meta:
         verbose_name_plural = "entries"

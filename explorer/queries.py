@@ -138,9 +138,10 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
     holding = entries_with_secrets(session)
     for k in range(0, len(wanted), 500):
         chunk = wanted[k : k + 500]
-        for eid, raw in Entry.objects.filter(session=session, entry_id__in=chunk).values_list(
-            "entry_id", "raw"
-        ):
+        # No ORDER BY: the model's default ordering joins the session table and makes the
+        # planner walk the session by position instead of looking the ids up.
+        rows = Entry.objects.filter(session=session, entry_id__in=chunk).order_by()
+        for eid, raw in rows.values_list("entry_id", "raw"):
             try:
                 data = jsonfmt.loads(raw)
             except ValueError:
@@ -211,9 +212,9 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     for k in range(0, len(messages), 16):
         chunk = [head[i].entry_id for i in messages[k : k + 16]]
         found = set(
-            Entry.objects.filter(session=session, entry_id__in=chunk, role="assistant").values_list(
-                "entry_id", flat=True
-            )
+            Entry.objects.filter(session=session, entry_id__in=chunk, role="assistant")
+            .order_by()
+            .values_list("entry_id", flat=True)
         )
         assistant_id = next((c for c in chunk if c in found), None)
         if assistant_id:
@@ -673,7 +674,9 @@ def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] 
     extra = [e for e in extra_ids if isinstance(e, str)]
     if extra:
         pks.update(
-            Entry.objects.filter(session=session, entry_id__in=extra).values_list("pk", flat=True)
+            Entry.objects.filter(session=session, entry_id__in=extra)
+            .order_by()
+            .values_list("pk", flat=True)
         )
     parts = [header_line(session)]
     rows = Entry.objects.filter(pk__in=pks).order_by("position").values_list("raw", flat=True)
@@ -843,9 +846,9 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
 
     def load_raws(ids: Iterable[str]) -> dict[str, str]:
         return dict(
-            Entry.objects.filter(session=session, entry_id__in=list(ids)).values_list(
-                "entry_id", "raw"
-            )
+            Entry.objects.filter(session=session, entry_id__in=list(ids))
+            .order_by()
+            .values_list("entry_id", "raw")
         )
 
     def build() -> list[dict[str, Any]]:
@@ -867,7 +870,11 @@ def leaf_choices(session: Session, limit: int = 200) -> list[dict[str, str]]:
     """The newest leaves and every labelled entry, as choices for a leaf picker.
 
     One list shared by every picker (raw vs projected, compare) so they offer the same
-    routes in the same words."""
+    routes in the same words; cached per session version (the titles read raw lines)."""
+    return cached(session, f"leafchoices:{limit}", lambda: _leaf_choices(session, limit))
+
+
+def _leaf_choices(session: Session, limit: int) -> list[dict[str, str]]:
     rows = (
         Entry.objects.filter(session=session, child_count=0)
         .order_by("-position")
@@ -1248,17 +1255,30 @@ def siblings_of(session: Session, parents: Iterable[str | None]) -> dict[str | N
     wanted = [p for p in dict.fromkeys(parents) if p]
     out: dict[str | None, list[str]] = {}
     for k in range(0, len(wanted), 500):
-        rows = (
+        # Sorted here, not by the database: an ORDER BY position makes SQLite walk the whole
+        # session by position instead of looking up each parent's children.
+        rows = sorted(
             Entry.objects.filter(session=session, parent_id__in=wanted[k : k + 500])
-            .order_by("position")
-            .values_list("parent_id", "entry_id")
+            .order_by()
+            .values_list("position", "parent_id", "entry_id")
         )
-        for parent, child in rows:
+        for _position, parent, child in rows:
             out.setdefault(parent, []).append(child)
     if None in parents:
         roots = list(Entry.objects.roots(session).values_list("entry_id", flat=True)[:1000])
         out[None] = roots
     return {p: kids for p, kids in out.items() if len(kids) > 1}
+
+
+def children_roles(session: Session, parents: Sequence[str]) -> list[tuple[str, str]]:
+    """(id, role) of every child of ``parents``, in file order (sorted here: see
+    :func:`siblings_of`)."""
+    rows = sorted(
+        Entry.objects.filter(session=session, parent_id__in=list(parents))
+        .order_by()
+        .values_list("position", "entry_id", "role")
+    )
+    return [(eid, role) for _position, eid, role in rows]
 
 
 def newest_leaf_under(session: Session, entry_id: str) -> str | None:

@@ -98,6 +98,16 @@ def _relevant_prefix(
     return list(path[start : end + 1])
 
 
+def _dotted(points: Sequence[TimelinePoint], limit: int) -> list[TimelinePoint]:
+    """At most ``limit`` of ``points`` (limit ≥ 3): evenly spread, the peak and the last."""
+    n = len(points)
+    if n <= limit:
+        return list(points)
+    peak = max(range(n), key=lambda i: points[i].projected)
+    picked = {round(k * (n - 1) / (limit - 3)) for k in range(limit - 2)} | {peak, n - 1}
+    return [points[i] for i in sorted(picked)]
+
+
 def timeline_svg_data(
     points: Sequence[TimelinePoint],
     marks: Sequence[TimelineMark],
@@ -105,8 +115,13 @@ def timeline_svg_data(
     *,
     width: int = 900,
     height: int = 290,
+    max_dots: int = 150,
 ) -> dict[str, Any]:
-    """Coordinates for an inline SVG chart (the template draws it; no JS library)."""
+    """Coordinates for an inline SVG chart (the template draws it; no JS library).
+
+    The lines go through every turn; at most ``max_dots`` turns get a dot (a link with
+    its figures), spread evenly and always including the peak and the last turn, so the
+    page stays the same weight however long the route is."""
     pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 58
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
     top = max([p.projected for p in points] + [p.reported or 0 for p in points] + [1])
@@ -120,6 +135,7 @@ def timeline_svg_data(
         return round(pad_t + h - h * v / top, 1)
 
     proj = " ".join(f"{x(p.index)},{y(p.projected)}" for p in points)
+    dotted = _dotted(points, max_dots)
     rep = " ".join(f"{x(p.index)},{y(p.reported)}" for p in points if p.reported is not None)
     ticks = [{"y": y(top * k / 4), "label": _short(top * k / 4)} for k in range(5)]
     return {
@@ -142,8 +158,9 @@ def timeline_svg_data(
                 "turn": p.turn,
                 "time": _clock(p.timestamp, True),
             }
-            for p in points
+            for p in dotted
         ],
+        "dots_shown": len(dotted),
         "left": pad_l,
         "right": width - pad_r,
         "bottom": pad_t + h,

@@ -110,11 +110,7 @@ def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dic
     for _ in range(60):
         if not frontier or len(found) == len(call_ids):
             break
-        kids = list(
-            Entry.objects.filter(session=session, parent_id__in=frontier)
-            .order_by("position")
-            .values_list("entry_id", "role")[:50]
-        )
+        kids = queries.children_roles(session, frontier)[:50]
         frontier = []
         wanted = [k for k, role in kids if role == "toolResult"]
         data = queries.load_entries(session, wanted)

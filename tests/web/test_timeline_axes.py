@@ -43,3 +43,25 @@ def test_the_page_draws_both_axes_and_accessible_marks(viewer_client, make_sessi
     assert dots and all("projected" in d and "tokens" in d for d in dots)
     marks = re.findall(r'aria-label="([^"]*)"><line', svg)
     assert any(m.startswith("hide ") for m in marks)  # the small session's context edit
+
+
+def test_a_long_route_keeps_the_chart_the_same_weight():
+    """Dots are capped (the page weight does not grow with the route); the peak and the last
+    turn always keep theirs, and the lines still pass through every turn."""
+    from explorer.analysis.timeline import TimelinePoint, timeline_svg_data
+
+    points = [
+        TimelinePoint(
+            index=i,
+            entry_id=f"e{i:04d}",
+            projected=999 if i == 421 else 10 + i % 7,
+            reported=None,
+            turn=i + 1,
+        )
+        for i in range(1000)
+    ]
+    chart = timeline_svg_data(points, [], 1000, max_dots=150)
+    ids = [d["id"] for d in chart["dots"]]
+    assert 140 <= len(ids) <= 150 and chart["dots_shown"] == len(ids)
+    assert "e0421" in ids and "e0999" in ids and "e0000" in ids
+    assert len(chart["projected"].split()) == 1000
