@@ -332,3 +332,70 @@ def install_daphne_guard() -> None:
     WebRequest.handleContentChunk = guarded_chunk
     WebRequest.process = guarded_process
     WebRequest._explorer_guarded = True
+
+
+# ---------------------------------------------------------------------------------------------
+# Request timeout
+
+
+def request_timeout() -> float:
+    """Seconds a page may take before its client gets a 503 (``SESSIONS_REQUEST_TIMEOUT``;
+    0 turns the guard off)."""
+    return float(getattr(settings, "SESSIONS_REQUEST_TIMEOUT", 0) or 0)
+
+
+class RequestTimeout:
+    """Answer 503 Service Unavailable (with ``Retry-After``) to a request whose response has
+    not started within :func:`request_timeout` seconds, instead of leaving the client
+    waiting on a busy worker.
+
+    The import is exempt: it reads a body that may take minutes to arrive and shows its own
+    progress. The view's thread cannot be stopped from here (Python has no safe way to kill
+    a thread); it finishes its work and its late response is dropped, which is what a
+    reverse proxy's timeout does too, but the client is told at once and can retry.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        seconds = request_timeout()
+        if scope["type"] != "http" or seconds <= 0 or scope.get("path") == import_path():
+            await self.app(scope, receive, send)
+            return
+        import asyncio
+
+        state = {"started": False, "timed_out": False}
+
+        async def tracked(message: Message) -> None:
+            if state["timed_out"]:
+                return  # the client already has its 503
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        task = asyncio.ensure_future(self.app(scope, receive, tracked))
+        done, _pending = await asyncio.wait({task}, timeout=seconds)
+        if task in done or state["started"]:
+            await task  # finished, or already streaming its answer: let it complete
+            return
+        state["timed_out"] = True
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # never unretrieved
+        task.cancel()
+        body = (
+            f"The server took longer than {seconds:g} s to answer this page "
+            "(setting SESSIONS_REQUEST_TIMEOUT). Please try again in a moment.\n"
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"retry-after", b"5"),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -16,6 +16,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from explorer.middleware import (  # noqa: E402
     RequestSizeGuard,
+    RequestTimeout,
     WebsocketOriginGuard,
     install_daphne_guard,
 )
@@ -26,8 +27,9 @@ install_daphne_guard()
 
 application = ProtocolTypeRouter(
     {
-        # Oversized bodies are refused before Django reads a byte of them.
-        "http": RequestSizeGuard(django_asgi_app),
+        # Oversized bodies are refused before Django reads a byte of them; a page that does
+        # not start answering in time gets a 503 instead of a hanging client.
+        "http": RequestTimeout(RequestSizeGuard(django_asgi_app)),
         # Same scheme, host and port as the page (or a trusted origin) only.
         "websocket": WebsocketOriginGuard(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

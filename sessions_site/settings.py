@@ -333,6 +333,9 @@ FILE_UPLOAD_TEMP_DIR = None
 # Largest request body on every path but the import (whose limit is
 # SESSIONS_MAX_UPLOAD_BYTES); checked before the body is read (explorer.middleware).
 SESSIONS_MAX_REQUEST_BYTES = envint("SESSIONS_MAX_REQUEST_BYTES", 8 * 1024 * 1024, minimum=1024)
+# A page whose answer has not started after this many seconds gets 503 + Retry-After instead
+# of a client left hanging (explorer.middleware.RequestTimeout; the import is exempt; 0: off).
+SESSIONS_REQUEST_TIMEOUT = envint("SESSIONS_REQUEST_TIMEOUT", 30, minimum=0)
 # Login throttling: five failures in a row lock the account (whatever the address) and,
 # separately, the address (whatever the account) for fifteen minutes, then the lock ends.
 AXES_FAILURE_LIMIT = envint("SESSIONS_LOGIN_FAILURE_LIMIT", 5, minimum=1)

@@ -145,6 +145,8 @@ class LiveServer:
             "PYTHONPATH": str(ROOT),
             # This server's channel groups and cache keys never meet another's on a shared Redis.
             "REDIS_PREFIX": f"live-{secrets.token_hex(4)}",
+            # Tests are not timed: a page slowed by a loaded CI machine must still answer.
+            "SESSIONS_REQUEST_TIMEOUT": "600",
             **(env or {}),
         }
         self.pg_admin_url = postgres_url()
