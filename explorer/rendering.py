@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import json
 import re
+import threading
 from typing import Any
 
 import graphviz
@@ -96,8 +97,26 @@ def render_markdown(text: Any) -> SafeString:
     """Markdown → sanitised HTML. Non-strings render as empty (malformed content)."""
     if not isinstance(text, str) or not text:
         return mark_safe("")
-    html = markdown.markdown(visible(text), extensions=_MD_EXTENSIONS, output_format="html")
+    converter = _converter()
+    try:
+        html = converter.convert(visible(text))
+    finally:
+        converter.reset()
     return sanitize_html(html)
+
+
+_local = threading.local()
+
+
+def _converter() -> markdown.Markdown:
+    """This thread's Markdown converter: building one (parsers, extensions) costs more than
+    converting a typical message, and a page renders dozens. ``reset()`` after each use
+    clears what a conversion leaves behind, so messages never share state."""
+    converter = getattr(_local, "markdown", None)
+    if converter is None:
+        converter = markdown.Markdown(extensions=_MD_EXTENSIONS, output_format="html")
+        _local.markdown = converter
+    return converter
 
 
 def render_plain(text: Any) -> SafeString:

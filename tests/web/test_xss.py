@@ -236,3 +236,15 @@ def test_it_renders_hostile_global_search_inert(viewer_client, hostile):
     html = r.content.decode()
     assert "&lt;script&gt;" in html or "<mark>script</mark>" in html
     assert not DANGER_search(html)
+
+
+def test_one_reused_converter_keeps_messages_apart():
+    """The per-thread Markdown converter is reset after each message: nothing of one
+    message (code blocks, stashed raw text, a failed conversion) shows up in the next."""
+    from explorer.rendering import render_markdown
+
+    first = render_markdown("```python\nsecret_of_the_first = 1\n```\n\n<b>raw</b>")
+    assert "secret_of_the_first" in first and "&lt;b&gt;raw&lt;/b&gt;" in first
+    second = render_markdown("just *the second*")
+    assert second.strip() == "<p>just <em>the second</em></p>"
+    assert render_markdown("just *the second*") == second
