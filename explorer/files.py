@@ -373,6 +373,9 @@ class _Writer:
         self.late: dict[str, int] = {}
         self.extras: list[ExtraLine] = []
         self.findings: list[SecretFinding] = []
+        # The search index is filled from the entries parsed here, in the same pass: reading
+        # every stored line back and parsing it again doubled the import's time.
+        self.texts: list[tuple] = []
         self.secrets_key = conf.secrets_key()
         self.buffered = 0
         self.first_position: int | None = None
@@ -433,6 +436,9 @@ class _Writer:
             self.findings.extend(
                 findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
             )
+            row_text = search_row(self.session.pk, entry_id, position, fields, value)
+            if row_text is not None:
+                self.texts.append(row_text)
         self.buffered += len(raw)
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
@@ -458,6 +464,9 @@ class _Writer:
         if self.findings:
             SecretFinding.objects.bulk_create(self.findings)
             self.findings = []
+        if self.texts:
+            _insert_texts(self.texts)
+            self.texts = []
 
     def finish_child_counts(self) -> None:
         """Add the children whose parent row was already written."""
@@ -1613,37 +1622,55 @@ def fork_bytes(session: Session, *, cwd: str | None = None, clock=None, rng=None
 # The search index: each entry's visible text, stored once when it arrives
 
 
+_TEXT_COLUMNS = ("session_id", "entry_id", "position", "type", "role", "text")
+
+
+def search_row(
+    session_pk: int, entry_id: str, position: int, fields: dict[str, Any], value: Any
+) -> tuple | None:
+    """One search-index row for a parsed entry, or None when it shows no text.
+
+    Secrets never enter the index: no query can match inside one or show it in a snippet.
+    Raw SQL skips the fields' conversion, so lone surrogates / NUL show as U+FFFD here too.
+    """
+    text = redact_for_search(entry_text(value)) if isinstance(value, dict) else ""
+    if not text:
+        return None
+    v = jsonfmt.visible
+    kind = fields.get("type") or ""
+    role = fields.get("role") or ""
+    return (session_pk, v(entry_id), position, v(kind), v(role), v(text))
+
+
+def _insert_texts(batch: list[tuple]) -> None:
+    q = "?" if connection.vendor == "sqlite" else "%s"
+    table = connection.ops.quote_name(EntryText._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _TEXT_COLUMNS)
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([q] * len(_TEXT_COLUMNS))})"
+    connection.ensure_connection()
+    cursor = connection.connection.cursor()
+    try:
+        cursor.executemany(sql, batch)
+    finally:
+        cursor.close()
+
+
 def index_new_entries(session: Session) -> int:
     """Store the visible text of every entry not indexed yet; returns how many rows.
 
     Entries only ever arrive with higher positions, so everything above the highest indexed
     position is new (entries without text are skipped, so a trailing textless entry is read
     again next time and skipped again; that is cheap). Called inside the transaction that
-    stored the entries, so the index never lags behind what a page can show. Rows go in with
-    ``executemany`` on the driver's cursor, as the import's own rows do.
+    stored the entries, so the index never lags behind what a page can show. The importer
+    fills the index itself while it streams (``search_row``); this catches what other writers
+    (edits, follow appends, turns) stored.
     """
     mark = EntryText.objects.filter(session=session).aggregate(m=Max("position"))["m"]
     rows = Entry.objects.filter(session=session)
     if mark is not None:
         rows = rows.filter(position__gt=mark)
-    q = "?" if connection.vendor == "sqlite" else "%s"
-    table = connection.ops.quote_name(EntryText._meta.db_table)
-    columns = ("session_id", "entry_id", "position", "type", "role", "text")
-    sql = (
-        f"INSERT INTO {table} ({', '.join(connection.ops.quote_name(c) for c in columns)}) "
-        f"VALUES ({', '.join([q] * len(columns))})"
-    )
     batch: list[tuple] = []
     added = 0
-
-    def flush() -> None:
-        connection.ensure_connection()
-        cursor = connection.connection.cursor()
-        try:
-            cursor.executemany(sql, batch)
-        finally:
-            cursor.close()
-
     for eid, position, kind, role, raw in (
         rows.order_by("position")
         .values_list("entry_id", "position", "type", "role", "raw")
@@ -1653,17 +1680,14 @@ def index_new_entries(session: Session) -> int:
             data = jsonfmt.loads(raw)
         except ValueError:
             continue
-        # Secrets never enter the index: no query can match inside one or show it in a snippet.
-        text = redact_for_search(entry_text(data)) if isinstance(data, dict) else ""
-        if text:
-            # Raw SQL skips the fields' conversion: show lone surrogates / NUL as U+FFFD here too.
-            v = jsonfmt.visible
-            batch.append((session.pk, v(eid), position, v(kind), v(role or ""), v(text)))
+        row = search_row(session.pk, eid, position, {"type": kind, "role": role}, data)
+        if row is not None:
+            batch.append(row)
         if len(batch) >= 500:
-            flush()
+            _insert_texts(batch)
             added += len(batch)
             batch = []
     if batch:
-        flush()
+        _insert_texts(batch)
         added += len(batch)
     return added
