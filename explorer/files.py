@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ImportError_",
+    "ImportProgress",
     "ImportResult",
     "Problem",
     "branch_bytes",
@@ -48,6 +52,7 @@ __all__ = [
     "import_file",
     "iter_export",
     "redact_chunks",
+    "reporting",
     "rescan_session",
     "secrets_current",
 ]
@@ -86,6 +91,9 @@ class ImportResult(ProblemsMixin):
     source_path: str = ""
     new_entries: list[Entry] | None = None
     """Rows added (None when too many to hand to listeners one by one)."""
+    shorter: bool = False
+    """The file is shorter than the stored copy of the same session (truncated, or an older
+    copy): stored history is kept, and the page says so rather than "nothing new"."""
 
 
 def refused(code: str, message: str) -> ImportResult:
@@ -99,6 +107,48 @@ class ImportError_(Exception):  # noqa: N801 - avoid shadowing the builtin Impor
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("; ".join(str(p) for p in problems[:5]))
         self.problems = problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress of a running import
+
+
+@dataclass
+class ImportProgress:
+    """How far the running import got: entries stored so far and bytes of the file read.
+
+    A big upload takes minutes; the page shows these figures (not an indeterminate bar), so
+    the importer reports them to ``report`` at most every ``every`` seconds while it streams.
+    """
+
+    total: int = 0
+    entries: int = 0
+    bytes: int = 0
+    phase: str = "importing"
+    report: Callable[[ImportProgress], None] | None = None
+    every: float = 0.25
+    _last: float = 0.0
+
+    def tick(self, *, force: bool = False) -> None:
+        if self.report is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last >= self.every:
+            self._last = now
+            self.report(self)
+
+
+_progress: ContextVar[ImportProgress | None] = ContextVar("import_progress", default=None)
+
+
+@contextmanager
+def reporting(progress: ImportProgress | None) -> Iterator[None]:
+    """Let the imports run inside this block report to ``progress``."""
+    token = _progress.set(progress)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -708,11 +758,16 @@ def _import_source(
                 if not result.ok:
                     raise ImportError_(result.problems)
                 if result.session is not None:
+                    progress = _progress.get()
+                    if progress is not None:
+                        progress.phase = "finishing"
+                        progress.tick(force=True)
                     index_new_entries(result.session)
 
                     secrets_current(result.session, scanned=result.created)
             break
         except ImportError_:
+            _explain_duplicates(result)
             result.session = None
             result.created = False
             result.added = 0
@@ -723,6 +778,22 @@ def _import_source(
                 raise
             result = ImportResult(source_path=source_path)
     return result
+
+
+_DUPLICATES_WHY = (
+    "Why a file with duplicate entry ids is not imported: Pi opens it (its index keeps the "
+    "later line, while both lines stay in the file and in its tree), but this app stores each "
+    "entry once under its id, and the tree, the routes and the byte-identical export depend on "
+    "that, so it cannot hold both lines. Remove or rename one line of each pair and import "
+    "the file again."
+)
+
+
+def _explain_duplicates(result: ImportResult) -> None:
+    """One file-level note saying why duplicate ids block the import (the per-line errors
+    say where they are)."""
+    if any(p.code == "duplicate-id" for p in result.problems):
+        result.problems.append(Problem(0, "error", "duplicate-id-why", _DUPLICATES_WHY))
 
 
 def import_file(path: str, *, user=None, source_path: str | None = None, **kwargs) -> ImportResult:
@@ -797,8 +868,12 @@ def _scan_lines(
     scan: _Scan,
 ) -> Iterator[_Line]:
     """Classify each line after ``start`` (byte offset); ``first_index`` is its line index."""
+    progress = _progress.get()
     for rel_index, piece, _terminated in _iter_lines(data, start, consumed):
         index = first_index + rel_index
+        if progress is not None:
+            progress.bytes += len(piece) + 1
+            progress.tick()
         if header_index is not None and index == header_index:
             continue
         line, valid_utf8 = _decode(piece)
@@ -893,6 +968,7 @@ def _store_lines(
 ) -> dict[str, Any]:
     """Turn classified lines into rows; returns counters for the session."""
     stats = {"entries": 0, "compactions": 0, "context_edits": 0, "name": None}
+    progress = _progress.get()
     for item in lines:
         position = position_of(item.index)
         if item.kind != "entry":
@@ -964,6 +1040,8 @@ def _store_lines(
             scan.pending_depth.add(entry_id)
         scan.depth[entry_id] = depth
         stats["entries"] += 1
+        if progress is not None:
+            progress.entries += 1
         if fields["type"] == "compaction":
             stats["compactions"] += 1
         elif fields["type"] == "context_edit":
@@ -1202,6 +1280,18 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     prefix_ok = (
         consumed >= size and session.source_sha256 and _sha256(data, size) == session.source_sha256
     )
+    if consumed < size:
+        result.shorter = True
+        result.problems.append(
+            Problem(
+                0,
+                "warning",
+                "shorter-than-stored",
+                f"The file is {consumed:,} bytes, shorter than the stored copy of this session "
+                f"({size:,} bytes): a truncated or older copy. Stored entries are never removed; "
+                "only entries the stored copy lacks are added.",
+            )
+        )
     if not prefix_ok:
         _merge_by_id(data, consumed, session, result, user)
         return
@@ -1209,6 +1299,9 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
         result.unchanged = True
         return
     start = size
+    progress = _progress.get()
+    if progress is not None:
+        progress.bytes = size  # the stored prefix counts as read
     if size and not _ends_nl(data, size):
         # The stored copy ended without a newline. Growth that starts by ending that line
         # continues it; anything else changed the last line and is merged by id instead.
