@@ -1329,6 +1329,10 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     result.new_entries = writer.created(result.added)
 
 
+def _digest(raw: str) -> bytes:
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _merge_by_id(data, consumed, session: Session, result, user):
     """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
     whose ids we do not have; an id we have with different content is a conflict."""
@@ -1345,18 +1349,26 @@ def _merge_by_id(data, consumed, session: Session, result, user):
             )
         )
         return
-    stored = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+    # Digests, not the stored lines: a 2 GB session is compared without holding it.
+    stored = {
+        entry_id: _digest(raw)
+        for entry_id, raw in Entry.objects.filter(session=session)
+        .values_list("entry_id", "raw")
+        .iterator(chunk_size=200)
+    }
     scan = _existing_scan(session)
     header_index = None
-    fresh: list[_Line] = []
+    fresh: set[str] = set()
+    fresh_count = 0
     common = 0
+    progress = _progress.get()
     for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan()):
         if item.kind != "entry":
             continue
         entry_id = item.value["id"]
         if entry_id in stored:
             common += 1
-            if stored[entry_id] != item.raw:
+            if stored[entry_id] != _digest(item.raw):
                 scan.add(
                     Problem(
                         item.index + 1,
@@ -1368,7 +1380,8 @@ def _merge_by_id(data, consumed, session: Session, result, user):
                     )
                 )
             continue
-        fresh.append(item)
+        fresh.add(entry_id)
+        fresh_count += 1
     if stored and fresh and not common:
         scan.add(
             Problem(
@@ -1385,11 +1398,16 @@ def _merge_by_id(data, consumed, session: Session, result, user):
         result.problems.extend(scan.problems)
         return
     base = session.next_position
-    counter = iter(range(base, base + len(fresh)))
+    counter = iter(range(base, base + fresh_count))
     writer = _Writer(session, None)
-    stats = _store_lines(
-        iter(fresh), session, scan, writer, position_of=lambda index: next(counter)
+    if progress is not None:
+        progress.bytes = 0  # the second pass stores the new entries, in file order
+    again = (
+        item
+        for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan())
+        if item.kind == "entry" and item.value["id"] in fresh
     )
+    stats = _store_lines(again, session, scan, writer, position_of=lambda index: next(counter))
     writer.flush()
     _resolve_pending(session, scan)
     result.problems.extend(scan.problems)

@@ -175,3 +175,23 @@ def test_the_search_index_comes_from_the_import_pass(tmp_path):
         EntryText.objects.filter(session=session).values_list("entry_id", "type", "role", "text")
     )
     assert again == rows
+
+
+def test_a_rewritten_copy_adds_only_its_new_entries_in_file_order(tmp_path):
+    """Merged by id in two passes over the file (digests, not the stored lines, in memory)."""
+    first = services.import_bytes(SMALL_SESSION)
+    lines = SMALL_SESSION.split(b"\n")
+    extra = (
+        b'{"type":"message","id":"ffff0001","parentId":"a1b2c3d4","timestamp":"t",'
+        b'"message":{"role":"user","content":"a later question","timestamp":1}}'
+    )
+    # A blank line early on changes the prefix, so the file is not a plain growth.
+    rewritten = b"\n".join([lines[0], lines[1], b"", *lines[2:-1], extra]) + b"\n"
+    result = services.import_bytes(rewritten)
+    assert result.ok and not result.created and result.added == 1
+    session = Session.objects.get(pk=first.session.pk)
+    assert session.entry_count == 9
+    assert EntryText.objects.filter(session=session, entry_id="ffff0001").exists()
+    changed = rewritten.replace(b"Read demo.txt", b"Read other.txt")
+    refused = services.import_bytes(changed)
+    assert not refused.ok and any(p.code == "conflict" for p in refused.errors)
