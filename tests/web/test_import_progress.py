@@ -195,3 +195,17 @@ def test_a_rewritten_copy_adds_only_its_new_entries_in_file_order(tmp_path):
     changed = rewritten.replace(b"Read demo.txt", b"Read other.txt")
     refused = services.import_bytes(changed)
     assert not refused.ok and any(p.code == "conflict" for p in refused.errors)
+
+
+def test_the_command_line_reports_entries_and_bytes(tmp_path):
+    import io
+
+    from django.core.management import call_command
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(SMALL_SESSION)
+    err = io.StringIO()
+    call_command("import_sessions", str(path), "--progress", stdout=io.StringIO(), stderr=err)
+    text = err.getvalue()
+    assert "finishing: 8 entries" in text
+    assert f"{len(SMALL_SESSION):,} of {len(SMALL_SESSION):,} bytes (100%)" in text
