@@ -11,8 +11,15 @@ Targets (from the issue):
    process's RSS just before the import (Django set up, database migrated); the import
    reads the file from its path as `import_sessions` and uploads do.
 
+4. (``--stream-mb N``, alone) Issue 12's file: a generated session of about N MB with the
+   big shapes (1-5 MB tool results, images), 100,000+ entries and 300+ branch points, imported
+   from its path in a fresh process. Reported: peak RSS growth over the file size (target
+   ≤ 0.25x) and the import's throughput over reading the same file once with ``orjson`` line
+   by line in the same process (target ≥ 1/4).
+
 Run:  python benchmarks/bench_import.py [--entries 50000] [--small 500] [--big-mb 200]
                                         [--write-results]
+      python benchmarks/bench_import.py --stream-mb 2048 [--write-results]
 """
 
 from __future__ import annotations
@@ -152,6 +159,91 @@ def child_memory(path: str, db_path: str, live: str) -> dict[str, Any]:
         "seconds": elapsed,
         "entries": result.added,
     }
+
+
+TARGET_STREAM_MEMORY = 0.25
+TARGET_STREAM_SPEED = 0.25
+
+
+def child_stream(path: str, db_path: str) -> dict[str, Any]:
+    """Runs in a fresh process: the orjson line-by-line read of ``path`` (the baseline), then
+    its import from the path, with the peak RSS growth of the import alone."""
+    import orjson
+
+    _setup_django(db_path)
+    from explorer import broadcast, services
+
+    broadcast.entries_appended = lambda *args, **kwargs: None  # the import alone
+    gc.collect()
+    start = time.perf_counter()
+    lines = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                orjson.loads(line)
+                lines += 1
+    read_s = time.perf_counter() - start
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")  # peak counts from here
+    before = _rss_kb()
+    start = time.perf_counter()
+    result = services.import_file(path, source_path=path)
+    import_s = time.perf_counter() - start
+    peak = _peak_kb()
+    assert result.ok, [str(p) for p in result.errors]
+    size = os.path.getsize(path)
+    return {
+        "file_bytes": size,
+        "lines": lines,
+        "entries": result.added,
+        "read_s": read_s,
+        "import_s": import_s,
+        "peak_growth_bytes": (peak - before) * 1024,
+    }
+
+
+def run_stream(size_mb: int) -> str:
+    """Generate the file, import it in a child process, and report the two ratios."""
+    from benchmarks.gen_session import big_shapes_for
+
+    work = Path(tempfile.mkdtemp(prefix="bench-stream-"))
+    try:
+        path = work / "stream.jsonl"
+        entries, branch_points = 100_000, 300
+        big = big_shapes_for(size_mb * 1024 * 1024, entries)
+        generate_session(str(path), entries=entries, branch_points=branch_points, big=big)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child-stream", str(path), str(work / "s.sqlite3")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    memory = r["peak_growth_bytes"] / r["file_bytes"]
+    speed = r["read_s"] / r["import_s"]  # import throughput over orjson's
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    mb = r["file_bytes"] / 2**20
+    return "\n".join(
+        [
+            f"Generated file: {mb:,.0f} MiB, {r['entries']:,} entries, {branch_points} branch "
+            "points, big shapes (1-5 MB tool results, images); imported from its path "
+            "(as `import_sessions` and uploads do) into SQLite in a fresh process.",
+            "",
+            "| Measure | Value | Baseline | Ratio | Target | Result |",
+            "|---|---|---|---|---|---|",
+            f"| Peak RSS growth of the import | +{r['peak_growth_bytes'] / 2**20:,.0f} MiB | "
+            f"file {mb:,.0f} MiB | {memory:.2f}x | ≤ {TARGET_STREAM_MEMORY}x | "
+            f"{verdict(memory <= TARGET_STREAM_MEMORY)} |",
+            f"| Import throughput | {mb / r['import_s']:,.1f} MiB/s ({r['import_s']:.1f} s) | "
+            f"orjson line by line {mb / r['read_s']:,.1f} MiB/s ({r['read_s']:.1f} s) | "
+            f"{speed:.3f}x | ≥ {TARGET_STREAM_SPEED}x | {verdict(speed >= TARGET_STREAM_SPEED)} |",
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -312,11 +404,27 @@ def main() -> None:
         help="replace this benchmark's section of benchmarks/RESULTS.md",
     )
     parser.add_argument(
+        "--stream-mb", type=int, default=0, help="only the streaming import of an N MB file"
+    )
+    parser.add_argument(
         "--child-memory", nargs=3, metavar=("FILE", "DB", "LIVE"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--child-stream", nargs=2, metavar=("FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_memory:
         print(json.dumps(child_memory(*args.child_memory)))
+        return
+    if args.child_stream:
+        print(json.dumps(child_stream(*args.child_stream)))
+        return
+    if args.stream_mb:
+        text = run_stream(args.stream_mb)
+        print(text)
+        if args.write_results:
+            write_section(
+                "bench_import_stream",
+                "## Streaming import of a big file (`bench_import.py --stream-mb`)\n\n" + text,
+            )
         return
     results = run(args)
     text = report(results)

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "ImportError_",
+    "ImportProgress",
     "ImportResult",
     "Problem",
     "branch_bytes",
@@ -48,6 +52,7 @@ __all__ = [
     "import_file",
     "iter_export",
     "redact_chunks",
+    "reporting",
     "rescan_session",
     "secrets_current",
 ]
@@ -86,6 +91,9 @@ class ImportResult(ProblemsMixin):
     source_path: str = ""
     new_entries: list[Entry] | None = None
     """Rows added (None when too many to hand to listeners one by one)."""
+    shorter: bool = False
+    """The file is shorter than the stored copy of the same session (truncated, or an older
+    copy): stored history is kept, and the page says so rather than "nothing new"."""
 
 
 def refused(code: str, message: str) -> ImportResult:
@@ -99,6 +107,48 @@ class ImportError_(Exception):  # noqa: N801 - avoid shadowing the builtin Impor
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("; ".join(str(p) for p in problems[:5]))
         self.problems = problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress of a running import
+
+
+@dataclass
+class ImportProgress:
+    """How far the running import got: entries stored so far and bytes of the file read.
+
+    A big upload takes minutes; the page shows these figures (not an indeterminate bar), so
+    the importer reports them to ``report`` at most every ``every`` seconds while it streams.
+    """
+
+    total: int = 0
+    entries: int = 0
+    bytes: int = 0
+    phase: str = "importing"
+    report: Callable[[ImportProgress], None] | None = None
+    every: float = 0.25
+    _last: float = 0.0
+
+    def tick(self, *, force: bool = False) -> None:
+        if self.report is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last >= self.every:
+            self._last = now
+            self.report(self)
+
+
+_progress: ContextVar[ImportProgress | None] = ContextVar("import_progress", default=None)
+
+
+@contextmanager
+def reporting(progress: ImportProgress | None) -> Iterator[None]:
+    """Let the imports run inside this block report to ``progress``."""
+    token = _progress.set(progress)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +423,9 @@ class _Writer:
         self.late: dict[str, int] = {}
         self.extras: list[ExtraLine] = []
         self.findings: list[SecretFinding] = []
+        # The search index is filled from the entries parsed here, in the same pass: reading
+        # every stored line back and parsing it again doubled the import's time.
+        self.texts: list[tuple] = []
         self.secrets_key = conf.secrets_key()
         self.buffered = 0
         self.first_position: int | None = None
@@ -433,6 +486,9 @@ class _Writer:
             self.findings.extend(
                 findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
             )
+            row_text = search_row(self.session.pk, entry_id, position, fields, value)
+            if row_text is not None:
+                self.texts.append(row_text)
         self.buffered += len(raw)
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
@@ -458,6 +514,9 @@ class _Writer:
         if self.findings:
             SecretFinding.objects.bulk_create(self.findings)
             self.findings = []
+        if self.texts:
+            _insert_texts(self.texts)
+            self.texts = []
 
     def finish_child_counts(self) -> None:
         """Add the children whose parent row was already written."""
@@ -699,11 +758,16 @@ def _import_source(
                 if not result.ok:
                     raise ImportError_(result.problems)
                 if result.session is not None:
+                    progress = _progress.get()
+                    if progress is not None:
+                        progress.phase = "finishing"
+                        progress.tick(force=True)
                     index_new_entries(result.session)
 
                     secrets_current(result.session, scanned=result.created)
             break
         except ImportError_:
+            _explain_duplicates(result)
             result.session = None
             result.created = False
             result.added = 0
@@ -714,6 +778,22 @@ def _import_source(
                 raise
             result = ImportResult(source_path=source_path)
     return result
+
+
+_DUPLICATES_WHY = (
+    "Why a file with duplicate entry ids is not imported: Pi opens it (its index keeps the "
+    "later line, while both lines stay in the file and in its tree), but this app stores each "
+    "entry once under its id, and the tree, the routes and the byte-identical export depend on "
+    "that, so it cannot hold both lines. Remove or rename one line of each pair and import "
+    "the file again."
+)
+
+
+def _explain_duplicates(result: ImportResult) -> None:
+    """One file-level note saying why duplicate ids block the import (the per-line errors
+    say where they are)."""
+    if any(p.code == "duplicate-id" for p in result.problems):
+        result.problems.append(Problem(0, "error", "duplicate-id-why", _DUPLICATES_WHY))
 
 
 def import_file(path: str, *, user=None, source_path: str | None = None, **kwargs) -> ImportResult:
@@ -788,8 +868,12 @@ def _scan_lines(
     scan: _Scan,
 ) -> Iterator[_Line]:
     """Classify each line after ``start`` (byte offset); ``first_index`` is its line index."""
+    progress = _progress.get()
     for rel_index, piece, _terminated in _iter_lines(data, start, consumed):
         index = first_index + rel_index
+        if progress is not None:
+            progress.bytes += len(piece) + 1
+            progress.tick()
         if header_index is not None and index == header_index:
             continue
         line, valid_utf8 = _decode(piece)
@@ -884,6 +968,7 @@ def _store_lines(
 ) -> dict[str, Any]:
     """Turn classified lines into rows; returns counters for the session."""
     stats = {"entries": 0, "compactions": 0, "context_edits": 0, "name": None}
+    progress = _progress.get()
     for item in lines:
         position = position_of(item.index)
         if item.kind != "entry":
@@ -955,6 +1040,8 @@ def _store_lines(
             scan.pending_depth.add(entry_id)
         scan.depth[entry_id] = depth
         stats["entries"] += 1
+        if progress is not None:
+            progress.entries += 1
         if fields["type"] == "compaction":
             stats["compactions"] += 1
         elif fields["type"] == "context_edit":
@@ -1193,6 +1280,18 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     prefix_ok = (
         consumed >= size and session.source_sha256 and _sha256(data, size) == session.source_sha256
     )
+    if consumed < size:
+        result.shorter = True
+        result.problems.append(
+            Problem(
+                0,
+                "warning",
+                "shorter-than-stored",
+                f"The file is {consumed:,} bytes, shorter than the stored copy of this session "
+                f"({size:,} bytes): a truncated or older copy. Stored entries are never removed; "
+                "only entries the stored copy lacks are added.",
+            )
+        )
     if not prefix_ok:
         _merge_by_id(data, consumed, session, result, user)
         return
@@ -1200,6 +1299,9 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
         result.unchanged = True
         return
     start = size
+    progress = _progress.get()
+    if progress is not None:
+        progress.bytes = size  # the stored prefix counts as read
     if size and not _ends_nl(data, size):
         # The stored copy ended without a newline. Growth that starts by ending that line
         # continues it; anything else changed the last line and is merged by id instead.
@@ -1227,6 +1329,10 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     result.new_entries = writer.created(result.added)
 
 
+def _digest(raw: str) -> bytes:
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _merge_by_id(data, consumed, session: Session, result, user):
     """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
     whose ids we do not have; an id we have with different content is a conflict."""
@@ -1243,18 +1349,26 @@ def _merge_by_id(data, consumed, session: Session, result, user):
             )
         )
         return
-    stored = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+    # Digests, not the stored lines: a 2 GB session is compared without holding it.
+    stored = {
+        entry_id: _digest(raw)
+        for entry_id, raw in Entry.objects.filter(session=session)
+        .values_list("entry_id", "raw")
+        .iterator(chunk_size=200)
+    }
     scan = _existing_scan(session)
     header_index = None
-    fresh: list[_Line] = []
+    fresh: set[str] = set()
+    fresh_count = 0
     common = 0
+    progress = _progress.get()
     for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan()):
         if item.kind != "entry":
             continue
         entry_id = item.value["id"]
         if entry_id in stored:
             common += 1
-            if stored[entry_id] != item.raw:
+            if stored[entry_id] != _digest(item.raw):
                 scan.add(
                     Problem(
                         item.index + 1,
@@ -1266,7 +1380,8 @@ def _merge_by_id(data, consumed, session: Session, result, user):
                     )
                 )
             continue
-        fresh.append(item)
+        fresh.add(entry_id)
+        fresh_count += 1
     if stored and fresh and not common:
         scan.add(
             Problem(
@@ -1283,11 +1398,16 @@ def _merge_by_id(data, consumed, session: Session, result, user):
         result.problems.extend(scan.problems)
         return
     base = session.next_position
-    counter = iter(range(base, base + len(fresh)))
+    counter = iter(range(base, base + fresh_count))
     writer = _Writer(session, None)
-    stats = _store_lines(
-        iter(fresh), session, scan, writer, position_of=lambda index: next(counter)
+    if progress is not None:
+        progress.bytes = 0  # the second pass stores the new entries, in file order
+    again = (
+        item
+        for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan())
+        if item.kind == "entry" and item.value["id"] in fresh
     )
+    stats = _store_lines(again, session, scan, writer, position_of=lambda index: next(counter))
     writer.flush()
     _resolve_pending(session, scan)
     result.problems.extend(scan.problems)
@@ -1613,37 +1733,55 @@ def fork_bytes(session: Session, *, cwd: str | None = None, clock=None, rng=None
 # The search index: each entry's visible text, stored once when it arrives
 
 
+_TEXT_COLUMNS = ("session_id", "entry_id", "position", "type", "role", "text")
+
+
+def search_row(
+    session_pk: int, entry_id: str, position: int, fields: dict[str, Any], value: Any
+) -> tuple | None:
+    """One search-index row for a parsed entry, or None when it shows no text.
+
+    Secrets never enter the index: no query can match inside one or show it in a snippet.
+    Raw SQL skips the fields' conversion, so lone surrogates / NUL show as U+FFFD here too.
+    """
+    text = redact_for_search(entry_text(value)) if isinstance(value, dict) else ""
+    if not text:
+        return None
+    v = jsonfmt.visible
+    kind = fields.get("type") or ""
+    role = fields.get("role") or ""
+    return (session_pk, v(entry_id), position, v(kind), v(role), v(text))
+
+
+def _insert_texts(batch: list[tuple]) -> None:
+    q = "?" if connection.vendor == "sqlite" else "%s"
+    table = connection.ops.quote_name(EntryText._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _TEXT_COLUMNS)
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([q] * len(_TEXT_COLUMNS))})"
+    connection.ensure_connection()
+    cursor = connection.connection.cursor()
+    try:
+        cursor.executemany(sql, batch)
+    finally:
+        cursor.close()
+
+
 def index_new_entries(session: Session) -> int:
     """Store the visible text of every entry not indexed yet; returns how many rows.
 
     Entries only ever arrive with higher positions, so everything above the highest indexed
     position is new (entries without text are skipped, so a trailing textless entry is read
     again next time and skipped again; that is cheap). Called inside the transaction that
-    stored the entries, so the index never lags behind what a page can show. Rows go in with
-    ``executemany`` on the driver's cursor, as the import's own rows do.
+    stored the entries, so the index never lags behind what a page can show. The importer
+    fills the index itself while it streams (``search_row``); this catches what other writers
+    (edits, follow appends, turns) stored.
     """
     mark = EntryText.objects.filter(session=session).aggregate(m=Max("position"))["m"]
     rows = Entry.objects.filter(session=session)
     if mark is not None:
         rows = rows.filter(position__gt=mark)
-    q = "?" if connection.vendor == "sqlite" else "%s"
-    table = connection.ops.quote_name(EntryText._meta.db_table)
-    columns = ("session_id", "entry_id", "position", "type", "role", "text")
-    sql = (
-        f"INSERT INTO {table} ({', '.join(connection.ops.quote_name(c) for c in columns)}) "
-        f"VALUES ({', '.join([q] * len(columns))})"
-    )
     batch: list[tuple] = []
     added = 0
-
-    def flush() -> None:
-        connection.ensure_connection()
-        cursor = connection.connection.cursor()
-        try:
-            cursor.executemany(sql, batch)
-        finally:
-            cursor.close()
-
     for eid, position, kind, role, raw in (
         rows.order_by("position")
         .values_list("entry_id", "position", "type", "role", "raw")
@@ -1653,17 +1791,14 @@ def index_new_entries(session: Session) -> int:
             data = jsonfmt.loads(raw)
         except ValueError:
             continue
-        # Secrets never enter the index: no query can match inside one or show it in a snippet.
-        text = redact_for_search(entry_text(data)) if isinstance(data, dict) else ""
-        if text:
-            # Raw SQL skips the fields' conversion: show lone surrogates / NUL as U+FFFD here too.
-            v = jsonfmt.visible
-            batch.append((session.pk, v(eid), position, v(kind), v(role or ""), v(text)))
+        row = search_row(session.pk, eid, position, {"type": kind, "role": role}, data)
+        if row is not None:
+            batch.append(row)
         if len(batch) >= 500:
-            flush()
+            _insert_texts(batch)
             added += len(batch)
             batch = []
     if batch:
-        flush()
+        _insert_texts(batch)
         added += len(batch)
     return added

@@ -35,6 +35,8 @@ class MultipleFileField(forms.FileField):
 
     def clean(self, data, initial=None):
         single = super().clean
+        if not data and self.required:
+            raise forms.ValidationError("Choose at least one session file.", code="required")
         if isinstance(data, (list, tuple)):
             return [single(item, initial) for item in data]
         return [single(data, initial)] if data else []
@@ -44,27 +46,51 @@ class ImportForm(forms.Form):
     files = MultipleFileField(
         label="Session files",
         help_text="One or more Pi session files (.jsonl).",
+        # An empty file gets its own result card ("empty, nothing imported"), like any other
+        # file that is not a session, instead of failing the whole form.
+        allow_empty_file=True,
     )
 
-    def import_all(self, user, limit: int) -> list[tuple[str, files.ImportResult]]:
-        """Import every uploaded file, each in its own transaction; (name, result) each."""
+    def import_all(
+        self, user, limit: int, progress_token: str = ""
+    ) -> list[tuple[str, files.ImportResult]]:
+        """Import every uploaded file, each in its own transaction; (name, result) each.
+
+        ``progress_token``: the page's name for this upload, under which the importer
+        publishes entries and bytes while it streams (polled by the page).
+        """
         outcomes = []
         for uploaded in self.cleaned_data["files"]:
-            if uploaded.size > limit:
+            progress = None
+            if progress_token:
+                progress = services.import_progress_tracker(
+                    user, progress_token, uploaded.name, uploaded.size
+                )
+            if uploaded.size == 0:
+                result = files.refused(
+                    "empty",
+                    f"{uploaded.name} is empty (0 bytes): not a Pi session, nothing imported.",
+                )
+            elif uploaded.size > limit:
                 result = files.refused(
                     "too_large",
                     f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
                     "(setting SESSIONS_MAX_UPLOAD_BYTES).",
                 )
             elif hasattr(uploaded, "temporary_file_path"):
-                # Big uploads already sit in a temporary file: import it line by line.
+                # Uploads sit in a temporary file (FILE_UPLOAD_HANDLERS): import it line by line.
                 result = services.import_file(
-                    uploaded.temporary_file_path(), source_path=uploaded.name, user=user
+                    uploaded.temporary_file_path(),
+                    source_path=uploaded.name,
+                    user=user,
+                    progress=progress,
                 )
             else:
                 result = services.import_bytes(
                     uploaded.read(), source_path=uploaded.name, user=user
                 )
+            if progress is not None:
+                services.import_progress_done(user, progress_token, progress)
             outcomes.append((uploaded.name, result))
         return outcomes
 

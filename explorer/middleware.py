@@ -304,6 +304,10 @@ def install_daphne_guard() -> None:
         self._explorer_limit = body_limit(path)
         self._explorer_seen = 0
         self._explorer_refused = False
+        # Twisted would also parse a multipart body itself (into ``request.args``, with the
+        # e-mail parser: about ten copies of an upload in memory) before daphne passes the
+        # raw body on; daphne never reads those arguments, Django parses the body as a stream.
+        self._parsePOSTFormSubmission = False
         got_length(self, length)
         if length is not None and length > self._explorer_limit:
             _refuse(self, _TOO_LARGE, _too_large_text(self._explorer_limit, path))

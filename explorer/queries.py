@@ -1327,3 +1327,11 @@ def newer_than(session: Session, entry_id: str | None) -> tuple[int, str | None]
     if pos is None:
         return 0, tip
     return Entry.objects.filter(session=session, position__gt=pos).count(), tip
+
+
+def import_progress(user, token: str) -> dict | None:
+    """How far the upload ``token`` of ``user`` got (written by the importer as it streams,
+    ``services.import_progress_tracker``), or None before it starts."""
+    from explorer.services import import_progress_key
+
+    return cache.get(import_progress_key(user, token))

@@ -449,17 +449,54 @@ def import_bytes(
 
 
 def import_file(
-    path: str, *, source_path: str | None = None, user=None, source: str = "import", **kwargs
+    path: str,
+    *,
+    source_path: str | None = None,
+    user=None,
+    source: str = "import",
+    progress: files.ImportProgress | None = None,
+    **kwargs,
 ) -> files.ImportResult:
-    """Import a file from disk under the single-writer lock of its session."""
+    """Import a file from disk under the single-writer lock of its session (``progress``:
+    where the streaming pass reports entries and bytes while it runs)."""
     with open(path, "rb") as fh:
         first = fh.read(1024 * 1024)
     header, _i, _l, _p = files.find_header(first)
     key = header["id"] if header else "-"
-    with session_lock(key):
+    with session_lock(key), files.reporting(progress):
         result = files.import_file(path, source_path=source_path, user=user, **kwargs)
     _announce_import(result, source)
     return result
+
+
+IMPORT_PROGRESS_SECONDS = 3600
+
+
+def import_progress_key(user, token: str) -> str:
+    """The cache key of one upload's progress: per user, so a token names nothing of others."""
+    return f"import-progress:{getattr(user, 'pk', 0)}:{token}"
+
+
+def import_progress_tracker(user, token: str, name: str, total: int) -> files.ImportProgress:
+    """A progress record for one uploaded file that lands in the shared cache as it moves,
+    so the page's poll reads it from whichever worker answers (Redis or the file cache)."""
+    from django.core.cache import cache
+
+    key = import_progress_key(user, token)
+
+    def report(p: files.ImportProgress) -> None:
+        state = {"name": name, "phase": p.phase, "entries": p.entries, "bytes": p.bytes}
+        cache.set(key, {**state, "total": p.total}, IMPORT_PROGRESS_SECONDS)
+
+    progress = files.ImportProgress(total=total, report=report)
+    progress.tick(force=True)
+    return progress
+
+
+def import_progress_done(user, token: str, progress: files.ImportProgress) -> None:
+    """Mark the upload's import finished (the response carries the result itself)."""
+    progress.phase = "done"
+    progress.tick(force=True)
 
 
 def delete_session(session: Session, user) -> None:

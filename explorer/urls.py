@@ -30,6 +30,7 @@ app_name = "explorer"
 session_urls = [
     path("", sessions.session_list, name="session_list"),
     path("import/", sessions.import_view, name="import"),
+    path("import/progress/<str:token>/", sessions.import_progress_view, name="import_progress"),
     path("search/", search.global_search, name="search"),
     path("sessions/<int:pk>/export.jsonl", sessions.export_view, name="export"),
     path("sessions/<int:pk>/branch.jsonl", sessions.branch_download, name="branch_download"),

@@ -328,6 +328,9 @@ SESSIONS_EDITORS_MAY_REVEAL = envbool("SESSIONS_EDITORS_MAY_REVEAL", False)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = None
+# Every uploaded file goes to a temporary file on disk and the importer streams it from
+# there: an upload's memory stays a few lines wide, whatever its size.
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]
 
 # --- Security -------------------------------------------------------------------------
 # Largest request body on every path but the import (whose limit is

@@ -125,11 +125,31 @@ def import_view(request: HtmxHttpRequest) -> HttpResponse:
         return _import_response(request, context, [("upload", result)], status=413)
     form = ImportForm(request.POST, request.FILES)
     if not form.is_valid():
+        if _wants_fragment(request):
+            # The page's script shows the answer inside one file's card: never a whole page.
+            result = files.refused("invalid", " ".join(form.errors.get("files", ["Bad upload."])))
+            return _import_response(request, context, [("upload", result)], status=400)
         context["form"] = form
         return render(request, "explorer/import.html", context, status=400)
-    outcomes = form.import_all(request.user, limit)
+    token = _progress_token(request.headers.get("X-Upload-Token", ""))
+    outcomes = form.import_all(request.user, limit, progress_token=token)
     failed = any(not r.ok for _n, r in outcomes)
     return _import_response(request, context, outcomes, status=422 if failed else 200)
+
+
+def _progress_token(raw: str) -> str:
+    """The page's random name for one upload (hex only, bounded), or "" for none."""
+    raw = raw.strip()
+    return raw if 16 <= len(raw) <= 64 and all(c in "0123456789abcdef" for c in raw) else ""
+
+
+@admin_required
+@require_GET
+def import_progress_view(request: HtmxHttpRequest, token: str) -> HttpResponse:
+    """Entries and bytes the running import of upload ``token`` has done (polled by the
+    import page while the server processes a big file)."""
+    state = queries.import_progress(request.user, _progress_token(token))
+    return json_page(state or {"phase": "waiting", "entries": 0, "bytes": 0, "total": 0})
 
 
 def _import_response(request, context, outcomes, *, status: int) -> HttpResponse:
@@ -279,6 +299,7 @@ __all__ = [
     "export_view",
     "fork_view",
     "healthz",
+    "import_progress_view",
     "import_view",
     "problems_view",
     "require_POST",

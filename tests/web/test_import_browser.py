@@ -74,3 +74,52 @@ def test_it_uploads_several_files_with_progress_and_shows_each_result(admin_page
     items.nth(0).get_by_role("link").click()
     expect(page.locator("h1")).to_contain_text("Demo of a small session")
     assert page.errors == []
+
+
+def test_an_empty_file_among_several_and_the_import_progress(admin_page, tmp_path):
+    """An empty file gets its own card (never a second copy of the page inside the list),
+    and a big file shows entries and bytes while the server imports it."""
+    from benchmarks.gen_session import generate_session
+    from explorer.models import Session
+
+    page, base = admin_page
+    good = tmp_path / "good.jsonl"
+    good.write_bytes(SMALL_SESSION)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    big = generate_session(tmp_path / "big.jsonl", entries=8000, branch_points=20, seed=3)
+    page.goto(f"{base}/import/")
+    figures = page.evaluate_handle("""() => {
+        const seen = {texts: []};
+        new MutationObserver(() => {
+            for (const s of document.querySelectorAll('#upload-list .upload-status')) {
+                if (/Importing: [1-9][\\d,]* entries, .+ of .+ read/.test(s.textContent)) {
+                    seen.texts.push(s.textContent);
+                }
+            }
+        }).observe(document.getElementById('upload-list'),
+                   {childList: true, subtree: true, characterData: true});
+        return seen;
+    }""")
+    page.set_input_files("#import-form input[type=file]", [str(good), str(empty), str(big)])
+    page.get_by_role("button", name="Import").click()
+    items = page.locator("#upload-list > li")
+    expect(items.nth(0)).to_contain_text("Imported 8 entries")
+    expect(items.nth(1)).to_contain_text("empty.jsonl is empty (0 bytes)")
+    expect(items.nth(1)).to_contain_text("Rejected — nothing imported")
+    page.wait_for_function(
+        "() => /Importing: [1-9]/.test(document.querySelector('#upload-list').textContent)",
+        timeout=120_000,
+    )
+    page.screenshot(path=str(tmp_path / "progress.png"))
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], "import-progress.png"))
+    expect(items.nth(2)).to_contain_text("Imported 8000 entries", timeout=300_000)
+    if os.environ.get("SCREENSHOT_DIR"):
+        page.screenshot(path=os.path.join(os.environ["SCREENSHOT_DIR"], "import-done.png"))
+    assert page.locator("#upload-list #import-form").count() == 0
+    assert page.locator("#upload-list h1").count() == 0
+    texts = figures.evaluate("s => s.texts")
+    assert texts and all("entries" in t and " read" in t for t in texts)
+    assert Session.objects.count() == 2
+    assert page.errors == []

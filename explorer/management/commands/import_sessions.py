@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from explorer import services
+from explorer.files import ImportProgress
 
 
 def session_files(path: Path) -> list[Path]:
@@ -33,6 +34,24 @@ class Command(BaseCommand):
         parser.add_argument(
             "--quiet-warnings", action="store_true", help="do not list tolerated problems"
         )
+        parser.add_argument(
+            "--progress",
+            action="store_true",
+            help="report entries and bytes on stderr while each file imports (every second)",
+        )
+
+    def _progress(self, file: Path, enabled: bool) -> ImportProgress | None:
+        """A big import takes minutes: with --progress, say how far it got as it streams."""
+        if not enabled:
+            return None
+
+        def report(p: ImportProgress) -> None:
+            share = f" ({100 * p.bytes / p.total:.0f}%)" if p.total else ""
+            self.stderr.write(
+                f"{file}: {p.phase}: {p.entries:,} entries, {p.bytes:,} of {p.total:,} bytes{share}"
+            )
+
+        return ImportProgress(total=file.stat().st_size, report=report, every=1.0)
 
     def handle(self, *args, **options) -> None:
         failed = 0
@@ -40,7 +59,11 @@ class Command(BaseCommand):
         for raw in options["paths"]:
             for file in session_files(Path(raw).expanduser()):
                 try:
-                    result = services.import_file(str(file), source_path=str(file.resolve()))
+                    result = services.import_file(
+                        str(file),
+                        source_path=str(file.resolve()),
+                        progress=self._progress(file, options["progress"]),
+                    )
                 except OSError as exc:
                     self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
                     failed += 1
