@@ -243,17 +243,42 @@ def content_key(session: Session) -> str:
     return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def _cache_key(session: Session, name: str) -> str:
-    raw = f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
+def mask_key(session: Session) -> str:
+    """Changes whenever what the masking edge shows in clear changes: a digest of the
+    session's false-positive fingerprints. Part of every cache key, so a finding's status
+    change (or a rescan) makes the session's cached builders stale like an append does."""
+    return _digest(allowed_fingerprints(session))
+
+
+def _digest(allow: Iterable[str]) -> str:
+    ordered = sorted(allow)
+    return hashlib.sha256("\n".join(ordered).encode()).hexdigest()[:16] if ordered else "-"
+
+
+def _mask_keys(sessions: Sequence[Session]) -> dict[int, str]:
+    """:func:`mask_key` of many sessions in one query (a list page must not ask per row)."""
+    found: dict[int, list[str]] = {}
+    rows = SecretFinding.objects.filter(
+        session_id__in=[s.pk for s in sessions], status=SecretFinding.FALSE_POSITIVE
+    ).values_list("session_id", "fingerprint")
+    for pk, fp in rows:
+        found.setdefault(pk, []).append(fp)
+    return {s.pk: _digest(found.get(s.pk, ())) for s in sessions}
+
+
+def _cache_key(session: Session, name: str, mask: str | None = None) -> str:
+    mask = mask_key(session) if mask is None else mask
+    raw = f"{content_key(session)}|{mask}|{name}".encode("utf-8", "surrogatepass")
     return "explorer:" + hashlib.sha256(raw).hexdigest()
 
 
 def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: int = 0) -> T:
     """``builder()`` computed once per session version and shared through the cache.
 
-    ``name`` says what is cached (and its parameters); the session's content key is part of
-    the cache key, so an append makes every cached figure of that session stale at once and
-    nothing needs invalidating. ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
+    ``name`` says what is cached (and its parameters); the session's content key and its
+    :func:`mask_key` are part of the cache key, so an append or a finding's status change
+    makes every cached figure of that session stale at once and nothing needs invalidating.
+    ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
     """
     key = _cache_key(session, name)
     hit = cache.get(key)
@@ -680,7 +705,8 @@ def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
     computed, so the page needs no request per row."""
     items = list(sessions)
 
-    keys = {s.pk: _cache_key(s, "pathtotals") for s in items}
+    masks = _mask_keys(items)
+    keys = {s.pk: _cache_key(s, "pathtotals", masks[s.pk]) for s in items}
     hits = cache.get_many(list(keys.values()))
     out: dict[int, dict[str, Any]] = {}
     for s in items:
