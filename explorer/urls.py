@@ -13,6 +13,7 @@ from explorer.views import (
     compaction_view,
     compare,
     entry,
+    export,
     integrity,
     live,
     projection,
@@ -85,4 +86,9 @@ secret_urls = [
     ),
 ]
 
-urlpatterns = session_urls + tab_urls + edit_urls + live_urls + secret_urls
+# Single-file HTML export of a route or of the whole tree (offline, secrets masked)
+export_urls = [
+    path("sessions/<int:pk>/export.html", export.export_html_view, name="export_html"),
+]
+
+urlpatterns = session_urls + tab_urls + edit_urls + live_urls + secret_urls + export_urls
