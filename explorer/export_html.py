@@ -78,21 +78,25 @@ class Plan:
     leaves: list[str]
     entry_count: int
     leaf: str | None
+    comments: bool = False
 
 
-def plan(session: Session, *, leaf: str | None, whole: bool) -> Plan:
+def plan(session: Session, *, leaf: str | None, whole: bool, comments: bool = False) -> Plan:
     """The routes an export carries: every leaf of the tree (capped at
-    :data:`MAX_ROUTES`, newest first) or the one route to ``leaf``."""
+    :data:`MAX_ROUTES`, newest first) or the one route to ``leaf``; ``comments`` adds the
+    review threads and statuses."""
     if not whole:
-        return Plan(False, [leaf] if leaf else [], len(queries.light_path(session, leaf)), leaf)
+        n = len(queries.light_path(session, leaf))
+        return Plan(False, [leaf] if leaf else [], n, leaf, comments)
     leaves = list(
         Entry.objects.filter(session=session, child_count=0)
         .order_by("-position")
         .values_list("entry_id", flat=True)[:MAX_ROUTES]
     )
     if leaf and leaf not in leaves and queries.entry_exists(session, leaf):
-        leaves.insert(0, leaf)
-    return Plan(True, leaves, session.entry_count, leaf or (leaves[0] if leaves else None))
+        leaves.append(leaf)  # kept last: the order newest first is what the switchers use
+    start = leaf or (leaves[0] if leaves else None)
+    return Plan(True, leaves, session.entry_count, start, comments)
 
 
 def _runs(marks: dict[int, tuple[str, str]], index: dict[str, int]) -> list[list[Any]]:
@@ -122,11 +126,17 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
             "entry_count": the_plan.entry_count,
             "route_count": len(the_plan.leaves),
             "capped": the_plan.whole and len(the_plan.leaves) >= MAX_ROUTES,
+            "comments": the_plan.comments,
         },
     )
     yield '<script type="application/json" id="export-entries">['
     index: dict[str, int] = {}
-    newest = functools.lru_cache(maxsize=None)(lambda eid: queries.newest_leaf_under(session, eid))
+    threads: dict[str, list[dict[str, Any]]] = {}
+    statuses: dict[str, dict] = {}
+    if the_plan.comments:  # masked and rendered by the same reads as the Review tab
+        for t in queries.review_threads(session):
+            threads.setdefault(t["entry_id"], []).append(t)
+        statuses = queries.entry_reviews(session)
     routes: list[dict[str, Any]] = []
     first = True
     for leaf in the_plan.leaves:
@@ -152,12 +162,22 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
                     "t": it["title"],
                     "r": it["role_name"],
                     "k": it["type"],
-                    "h": render_to_string("explorer/export/_entry.html", {"it": it}),
+                    "h": render_to_string(
+                        "explorer/export/_entry.html",
+                        {
+                            "it": it,
+                            "threads": threads.get(it["id"]),
+                            "review": statuses.get(it["id"]),
+                        },
+                    ),
                 }
                 kids = siblings.get(parents[i - lo])
                 if kids and it["id"] in kids:  # a branch point: the switcher's routes
                     row["sib"] = kids
-                    row["nl"] = newest(it["id"])
+                    # Routes are written newest leaf first, so the route an entry is first
+                    # written on ends at the newest leaf under it: the route its switcher
+                    # opens, as the Transcript's (``queries.newest_leaf_under``).
+                    row["nl"] = leaf
                 yield ("" if first else ",") + script_json(row)
                 first = False
         routes.append(

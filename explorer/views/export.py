@@ -27,7 +27,8 @@ def export_html_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             status=413,
             content_type="text/plain; charset=utf-8",
         )
-    plan = export_html.plan(session, leaf=leaf, whole=whole)
+    comments = request.GET.get("comments") == "1"
+    plan = export_html.plan(session, leaf=leaf, whole=whole, comments=comments)
     title = f"{session.display_name} — {'tree' if whole else 'route'}"
     response = StreamingHttpResponse(
         export_html.stream(session, plan, title=title), content_type="text/html; charset=utf-8"

@@ -13,9 +13,9 @@ import pytest
 from django.urls import reverse
 
 from explorer import export_html, queries, services
-from explorer.models import Entry
+from explorer.models import Entry, ReviewComment
 from explorer.session import jsonfmt
-from tests.secrets.seeded import build_session
+from tests.secrets.seeded import build_session, make_secrets
 from tests.web.test_secrets_pages import assert_no_secret
 
 pytestmark = pytest.mark.django_db
@@ -70,6 +70,9 @@ def test_the_whole_tree_carries_every_entry_once_and_every_route(compacted, view
     # the branch point offers its sibling routes, each opening the newest leaf under it
     branch = next(e for e in entries if e["id"] == "e5f6a7b8")
     assert len(branch["sib"]) == 2 and branch["nl"] in leaves
+    for e in entries:
+        if "sib" in e:  # the switcher opens the route the Transcript's switcher opens
+            assert e["nl"] == queries.newest_leaf_under(compacted, e["id"])
 
 
 def test_figures_marks_and_cards_are_the_transcripts(compacted, viewer_client):
@@ -178,3 +181,20 @@ def test_the_frame_offers_the_export_menu_and_large_trees_are_refused(
 def test_anonymous_users_get_no_export(client, compacted):
     r = client.get(reverse("explorer:export_html", args=[compacted.pk]))
     assert r.status_code in (302, 403)
+
+
+def test_review_comments_are_in_the_export_only_when_asked(compacted, viewer_client, viewer_user):
+    token = make_secrets()
+    author = viewer_user
+    root = services.add_comment(compacted, author, "d4e5f6a7", f"**check** {token['npm-token']}")
+    services.add_comment(compacted, author, "", "a reply <script>x()</script>", parent=root)
+    services.set_entry_review(compacted, author, "d4e5f6a7", "flagged")
+    assert ReviewComment.objects.count() == 2
+    _, plain_export = export(viewer_client, compacted, scope="tree")
+    assert "check" not in plain_export and "Review thread" not in plain_export
+    _, body = export(viewer_client, compacted, scope="tree", comments="1")
+    entries, _ = blocks(body)
+    card = next(e["h"] for e in entries if e["id"] == "d4e5f6a7")
+    assert "<strong>check</strong>" in card and "a reply" in card and "flagged" in card
+    assert "[REDACTED:npm-token]" in card and token["npm-token"] not in body
+    assert "<script>x()" not in card
