@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse
-from django.shortcuts import redirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -24,9 +23,12 @@ STATES = ("open", "resolved", "all")
 def _back(request: HtmxHttpRequest, session) -> HttpResponse:
     """Back to the page the form was on (same site only), else the Review tab."""
     target = request.POST.get("next") or ""
-    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+    same_site = target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, {request.get_host()}, request.is_secure()
+    )
+    if not same_site:
         target = reverse("explorer:review", args=[session.pk])
-    return redirect(target)
+    return HttpResponseRedirect(target)
 
 
 def review_context(request: HtmxHttpRequest, session) -> dict:
