@@ -1320,9 +1320,9 @@ def review_counts(session: Session) -> dict[str, Any]:
 
     rows = ReviewComment.objects.filter(session=session)
     per_entry = dict(rows.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"))
-    roots = rows.filter(parent=None)
-    open_n = roots.filter(resolved_at__isnull=True).count()
-    return {"open": open_n, "resolved": roots.count() - open_n, "by_entry": per_entry}
+    open_n = open_thread_count(session)
+    resolved = rows.filter(parent=None).count() - open_n
+    return {"open": open_n, "resolved": resolved, "by_entry": per_entry}
 
 
 def entry_reviews(session: Session, ids: Iterable[str] | None = None) -> dict[str, dict]:
@@ -1359,3 +1359,12 @@ def comment_counts(session: Session, ids: Iterable[str]) -> dict[str, int]:
         )
         out.update(rows)
     return out
+
+
+def open_thread_count(session: Session) -> int:
+    """Open review threads of a session (the Review tab's title): one count query."""
+    from explorer.models import ReviewComment
+
+    return ReviewComment.objects.filter(
+        session=session, parent=None, resolved_at__isnull=True
+    ).count()

@@ -76,7 +76,7 @@ def session_frame(
     request: HtmxHttpRequest, session: Session, tab: str, cursor: str | None
 ) -> dict[str, Any]:
     leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
-    open_threads = queries.review_counts(session)["open"]
+    open_threads = queries.open_thread_count(session)
     return {
         "session": session,
         "tab": tab,
