@@ -12,7 +12,7 @@ from django.core import signing
 
 from explorer import conf, files, queries, services
 from explorer.analysis.compare import common_ancestor_index
-from explorer.models import SecretFinding
+from explorer.models import SecretFinding, Session
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
@@ -527,3 +527,101 @@ class RevealFindingForm(forms.Form):
 
     def apply(self) -> str | None:
         return services.reveal_finding(self.finding, self.user)
+
+
+# ---------------------------------------------------------------------------------------------
+# Review comments (site data; viewers may comment, only the author or an admin edits)
+
+COMMENT_MAX = 20_000
+
+
+class CommentForm(forms.Form):
+    """A new thread on an entry, or (``parent``) a reply in a thread."""
+
+    entry = forms.CharField(max_length=200, required=False)
+    parent = forms.IntegerField(required=False)
+    body = forms.CharField(max_length=COMMENT_MAX, strip=True)
+
+    def __init__(self, *args, session: Session, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.session = session
+        self.user = user
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        parent_pk = data.get("parent")
+        data["parent_obj"] = None
+        if parent_pk:
+            data["parent_obj"] = queries.get_comment(self.session, parent_pk)
+            if data["parent_obj"] is None:
+                raise forms.ValidationError("That thread does not exist in this session.")
+        elif not queries.entry_exists(self.session, data.get("entry")):
+            raise forms.ValidationError("That entry does not exist in this session.")
+        return data
+
+    def apply(self):
+        d = self.cleaned_data
+        return services.add_comment(
+            self.session, self.user, d.get("entry") or "", d["body"], parent=d["parent_obj"]
+        )
+
+
+class CommentEditForm(forms.Form):
+    """New text for a comment; ``delete`` removes it instead."""
+
+    body = forms.CharField(max_length=COMMENT_MAX, strip=True, required=False)
+    delete = forms.BooleanField(required=False)
+
+    def __init__(self, *args, comment, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.comment = comment
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("delete") and not data.get("body"):
+            raise forms.ValidationError("A comment needs some text (or delete it).")
+        return data
+
+    def apply(self) -> None:
+        if self.cleaned_data.get("delete"):
+            services.delete_comment(self.comment)
+        else:
+            services.edit_comment(self.comment, self.cleaned_data["body"])
+
+
+class ResolveForm(forms.Form):
+    """Resolve a thread, or open it again (``reopen``)."""
+
+    reopen = forms.BooleanField(required=False)
+
+    def __init__(self, *args, comment, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.comment = comment
+        self.user = user
+
+    def apply(self):
+        return services.resolve_thread(
+            self.comment, self.user, resolved=not self.cleaned_data.get("reopen")
+        )
+
+
+class EntryReviewForm(forms.Form):
+    """Approve or flag an entry; an empty status clears it."""
+
+    entry = forms.CharField(max_length=200)
+    status = forms.ChoiceField(choices=[("", "None"), ("approved", "Approved"), ("flagged", "Flagged")], required=False)  # fmt: skip
+
+    def __init__(self, *args, session: Session, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.session = session
+        self.user = user
+
+    def clean_entry(self) -> str:
+        entry = self.cleaned_data["entry"]
+        if not queries.entry_exists(self.session, entry):
+            raise forms.ValidationError("That entry does not exist in this session.")
+        return entry
+
+    def apply(self):
+        d = self.cleaned_data
+        return services.set_entry_review(self.session, self.user, d["entry"], d["status"])

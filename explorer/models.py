@@ -322,3 +322,60 @@ class SecretReveal(models.Model):
 
     class Meta:
         ordering = ["-revealed_at", "-pk"]
+
+
+class ReviewComment(models.Model):
+    """A reviewer's comment on one entry: site data, never written into the session file.
+    A comment with no ``parent`` opens a thread; replies point at the thread's first
+    comment, so a thread is one level deep and reads in time order. Resolving is recorded
+    on the thread's first comment."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="review_comments")
+    entry_id = models.CharField(max_length=200)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    body = models.TextField(help_text="Markdown, as typed (shown sanitised and masked)")
+    created = models.DateTimeField(auto_now_add=True)
+    edited = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created", "pk"]
+        indexes = [
+            models.Index(fields=["session", "entry_id"], name="review_by_entry"),
+            models.Index(fields=["session", "parent", "resolved_at"], name="review_threads"),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {self.entry_id}"
+
+
+class EntryReview(models.Model):
+    """The review status of one entry (approved or flagged), with who set it and when."""
+
+    APPROVED = "approved"
+    FLAGGED = "flagged"
+    STATUSES = [(APPROVED, "Approved"), (FLAGGED, "Flagged")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entry_reviews")
+    entry_id = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=STATUSES)
+    by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "entry_id"], name="one_review_per_entry")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.entry_id}"

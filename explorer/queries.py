@@ -266,17 +266,42 @@ def content_key(session: Session) -> str:
     return f"{session.pk}-" + hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def _cache_key(session: Session, name: str) -> str:
-    raw = f"{content_key(session)}|{name}".encode("utf-8", "surrogatepass")
+def mask_key(session: Session) -> str:
+    """Changes whenever what the masking edge shows in clear changes: a digest of the
+    session's false-positive fingerprints. Part of every cache key, so a finding's status
+    change (or a rescan) makes the session's cached builders stale like an append does."""
+    return _digest(allowed_fingerprints(session))
+
+
+def _digest(allow: Iterable[str]) -> str:
+    ordered = sorted(allow)
+    return hashlib.sha256("\n".join(ordered).encode()).hexdigest()[:16] if ordered else "-"
+
+
+def _mask_keys(sessions: Sequence[Session]) -> dict[int, str]:
+    """:func:`mask_key` of many sessions in one query (a list page must not ask per row)."""
+    found: dict[int, list[str]] = {}
+    rows = SecretFinding.objects.filter(
+        session_id__in=[s.pk for s in sessions], status=SecretFinding.FALSE_POSITIVE
+    ).values_list("session_id", "fingerprint")
+    for pk, fp in rows:
+        found.setdefault(pk, []).append(fp)
+    return {s.pk: _digest(found.get(s.pk, ())) for s in sessions}
+
+
+def _cache_key(session: Session, name: str, mask: str | None = None) -> str:
+    mask = mask_key(session) if mask is None else mask
+    raw = f"{content_key(session)}|{mask}|{name}".encode("utf-8", "surrogatepass")
     return "explorer:" + hashlib.sha256(raw).hexdigest()
 
 
 def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: int = 0) -> T:
     """``builder()`` computed once per session version and shared through the cache.
 
-    ``name`` says what is cached (and its parameters); the session's content key is part of
-    the cache key, so an append makes every cached figure of that session stale at once and
-    nothing needs invalidating. ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
+    ``name`` says what is cached (and its parameters); the session's content key and its
+    :func:`mask_key` are part of the cache key, so an append or a finding's status change
+    makes every cached figure of that session stale at once and nothing needs invalidating.
+    ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
     """
     key = _cache_key(session, name)
     hit = cache.get(key)
@@ -757,7 +782,8 @@ def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
     computed, so the page needs no request per row."""
     items = list(sessions)
 
-    keys = {s.pk: _cache_key(s, "pathtotals") for s in items}
+    masks = _mask_keys(items)
+    keys = {s.pk: _cache_key(s, "pathtotals", masks[s.pk]) for s in items}
     hits = cache.get_many(list(keys.values()))
     out: dict[int, dict[str, Any]] = {}
     for s in items:
@@ -1335,3 +1361,122 @@ def import_progress(user, token: str) -> dict | None:
     from explorer.services import import_progress_key
 
     return cache.get(import_progress_key(user, token))
+
+
+# ---------------------------------------------------------------------------------------------
+# Review comments (site data about entries): shown masked and as sanitised markdown
+
+
+def shown_text(text: str, allow: frozenset[str] = frozenset()) -> str:
+    """Free text typed on the site (a comment) as the pages may show it: each secret masked
+    but the session's false positives, as the entries are."""
+    from explorer.secrets import fingerprint, mask_text, scan_text
+
+    key = conf.secrets_key()
+    found = [m for m in scan_text(text) if fingerprint(text[m.start : m.end], key) not in allow]
+    return mask_text(text, found) if found else text
+
+
+def _comment_row(c: Any, allow: frozenset[str]) -> dict[str, Any]:
+    from explorer.rendering import render_markdown
+
+    body = shown_text(c.body, allow)
+    return {
+        "pk": c.pk,
+        "entry_id": c.entry_id,
+        "author": c.author.get_username() if c.author else "(deleted user)",
+        "author_id": c.author_id,
+        "created": c.created,
+        "edited": c.edited,
+        "text": body,
+        "html": render_markdown(body),
+    }
+
+
+def review_threads(
+    session: Session, *, entry_id: str | None = None, state: str = ""
+) -> list[dict[str, Any]]:
+    """Threads of a session (or of one entry), oldest first, each with its replies.
+    ``state`` "open" or "resolved" filters; comments are masked and rendered."""
+    from explorer.models import ReviewComment
+
+    roots = ReviewComment.objects.filter(session=session, parent=None).select_related(
+        "author", "resolved_by"
+    )
+    if entry_id is not None:
+        roots = roots.filter(entry_id=entry_id)
+    if state == "open":
+        roots = roots.filter(resolved_at__isnull=True)
+    elif state == "resolved":
+        roots = roots.filter(resolved_at__isnull=False)
+    roots = list(roots[:500])
+    replies: dict[int, list[Any]] = {}
+    for r in ReviewComment.objects.filter(parent__in=roots).select_related("author"):
+        replies.setdefault(r.parent_id, []).append(r)
+    allow = allowed_fingerprints(session)
+    return [
+        {
+            **_comment_row(root, allow),
+            "resolved": root.resolved_at is not None,
+            "resolved_by": root.resolved_by.get_username() if root.resolved_by else "",
+            "resolved_at": root.resolved_at,
+            "replies": [_comment_row(r, allow) for r in replies.get(root.pk, [])],
+        }
+        for root in roots
+    ]
+
+
+def review_counts(session: Session) -> dict[str, Any]:
+    """Open and resolved threads, and comments per entry (the transcript's badges)."""
+    from explorer.models import ReviewComment
+
+    rows = ReviewComment.objects.filter(session=session)
+    per_entry = dict(rows.values("entry_id").annotate(n=Count("id")).values_list("entry_id", "n"))
+    open_n = open_thread_count(session)
+    resolved = rows.filter(parent=None).count() - open_n
+    return {"open": open_n, "resolved": resolved, "by_entry": per_entry}
+
+
+def entry_reviews(session: Session, ids: Iterable[str] | None = None) -> dict[str, dict]:
+    """Entry id → {status, by, at} for the entries that have a review status."""
+    from explorer.models import EntryReview
+
+    rows = EntryReview.objects.filter(session=session).select_related("by")
+    if ids is not None:
+        rows = rows.filter(entry_id__in=list(ids))
+    return {
+        r.entry_id: {"status": r.status, "by": r.by.get_username() if r.by else "", "at": r.at}
+        for r in rows
+    }
+
+
+def get_comment(session: Session, comment_pk: int) -> Any:
+    from explorer.models import ReviewComment
+
+    return ReviewComment.objects.filter(session=session, pk=comment_pk).first()
+
+
+def comment_counts(session: Session, ids: Iterable[str]) -> dict[str, int]:
+    """Entry id → comments on it, for the given entries (a transcript window's badges)."""
+    from explorer.models import ReviewComment
+
+    wanted = list(dict.fromkeys(ids))
+    out: dict[str, int] = {}
+    for k in range(0, len(wanted), 500):
+        rows = (
+            ReviewComment.objects.filter(session=session, entry_id__in=wanted[k : k + 500])
+            .values("entry_id")
+            .annotate(n=Count("id"))
+            .values_list("entry_id", "n")
+        )
+        out.update(rows)
+    return out
+
+
+def open_thread_count(session: Session) -> int:
+    """Open review threads of a session (the Review tab's title): one count query."""
+    from explorer.models import ReviewComment
+
+    return ReviewComment.objects.filter(
+        session=session, parent=None, resolved_at__isnull=True
+    ).count()

@@ -24,6 +24,8 @@ from typing import Any
 from django.db import close_old_connections, connection
 
 from explorer import broadcast, conf, queries, services
+from explorer.secrets import Match, fingerprint, mask_text, scan_text
+from explorer.secrets.rules import PRIVATE_KEY_MAX
 from explorer.session.providers import zero_usage
 from explorer.session.sentinel import UNSET
 
@@ -68,7 +70,10 @@ class RunningTurn:
     prompt: str
     cancel: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    # What viewers were sent (secrets masked): offsets of the delta events count in it,
+    # and a viewer joining mid-turn is sent it whole. ``raw_text`` is the model's own text.
     text: str = ""
+    raw_text: str = ""
     started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None
     # Filled in as the turn progresses (for callers and tests).
@@ -80,6 +85,79 @@ class RunningTurn:
 
     def describe(self) -> dict[str, Any]:
         return {"turn_id": self.turn_id, "user_name": self.user_name}
+
+
+# Text before the committed part that is scanned again with each delta, so a secret whose
+# name or prefix was already sent ("api_key = " … the value) is still recognised.
+SCAN_CONTEXT = 256
+
+
+class StreamMasker:
+    """Masks a streamed answer chunk by chunk although a secret may arrive split over
+    several deltas: the tail that could still be (the start of) a secret is held back, and
+    what is released is scanned together with what came before it.
+
+    Held back: the trailing run of non-space characters (every secret the scanner knows
+    ends in one) and any match that reaches into it, e.g. a private key block still being
+    written. Released text is masked like the read edge masks stored entries (the same
+    scanner and the same false-positive fingerprints), so the final stored answer and the
+    streamed text show the same placeholders. Work per delta is bounded by the context
+    scanned, not by the length of the answer.
+    """
+
+    def __init__(self, allow: frozenset[str] = frozenset(), key: bytes = b"") -> None:
+        self.raw = ""
+        self.base = 0  # raw[:base] has been released
+        self.allow = allow
+        self.key = key
+
+    def _matches(self, start: int) -> list[Match]:
+        found = [
+            Match(m.kind, m.start + start, m.end + start)
+            for m in scan_text(self.raw[start:])
+            if m.end + start > self.base
+        ]
+        if self.allow:
+            found = [
+                m
+                for m in found
+                if fingerprint(self.raw[m.start : m.end], self.key) not in self.allow
+            ]
+        return found
+
+    def feed(self, delta: str, *, final: bool = False) -> str:
+        """Take the next delta; return the masked text that may be sent now ("" when it is
+        all held back). ``final`` releases everything (the answer is complete)."""
+        self.raw += delta
+        start = max(0, self.base - SCAN_CONTEXT)
+        header = self.raw.rfind("-----BEGIN", max(0, self.base - PRIVATE_KEY_MAX))
+        if 0 <= header < start:  # a key block began earlier: scan it whole
+            start = header
+        matches = self._matches(start)
+        cut = len(self.raw)
+        if not final:
+            cut = max(self.base, cut - len(_last_word(self.raw)))
+            for m in matches:
+                if m.end > cut or (m.end == len(self.raw) and m.start < cut):
+                    cut = max(self.base, min(cut, m.start))
+        if cut <= self.base:
+            return ""
+        spans = [
+            Match(m.kind, max(m.start, self.base) - self.base, min(m.end, cut) - self.base)
+            for m in matches
+            if m.start < cut and m.end > self.base
+        ]
+        out = mask_text(self.raw[self.base : cut], spans)
+        self.base = cut
+        return out
+
+
+def _last_word(text: str) -> str:
+    """The trailing run of non-whitespace characters of ``text``."""
+    i = len(text)
+    while i > 0 and not text[i - 1].isspace():
+        i -= 1
+    return text[i:]
 
 
 _registry: dict[int, RunningTurn] = {}
@@ -201,20 +279,19 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
 
         final: dict | None = None
         last_beat = time.monotonic()
+        masker = StreamMasker(queries.allowed_fingerprints(session), conf.secrets_key())
         for kind, value in provider.stream(messages, cancel=turn.cancel):
             if kind == "delta":
-                offset = len(turn.text)
-                turn.text += value
-                broadcast.turn_event(
-                    session, "delta", turn_id=turn.turn_id, text=value, offset=offset
-                )
+                turn.raw_text += value
+                _send_delta(session, turn, masker.feed(value))
             elif kind == "done":
                 final = value
             if time.monotonic() - last_beat > HEARTBEAT:
                 last_beat = time.monotonic()
                 _heartbeat(turn)
+        _send_delta(session, turn, masker.feed("", final=True))
         if final is None:  # a provider must end with "done"; record the failure anyway
-            final = _failed_message(provider, turn.text, "The provider ended without a result")
+            final = _failed_message(provider, turn.raw_text, "The provider ended without a result")
         if turn.cancel.is_set() and final.get("stopReason") != "aborted":
             final = {**final, "stopReason": "aborted"}
         turn.assistant_message = final
@@ -244,6 +321,15 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
                 if _registry.get(session.pk) is turn:
                     del _registry[session.pk]
             turn.done.set()
+
+
+def _send_delta(session, turn: RunningTurn, shown: str) -> None:
+    """Send the masked text released by the masker (nothing when all was held back)."""
+    if not shown:
+        return
+    offset = len(turn.text)
+    turn.text += shown
+    broadcast.turn_event(session, "delta", turn_id=turn.turn_id, text=shown, offset=offset)
 
 
 def _failed_message(provider, text: str, error: str) -> dict:

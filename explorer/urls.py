@@ -13,9 +13,11 @@ from explorer.views import (
     compaction_view,
     compare,
     entry,
+    export,
     integrity,
     live,
     projection,
+    review,
     search,
     secrets,
     sessions,
@@ -86,4 +88,29 @@ secret_urls = [
     ),
 ]
 
-urlpatterns = session_urls + tab_urls + edit_urls + live_urls + secret_urls
+# Single-file HTML export of a route or of the whole tree (offline, secrets masked)
+export_urls = [
+    path("sessions/<int:pk>/export.html", export.export_html_view, name="export_html"),
+]
+
+# Review comments: threads on entries, replies, resolving, approved / flagged statuses
+review_urls = [
+    path("sessions/<int:pk>/review/", review.review_view, name="review"),
+    path("sessions/<int:pk>/review/entry/", review.entry_threads, name="review_entry"),
+    path("sessions/<int:pk>/review/comment/", review.comment_add, name="comment_add"),
+    path(
+        "sessions/<int:pk>/review/comment/<int:comment_pk>/",
+        review.comment_edit,
+        name="comment_edit",
+    ),
+    path(
+        "sessions/<int:pk>/review/comment/<int:comment_pk>/resolve/",
+        review.thread_resolve,
+        name="thread_resolve",
+    ),
+    path("sessions/<int:pk>/review/status/", review.entry_status, name="entry_status"),
+]
+
+urlpatterns = (
+    session_urls + tab_urls + edit_urls + live_urls + secret_urls + export_urls + review_urls
+)

@@ -32,6 +32,7 @@ TABS = (
     ("search", "Search", "explorer:session_search"),
     ("integrity", "Integrity", "explorer:integrity"),
     ("live", "Live", "explorer:live"),
+    ("review", "Review", "explorer:review"),
 )
 
 
@@ -75,13 +76,14 @@ def session_frame(
     request: HtmxHttpRequest, session: Session, tab: str, cursor: str | None
 ) -> dict[str, Any]:
     leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
+    open_threads = queries.open_thread_count(session)
     return {
         "session": session,
         "tab": tab,
         "tabs": [
             {
                 "key": k,
-                "title": t,
+                "title": f"{t} ({open_threads})" if k == "review" and open_threads else t,
                 "url": reverse(u, args=[session.pk]) + leaf_q,
                 "current": k == tab,
             }

@@ -120,6 +120,7 @@ def window_items(
     parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
     siblings = queries.siblings_of(session, parents)
     marks = _marks(rmap, start, end)
+    comments = queries.comment_counts(session, ids)
     items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
     results = {}
     for it in items:
@@ -129,6 +130,7 @@ def window_items(
     for k, it in enumerate(items):
         i = start + k
         it["mark"] = marks.get(i)
+        it["comments"] = comments.get(it["id"], 0)
         it["is_target"] = it["id"] == target
         it["permalink"] = _url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
         kids = siblings.get(parents[k])
