@@ -197,6 +197,17 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     return full_path(session, chosen), start
 
 
+def last_position(session: Session) -> int:
+    """The file position of the session's newest entry (0 when it has none): where a live
+    viewer resumes from, so nothing written after the page was drawn is missed."""
+    return (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    ) or 0
+
+
 def default_leaf_id(session: Session) -> str | None:
     """The file's own leaf: its last entry in file order."""
     e = (
