@@ -90,8 +90,9 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "turn_running": running is not None or turns.turn_busy_elsewhere(session.pk),
         "ws_path": f"/ws/sessions/{session.pk}/",
     }
-    partial = "tree-panel" if request.GET.get("partial") == "tree-panel" else None
-    return render_panel(request, TEMPLATE, partial, context)
+    if request.GET.get("partial") == "tree-panel" and request.htmx:  # the Tree tab's partial
+        return render_panel(request, "explorer/session_detail.html", "tree-panel", context)
+    return render_panel(request, TEMPLATE, None, context)
 
 
 @editor_required
