@@ -114,3 +114,15 @@ def test_the_live_page_weighs_the_same_for_500_or_50000_entries(viewer_client, t
         sizes[n] = len(response.content)
     print("live page bytes", sizes)
     assert sizes[50_000] < 2 * sizes[500], sizes
+
+
+def test_a_header_only_session_says_no_entries_yet_and_draws_no_graph(viewer_client, make_session):
+    header = (
+        b'{"type":"session","version":3,"id":"0195f3a2-0000-7d2e-9b1a-00000000beef",'
+        b'"timestamp":"2025-03-04T05:06:07.089Z","cwd":"/p"}\n'
+    )
+    session = make_session(header)
+    html = viewer_client.get(reverse("explorer:live", args=[session.pk])).content.decode()
+    assert "This session has no entries yet." in html
+    assert 'id="live-graph"' not in html and 'class="legend' not in html
+    assert 'id="transcript"' in html  # arrivals still have somewhere to go
