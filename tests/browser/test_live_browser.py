@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.browser.conftest import SHOTS
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.live.server import LiveServer
 
@@ -130,7 +131,8 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
         f".some(e => e.textContent.includes({full.strip()!r}))",
         timeout=20000,
     )
-    watcher.screenshot(path=str(site.workdir.parent / "live.png"), full_page=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    watcher.screenshot(path=str(SHOTS / "live-tab.png"), full_page=True)
 
 
 def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser, site):
