@@ -60,6 +60,18 @@ def window_swap(session, leaf: str | None) -> tuple[str, str | None]:
     return render_to_string(f"{TEMPLATE}#live-transcript", ctx), ctx["tip"] or None
 
 
+def _turn_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
+    """What the turn form shows: whether a provider is set up, whether a turn runs now
+    (Cancel is enabled exactly then), whether this user may send."""
+    running = turns.running_turn(session.pk) is not None or turns.turn_busy_elsewhere(session.pk)
+    return {
+        "provider_configured": turns.provider_configured(),
+        "no_provider_message": turns.NO_PROVIDER_MESSAGE,
+        "can_edit": can_edit(request.user),
+        "turn_running": running,
+    }
+
+
 @viewer_required
 @require_GET
 def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
@@ -78,16 +90,11 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         window=conf.context_window(),
         reserve=conf.compaction_settings().reserve_tokens,
     )
-    running = turns.running_turn(session.pk)
-    context |= {
+    context |= _turn_context(request, session) | {
         "cursor_entry": queries.cursor_id(session, request.user),
         "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
         "last_position": last,
         "projection_html": html.projection_panel(summary),
-        "provider_configured": turns.provider_configured(),
-        "no_provider_message": turns.NO_PROVIDER_MESSAGE,
-        "can_edit": can_edit(request.user),
-        "turn_running": running is not None or turns.turn_busy_elsewhere(session.pk),
         "ws_path": f"/ws/sessions/{session.pk}/",
     }
     if request.GET.get("partial") == "tree-panel" and request.htmx:  # the Tree tab's partial

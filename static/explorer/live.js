@@ -92,6 +92,9 @@
       refreshGraph();
     }
     fillTokens();
+    const empty = document.getElementById("live-empty");
+    const list = document.getElementById("transcript");
+    if (empty && list && list.querySelector("li.t-entry")) empty.hidden = true;
     scrollToTip();
     const s = state();
     const cursor = document.getElementById("cursor-status");
