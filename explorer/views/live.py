@@ -27,8 +27,14 @@ def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
 
 
 def tail_window(session, leaf: str | None) -> dict[str, Any]:
-    """The last ``PAGE`` entries of the route root → ``leaf`` as Transcript-tab items, with
-    the "earlier entries" sentinel: the Live tab weighs the same for 500 or 50,000 entries."""
+    """The last ``PAGE`` entries of the route root → ``leaf`` as the Transcript tab's rows,
+    rendered once per session version for every viewer (no per-viewer parts: the page's
+    script gives their forms the viewer's CSRF token), with the "earlier entries" sentinel.
+    The Live tab weighs and costs the same for 500 or 50,000 entries."""
+    return queries.cached(session, f"live-tail:{leaf or ''}", lambda: _tail_window(session, leaf))
+
+
+def _tail_window(session, leaf: str | None) -> dict[str, Any]:
     rmap = queries.route_map(session, leaf)
     n = len(rmap.ids)
     start = max(0, n - PAGE)
@@ -39,24 +45,21 @@ def tail_window(session, leaf: str | None) -> dict[str, Any]:
         earlier_url = (
             f"{base}?{html.urlencode({'leaf': rmap.leaf or '', 'before': rmap.ids[start]})}"
         )
-    return {
-        "items": items,
-        "earlier": start,
-        "later": 0,
+    ctx = {
+        "session": session, "items": items, "earlier": start, "later": 0,
         "tail_url": "",  # the websocket brings arrivals; no polling sentinel
-        "earlier_url": earlier_url,
-        "earlier_link": reverse("explorer:transcript", args=[session.pk]),
-        "route_length": n,
-        "tip": rmap.ids[-1] if n else "",
-    }
+        "earlier_url": earlier_url, "earlier_link": reverse("explorer:transcript", args=[session.pk]),
+        "cursor_entry": None, "editable": False,
+        "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+    }  # fmt: skip
+    rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
+    return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
 
 
 def window_swap(session, leaf: str | None) -> tuple[str, str | None]:
     """The whole transcript window as an out-of-band swap (a viewer's route changed branch),
-    and the tip it ends at. Rendered for one viewer: branch switches are rare."""
-    ctx = tail_window(session, leaf)
-    ctx |= {"session": session, "cursor_entry": None, "editable": False,
-            "move_url": reverse("explorer:transcript_cursor", args=[session.pk]), "oob": True}  # fmt: skip
+    and the tip it ends at."""
+    ctx = tail_window(session, leaf) | {"oob": True}
     return render_to_string(f"{TEMPLATE}#live-transcript", ctx), ctx["tip"] or None
 
 

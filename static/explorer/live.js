@@ -164,6 +164,8 @@
     }
   });
 
+  fillTokens();  // the rows drawn with the page are shared by every viewer too
+
   // Not following (or scrolled up): count what arrived since, and offer to jump there.
   let seenPosition = null;
   function syncNewBelow() {

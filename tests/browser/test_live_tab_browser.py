@@ -17,3 +17,16 @@ def test_a_text_tree_row_opens_its_entry_on_the_live_tab(demo, browser_page):
     assert "/live/" in page.url
     assert "d4e5f6a7" in page.inner_text("#entry-panel-wrap")
     assert not [e for e in page.errors if "targetError" in e]
+
+
+def test_the_shared_rows_post_with_the_viewers_csrf_token(demo, browser_page):
+    """The Live tab's rows are rendered once for every viewer, without a token; the page's
+    script gives their forms this viewer's, so "move my cursor here" works."""
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/live/")
+    form = page.locator('#transcript li[data-entry="a1b2c3d4"] form.inline-form').first
+    expect(form.locator('input[name="csrfmiddlewaretoken"]')).to_have_count(1)
+    with page.expect_navigation():
+        form.locator("button").click()
+    assert "/transcript/" in page.url and "a1b2c3d4" in page.url
+    assert page.locator("text=Forbidden").count() == 0
