@@ -56,22 +56,61 @@ class ImportProblemAdmin(admin.ModelAdmin):
         return False
 
 
-# Users with their role: the group list is where roles are assigned.
+# Users with their role: one admin screen creates a user and gives the role; the group list
+# stays where roles are changed later.
+from django import forms  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.admin import UserAdmin  # noqa: E402
+from django.contrib.auth.forms import AdminUserCreationForm  # noqa: E402
 
-from explorer.permissions import role_of  # noqa: E402
+from explorer.permissions import ADMIN, EDITOR, ROLES, VIEWER, role_of, set_role  # noqa: E402
 
 User = get_user_model()
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 
+ROLE_HELP = {
+    VIEWER: "Viewer — reads every session",
+    EDITOR: "Editor — also edits context, labels, cursors and runs turns",
+    ADMIN: "Admin — also imports, deletes and manages users",
+}
+
+
+class UserWithRoleCreationForm(AdminUserCreationForm):
+    """The admin's "add user" form with the role on it: before, a new user had no role
+    until a second screen put them in a group, and a forgotten second step left an
+    account that could sign in and see nothing."""
+
+    role = forms.ChoiceField(
+        choices=[(r, ROLE_HELP[r]) for r in ROLES],
+        initial=VIEWER,
+        widget=forms.RadioSelect,
+        help_text="Admins also get staff status, so they can manage users here.",
+    )
+
 
 @admin.register(User)
 class RoleUserAdmin(UserAdmin):
+    add_form = UserWithRoleCreationForm
+    add_fieldsets = (
+        (
+            None,
+            {
+                "classes": ("wide",),
+                "fields": ("username", "usable_password", "password1", "password2", "role"),
+            },
+        ),
+    )
     list_display = ("username", "role", "is_active", "is_superuser", "last_login")
     list_filter = ("groups", "is_active", "is_superuser")
 
     @admin.display(description="Role")
     def role(self, obj) -> str:
         return role_of(obj) or "—"
+
+    def save_related(self, request, form, formsets, change: bool) -> None:
+        """After the user row exists: give the role chosen on the add form."""
+        super().save_related(request, form, formsets, change)
+        role = form.cleaned_data.get("role") if not change else None
+        if role in ROLES:
+            set_role(form.instance, role)

@@ -48,8 +48,6 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 # Most entries sent in one resume / gap fill; the rest follow in further batches.
 RESUME_BATCH = 500
-# Longest transcript sent when a viewer switches branch; older items stay in the explorer.
-TRANSCRIPT_LIMIT = 300
 # A viewer further behind than this gets a "reload" notice instead of the entries.
 MAX_GAP = 5000
 
@@ -94,7 +92,8 @@ def _fragments_between(session_pk: int, after: int, before: int | None, limit: i
     qs = Entry.objects.filter(session_id=session_pk, position__gt=after)
     if before is not None:
         qs = qs.filter(position__lt=before)
-    return html.entry_fragments(list(qs.order_by("position")[:limit]))
+    rows = list(qs.order_by("position")[:limit])
+    return html.entry_fragments(rows, Session.objects.get(pk=session_pk)) if rows else []
 
 
 def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int, int]:
@@ -110,25 +109,17 @@ def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int
     return agg["n"], agg["m"] or after
 
 
-def _transcript_items(session_pk: int, leaf_id: str | None) -> tuple[list[str], str | None]:
-    """Rendered items of the path root → ``leaf_id`` (the newest ``TRANSCRIPT_LIMIT``)."""
-    from explorer.models import Entry
+def _window_swap(session_pk: int, leaf_id: str | None) -> tuple[str, str | None]:
+    """The Live tab's transcript window for the route root → ``leaf_id`` (a branch switch)."""
+    from explorer.views.live import window_swap
 
-    if not leaf_id:
-        return [], None
-    session = Session.objects.get(pk=session_pk)
-    ids = [e.entry_id for e in queries.light_path(session, leaf_id)]
-    skipped = max(0, len(ids) - TRANSCRIPT_LIMIT)
-    ids = ids[skipped:]
-    rows = {e.entry_id: e for e in Entry.objects.filter(session_id=session_pk, entry_id__in=ids)}
-    items = []
-    if skipped:
-        items.append(str(html.skipped_note(skipped)))
-    for entry_id in ids:
-        row = rows.get(entry_id)
-        if row is not None:
-            items.append(html.entry_fragment(row)["item"])
-    return items, (ids[-1] if ids else None)
+    return window_swap(Session.objects.get(pk=session_pk), leaf_id)
+
+
+def _tree_refresh_url(session_pk: int) -> str:
+    from django.urls import reverse
+
+    return reverse("explorer:live", args=[session_pk]) + "?partial=tree-panel"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,6 +136,7 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.last_position: int | None = None
         self.tip: str | None = None
         self.follow = True
+        self.tree_arrived = 0  # entries delivered since this viewer's text tree was drawn
         self.turn_offset: int | None = None  # characters of the running turn delivered
         self.joined = False
         self.projection_due: list | None = None  # [leaf id, position] not yet shown
@@ -202,6 +194,8 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             # Cheap catch-up: anything after what was delivered (a dropped last message).
             if self.ready:
                 await self.send_entries([], sync=True)
+        elif kind == "tree_seen":  # the viewer redrew its text tree
+            self.tree_arrived = 0
         elif kind == "follow":
             self.follow = message.get("on") not in (False, "0", "false", "off", "", None)
             await self.send_state()
@@ -312,21 +306,20 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         parts = []
         rebuild_to = None
         for f in fragments:
-            parts.append(
-                html.oob_append(
-                    f"tree-children-{html.dom_id(f['parent_id'])}", html.trusted(f["tree"])
-                )
-            )
             if self.tip is None or f["parent_id"] == self.tip:
-                parts.append(html.oob_append("transcript", html.trusted(f["item"])))
+                if f["item"]:
+                    parts.append(html.oob_append("transcript", html.trusted(f["item"])))
                 self.tip = f["id"]
             elif self.follow:
                 rebuild_to = f["id"]
         if rebuild_to is not None:
             newest = fragments[-1]["id"]
-            items, tip = await database_sync_to_async(_transcript_items)(self.session_pk, newest)
-            parts.append(html.transcript_swap(html.trusted(i) for i in items))
+            window, tip = await database_sync_to_async(_window_swap)(self.session_pk, newest)
+            parts.append(html.trusted(window))
             self.tip = tip
+        if fragments:
+            self.tree_arrived += len(fragments)
+            parts.append(html.tree_arrivals(self.tree_arrived, _tree_refresh_url(self.session_pk)))
         parts.append(html.live_state(self.last_position, self.tip, self.follow))
         await self.send_text("".join(parts))
 
@@ -420,10 +413,10 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         parts = [html.cursor_status(event, mine=mine)]
         if mine and not self.follow and self.ready:
             # A branch switch: show the transcript of the branch the cursor moved to.
-            items, tip = await database_sync_to_async(_transcript_items)(
+            window, tip = await database_sync_to_async(_window_swap)(
                 self.session_pk, event["entry_id"]
             )
-            parts.append(html.transcript_swap(html.trusted(i) for i in items))
+            parts.append(html.trusted(window))
             self.tip = tip
             parts.append(html.live_state(self.last_position, self.tip, self.follow))
         await self.send_text("".join(parts))

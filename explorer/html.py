@@ -3,7 +3,7 @@
 Everything else is templates. What lives here is markup built per row or per live message,
 where a template include per row would cost more than the rest of the page (text-tree rows,
 raw-versus-projected rows) or where one fragment is rendered once and sent to every viewer
-(live tree nodes, transcript items, out-of-band swaps). Every piece is built with
+(transcript rows, out-of-band swaps). Every piece is built with
 ``format_html`` / ``format_html_join``, so every interpolated value is escaped.
 """
 
@@ -23,13 +23,11 @@ from django.utils.safestring import SafeString, mark_safe
 
 from explorer import queries
 from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
-from explorer.rendering import render_markdown, render_plain
 from explorer.session.describe import (
     entry_role,
     entry_title,
     error_in_words,
     kind_name,
-    transcript_text,
 )
 from explorer.session.graph import chain_caption
 from explorer.session.jsonfmt import visible
@@ -426,14 +424,10 @@ def highlight(text: str, query: str, width: int = 90) -> SafeString:
 # ---------------------------------------------------------------------------------------------
 # Live fragments: rendered once per write, sent to every viewer
 
-# Element ids shared with the explorer pages (so the same messages update them too):
-# ``tree-children-<id>`` (the ``<ul>`` under a tree node; ``tree-children-root`` for roots),
-# ``transcript``, ``projection-panel``, ``live-state``. Entry ids are arbitrary strings in
+# Element ids of the Live tab the out-of-band swaps target: ``transcript`` (the Transcript
+# tab's ``<ol>``), ``tree-arrivals``, ``projection-panel``, ``live-state``. Entry ids are arbitrary strings in
 # imported files, so :func:`dom_id` maps an id that is not a safe CSS identifier to a hash.
 
-# Longest text shown for one entry in the live transcript; the explorer has the full entry.
-ITEM_TEXT_LIMIT = 4000
-SNIPPET_LIMIT = 80
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
@@ -460,83 +454,56 @@ def _entry_data(entry) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _usage_line(message: dict[str, Any]) -> str:
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
-    parts = []
-    if message.get("stopReason"):
-        parts.append(f"stop: {message['stopReason']}")
-    if usage:
-        parts.append(
-            f"tokens: {usage.get('input', 0)} in · {usage.get('output', 0)} out"
-            f" · {usage.get('totalTokens', 0)} total"
-        )
-    if message.get("errorMessage"):
-        parts.append(f"error: {message['errorMessage']}")
-    return " · ".join(str(p) for p in parts)
+TRANSCRIPT_ROW = "explorer/partials/transcript_item.html"
 
 
-def _tree_node_open(entry, data: dict[str, Any]) -> SafeString:
-    role = entry.role or ""
-    label = entry.type + (f" · {role}" if role else "")
-    snippet = _clip(" ".join(transcript_text(data).split()), SNIPPET_LIMIT)
-    did = dom_id(entry.entry_id)
-    return format_html(
-        '<li id="tree-node-{}" class="live-node type-{}" data-entry-id="{}" data-position="{}">'
-        '<span class="node-label"><span class="node-kind">{}</span> '
-        '<code class="node-id">{}</code> <span class="node-snippet">{}</span></span>'
-        '<ul id="tree-children-{}" class="tree-children">',
-        did, entry.type, entry.entry_id, entry.position, label, entry.entry_id, snippet, did,
-    )  # fmt: skip
+def transcript_rows(session, entries) -> dict[str, str]:
+    """The Transcript tab's row (``partials/transcript_item.html``) for each new entry,
+    rendered once per write for every viewer: on the route to the newest of them, with no
+    per-viewer parts (no CSRF token, which the page's script fills in, no "your cursor").
+    An entry on another branch is rendered on its own route."""
+    from django.template.loader import render_to_string
+
+    # The item builder is the Transcript tab's, so a live row and a tab row never differ.
+    from explorer.views.transcript import window_items
+
+    entries = sorted(entries, key=lambda e: e.position)
+    if not entries:
+        return {}
+    ctx = {"session": session, "cursor_entry": None, "editable": False,
+           "move_url": reverse("explorer:transcript_cursor", args=[session.pk])}  # fmt: skip
+    out: dict[str, str] = {}
+    for entry in reversed(entries):
+        if entry.entry_id in out:
+            continue
+        rmap = queries.route_map(session, entry.entry_id)
+        wanted = [i for i in (rmap.index(e.entry_id) for e in entries) if i is not None]
+        lo = min(i for i in wanted if rmap.ids[i] not in out)
+        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None):
+            if it["id"] not in out:
+                out[it["id"]] = render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
+    return out
 
 
-_NODE_CLOSE = "</ul></li>"
-
-
-def tree_node(entry, data: dict[str, Any]) -> SafeString:
-    """One live text-tree node with an empty child list (children are appended into it)."""
-    return join([_tree_node_open(entry, data), _NODE_CLOSE])
-
-
-def transcript_item(entry, data: dict[str, Any]) -> SafeString:
-    role = entry.role or ""
-    text = _clip(transcript_text(data), ITEM_TEXT_LIMIT)
-    if role == "assistant" or entry.type in ("compaction", "branch_summary"):
-        body = format_html('<div class="item-body markdown">{}</div>', render_markdown(text))
-    else:
-        body = format_html('<div class="item-body plain">{}</div>', render_plain(text))
-    meta: Any = ""
-    message = data.get("message") if isinstance(data.get("message"), dict) else None
-    if message and role == "assistant":
-        line = _usage_line(message)
-        if line:
-            meta = format_html('<div class="item-meta">{}</div>', line)
-    return format_html(
-        '<article id="item-{}" class="live-item type-{} role-{}" data-entry-id="{}" '
-        'data-parent-id="{}" data-position="{}"><header class="item-head">'
-        '<span class="item-who">{}</span> <code class="item-id">{}</code> '
-        '<time class="item-time">{}</time></header>{}{}</article>',
-        dom_id(entry.entry_id), entry.type, role or "none", entry.entry_id,
-        entry.parent_id or "", entry.position, role or entry.type, entry.entry_id,
-        entry.timestamp, body, meta,
-    )  # fmt: skip
-
-
-def entry_fragment(entry) -> dict[str, Any]:
-    """Everything a viewer needs about one new entry, rendered once for all viewers."""
-    data = _entry_data(entry)
+def entry_fragment(entry, row: str = "") -> dict[str, Any]:
+    """What a viewer needs about one new entry: where it hangs and its transcript row."""
     return {
         "id": entry.entry_id,
         "parent_id": entry.parent_id,
         "position": entry.position,
         "type": entry.type,
         "role": entry.role or "",
-        "tree": str(tree_node(entry, data)),
-        "item": str(transcript_item(entry, data)),
+        "item": row,
     }
 
 
-def entry_fragments(entries) -> list[dict[str, Any]]:
-    return [entry_fragment(e) for e in sorted(entries, key=lambda e: e.position)]
+def entry_fragments(entries, session=None) -> list[dict[str, Any]]:
+    """:func:`entry_fragment` of each entry in file order, rows rendered once for all."""
+    entries = sorted(entries, key=lambda e: e.position)
+    if entries and not hasattr(session, "group_name"):  # given a pk, or nothing
+        session = entries[0].session
+    rows = transcript_rows(session, entries) if entries else {}
+    return [entry_fragment(e, rows.get(e.entry_id, "")) for e in entries]
 
 
 def projection_panel(summary: dict[str, Any]) -> SafeString:
@@ -568,12 +535,6 @@ def live_state(last_position: int | None, tip: str | None, follow: bool) -> Safe
     )  # fmt: skip
 
 
-def transcript_swap(items: Iterable[Any]) -> SafeString:
-    return format_html(
-        '<div id="transcript" class="transcript" hx-swap-oob="true">{}</div>', join(items)
-    )
-
-
 def cursor_status(message: dict[str, Any], *, mine: bool) -> SafeString:
     """The latest cursor move (a branch switch when the cursor jumps to another branch)."""
     who = (
@@ -597,11 +558,6 @@ def turn_status(message: str, *, css: str = "") -> SafeString:
     )
 
 
-def skipped_note(count: int) -> SafeString:
-    """The head of a transcript that shows only its newest items."""
-    return format_html('<p class="transcript-skipped">{} earlier entries not shown.</p>', count)
-
-
 def reset_notice(count: int) -> SafeString:
     """Too many entries arrived at once to stream them (a big import)."""
     return format_html(
@@ -609,6 +565,18 @@ def reset_notice(count: int) -> SafeString:
         '{} entries were added at once. <a href="">Reload the page</a> to see them.</div>',
         count,
     )
+
+
+def tree_arrivals(count: int, refresh_url: str) -> SafeString:
+    """The text tree's notice that ``count`` entries arrived since it was drawn, with a
+    button that redraws it (the tree is paged and folded: rows are not patched in)."""
+    return format_html(
+        '<div id="tree-arrivals" class="arrivals-note small" hx-swap-oob="true" role="status">'
+        "<strong>{} new entr{}</strong> in the tree — "
+        '<button type="button" class="link-button" hx-get="{}" hx-target="#tree-panel" '
+        'hx-swap="outerHTML" data-tree-refresh="1">refresh</button></div>',
+        count, "y" if count == 1 else "ies", refresh_url,
+    )  # fmt: skip
 
 
 def follow_stopped(message: str) -> SafeString:
@@ -622,34 +590,6 @@ def follow_stopped(message: str) -> SafeString:
         'data-stopped="1" role="status">follow stopped</span>',
         message,
     )
-
-
-def live_tree(rows) -> SafeString:
-    """Nested ``<li>`` nodes for ``rows`` (Entry rows in file order). A row whose parent is
-    not among them hangs at the top level, so a partial tree still shows every row.
-
-    Built with an explicit stack: real sessions nest thousands of levels deep.
-    """
-    rows = list(rows)
-    present = {r.entry_id for r in rows}
-    children: dict[str | None, list] = {}
-    for r in rows:
-        parent = r.parent_id if r.parent_id in present else None
-        children.setdefault(parent, []).append(r)
-    out: list[Any] = []
-    # Each stack item: ("open", row) renders a node and schedules its children, or
-    # ("close", None) closes the node opened last.
-    stack: list[tuple[str, Any]] = [("open", r) for r in reversed(children.get(None, []))]
-    while stack:
-        kind, item = stack.pop()
-        if kind == "close":
-            out.append(_NODE_CLOSE)
-            continue
-        out.append(_tree_node_open(item, _entry_data(item)))
-        stack.append(("close", None))
-        for child in reversed(children.get(item.entry_id, [])):
-            stack.append(("open", child))
-    return join(out)
 
 
 def _failure_words(message: str) -> str:

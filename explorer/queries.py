@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import connection, models
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Lower
 
 from explorer import conf
 from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
@@ -225,6 +226,17 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
         settings_ids.append(head[model_change_i].entry_id)
     chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])
     return full_path(session, chosen), start
+
+
+def last_position(session: Session) -> int:
+    """The file position of the session's newest entry (0 when it has none): where a live
+    viewer resumes from, so nothing written after the page was drawn is missed."""
+    return (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    ) or 0
 
 
 def default_leaf_id(session: Session) -> str | None:
@@ -751,10 +763,32 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
             Q(name__icontains=q)
             | Q(session_id__icontains=q)
             | Q(cwd__icontains=q)
+            | Q(source_path__icontains=q)
             | Q(first_message_raw__icontains=needle)
         )
+    if sort == "name":
+        # Named sessions A→Z (case aside), then the unnamed ones, newest first: "" sorted
+        # first put a wall of "Session 019b…" rows above every name.
+        unnamed = Case(When(name="", then=Value(1)), default=Value(0))
+        return qs.order_by(unnamed, Lower("name"), F("last_activity").desc(nulls_last=True), "-pk")
     order = SORTS.get(sort, SORTS["activity"])[0]
     return qs.order_by(order, "-pk")
+
+
+def _file_part(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] if path else ""
+
+
+def list_row_labels(session: Session) -> dict[str, str]:
+    """What tells one listed session from another when names repeat or are missing: the
+    file it came from, and the session it was forked or branched from (a fork keeps the
+    original's name)."""
+    parent = session.parent_session or ""
+    return {
+        "file_name": _file_part(session.source_path or ""),
+        "fork_of": _file_part(parent[3:] if parent.startswith("db:") else parent),
+        "fork_of_full": parent,
+    }
 
 
 def first_message_text(session: Any, limit: int = 140) -> str:

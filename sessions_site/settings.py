@@ -379,10 +379,33 @@ if not DEBUG:
         # check --deploy asks for preloading (W021); leaving it off is this project's choice.
         SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
+
+def _expected_403_in_one_line(record) -> bool:
+    """A refused request (PermissionDenied: a viewer posting an edit, a user without a role)
+    is expected, not a failure: keep its one log line, drop the traceback that buried the
+    real errors."""
+    from django.core.exceptions import PermissionDenied
+
+    exc = record.exc_info[0] if record.exc_info else None
+    if isinstance(exc, type) and issubclass(exc, PermissionDenied):
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {
+        "expected_403": {
+            "()": "django.utils.log.CallbackFilter",
+            "callback": _expected_403_in_one_line,
+        }
+    },
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
-    "loggers": {"explorer": {"level": envstr("LOG_LEVEL", "INFO")}},
+    "loggers": {
+        "explorer": {"level": envstr("LOG_LEVEL", "INFO")},
+        "django.request": {"filters": ["expected_403"]},
+    },
 }

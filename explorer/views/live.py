@@ -1,61 +1,108 @@
-"""The live page of a session: transcript, text tree, turn form and token meter, kept up to
-date over the session's websocket (``explorer.consumers``)."""
+"""The Live tab: the tail window of the newest route (the Transcript tab's rows), the Tree
+tab's text tree, the turn form and the token meter, kept up to date over the session's
+websocket (``explorer.consumers``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from explorer import conf, html, queries, turns
-from explorer.models import Entry
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
-from explorer.views.common import HtmxHttpRequest, session_frame
+from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.transcript import PAGE, window_items
+from explorer.views.tree import graph_context
 
-# The live page renders at most this many of the newest entries in its tree: 2,000 made the
-# 50,000-entry session's page 1.15 MB of HTML, 500 makes it 0.52 MB (the Tree tab has the rest).
-TREE_LIMIT = 500
+TEMPLATE = "explorer/live.html"
 
 
 def _status(message: str, *, css: str = "", status: int = 200) -> HttpResponse:
     return HttpResponse(html.turn_status(message, css=css), status=status)
 
 
-@viewer_required
-@require_GET
-def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    from explorer.consumers import _transcript_items
+def tail_window(session, leaf: str | None) -> dict[str, Any]:
+    """The last ``PAGE`` entries of the route root → ``leaf`` as the Transcript tab's rows,
+    rendered once per session version for every viewer (no per-viewer parts: the page's
+    script gives their forms the viewer's CSRF token), with the "earlier entries" sentinel.
+    The Live tab weighs and costs the same for 500 or 50,000 entries."""
+    return queries.cached(session, f"live-tail:{leaf or ''}", lambda: _tail_window(session, leaf))
 
-    session = get_session_for_user(request, pk)
-    total = Entry.objects.filter(session=session).count()
-    rows = list(Entry.objects.filter(session=session).order_by("-position")[:TREE_LIMIT])
-    rows.reverse()
-    newest = rows[-1] if rows else None
-    items, tip = _transcript_items(session.pk, newest.entry_id if newest else None)
-    summary = queries.projection_summary(
-        session,
-        tip,
-        window=conf.context_window(),
-        reserve=conf.compaction_settings().reserve_tokens,
-    )
-    running = turns.running_turn(session.pk)
-    context = session_frame(request, session, "live", queries.cursor_id(session, request.user))
-    context |= {
-        "tree_html": html.live_tree(rows),
-        "tree_hidden": max(0, total - len(rows)),
-        "transcript_html": html.join(html.trusted(i) for i in items),
-        "tip": tip or "",
-        "last_position": newest.position if newest else 0,
-        "projection_html": html.projection_panel(summary),
+
+def _tail_window(session, leaf: str | None) -> dict[str, Any]:
+    rmap = queries.route_map(session, leaf)
+    n = len(rmap.ids)
+    start = max(0, n - PAGE)
+    items = window_items(session, rmap, start, n, target=None, leaf_q=None) if n else []
+    earlier_url = ""
+    if start:
+        base = reverse("explorer:transcript", args=[session.pk])
+        earlier_url = (
+            f"{base}?{html.urlencode({'leaf': rmap.leaf or '', 'before': rmap.ids[start]})}"
+        )
+    ctx = {
+        "session": session, "items": items, "earlier": start, "later": 0,
+        "tail_url": "",  # the websocket brings arrivals; no polling sentinel
+        "earlier_url": earlier_url, "earlier_link": reverse("explorer:transcript", args=[session.pk]),
+        "cursor_entry": None, "editable": False,
+        "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+    }  # fmt: skip
+    rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
+    return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
+
+
+def window_swap(session, leaf: str | None) -> tuple[str, str | None]:
+    """The whole transcript window as an out-of-band swap (a viewer's route changed branch),
+    and the tip it ends at."""
+    ctx = tail_window(session, leaf) | {"oob": True}
+    return render_to_string(f"{TEMPLATE}#live-transcript", ctx), ctx["tip"] or None
+
+
+def _turn_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
+    """What the turn form shows: whether a provider is set up, whether a turn runs now
+    (Cancel is enabled exactly then), whether this user may send."""
+    running = turns.running_turn(session.pk) is not None or turns.turn_busy_elsewhere(session.pk)
+    return {
         "provider_configured": turns.provider_configured(),
         "no_provider_message": turns.NO_PROVIDER_MESSAGE,
         "can_edit": can_edit(request.user),
-        "turn_running": running is not None or turns.turn_busy_elsewhere(session.pk),
+        "turn_running": running,
+    }
+
+
+@viewer_required
+@require_GET
+def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The Live tab; ``?partial=tree-panel`` redraws only its text tree (the arrivals
+    notice's "refresh")."""
+    session = get_session_for_user(request, pk)
+    cursor = resolve_cursor(request, session)
+    last = queries.last_position(session)  # read before the tip: a resume repeats, never skips
+    newest = queries.default_leaf_id(session)
+    context = session_frame(request, session, "live", cursor)
+    context |= graph_context(request, session, cursor)  # the Tree tab's text tree
+    context |= tail_window(session, newest)
+    summary = queries.projection_summary(
+        session,
+        context["tip"] or None,
+        window=conf.context_window(),
+        reserve=conf.compaction_settings().reserve_tokens,
+    )
+    context |= _turn_context(request, session) | {
+        "cursor_entry": queries.cursor_id(session, request.user),
+        "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+        "last_position": last,
+        "projection_html": html.projection_panel(summary),
         "ws_path": f"/ws/sessions/{session.pk}/",
-    }  # the frame's header, tabs and actions, then the live parts
-    return render(request, "explorer/live.html", context)
+    }
+    if request.GET.get("partial") == "tree-panel" and request.htmx:  # the Tree tab's partial
+        return render_panel(request, "explorer/session_detail.html", "tree-panel", context)
+    return render_panel(request, TEMPLATE, None, context)
 
 
 @editor_required

@@ -40,7 +40,13 @@ def healthz(request: HtmxHttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    from explorer.queries import SORTS, first_message_text, list_path_totals, search_sessions
+    from explorer.queries import (
+        SORTS,
+        first_message_text,
+        list_path_totals,
+        list_row_labels,
+        search_sessions,
+    )
 
     q = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "activity")
@@ -53,6 +59,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     groups: dict[str, list[Session]] = {}
     for s in sessions:
         s.first_message = first_message_text(s)
+        s.labels = list_row_labels(s)
         s.path_totals = totals[s.pk]
         groups.setdefault(s.cwd, []).append(s)
     if wants_json(request):
@@ -85,6 +92,8 @@ def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
         "context_edits": s.context_edit_count,
         "warnings": s.warning_count,
         "first_message": s.first_message or None,
+        "file_name": s.labels["file_name"] or None,
+        "fork_of": s.labels["fork_of_full"] or None,
         "default_path_usage": s.path_totals,
         "url": request.build_absolute_uri(reverse("explorer:session_detail", args=[s.pk])),
     }

@@ -26,8 +26,21 @@
   function send(message) {
     if (socket) socket.send(JSON.stringify(message));
   }
+  // A reader who scrolled up is reading: arrivals do not pull the page down (they are
+  // counted on the "new entries below" button instead).
+  let pinned = true;
+  function nearBottom() {
+    const transcript = document.getElementById("transcript");
+    if (!transcript) return true;
+    return transcript.getBoundingClientRect().bottom <= window.innerHeight + 160;
+  }
+  window.addEventListener("scroll", function () {
+    const was = pinned;
+    pinned = nearBottom();
+    if (pinned !== was) syncNewBelow();
+  }, {passive: true});
   function scrollToTip() {
-    if (!following()) return;
+    if (!following() || !pinned) return;
     const transcript = document.getElementById("transcript");
     const stream = document.getElementById("turn-stream");
     const target = stream && !stream.hidden ? stream : (transcript && transcript.lastElementChild);
@@ -75,17 +88,21 @@
   }
 
   document.addEventListener("htmx:wsAfterMessage", function (evt) {
-    if (typeof evt.detail.message === "string" && evt.detail.message.indexOf("tree-node-") >= 0) {
+    if (typeof evt.detail.message === "string" && evt.detail.message.indexOf("tree-arrivals") >= 0) {
       refreshGraph();
     }
+    fillTokens();
+    const empty = document.getElementById("live-empty");
+    const list = document.getElementById("transcript");
+    if (empty && list && list.querySelector("li.t-entry")) empty.hidden = true;
     scrollToTip();
     const s = state();
     const cursor = document.getElementById("cursor-status");
     if (cursor && cursor.dataset.entryId) {
-      document.querySelectorAll(".live-node.is-cursor").forEach(function (n) {
+      document.querySelectorAll("#text-tree .tr.is-cursor").forEach(function (n) {
         n.classList.remove("is-cursor");
       });
-      const node = document.querySelector('.live-node[data-entry-id="' + CSS.escape(cursor.dataset.entryId) + '"]');
+      const node = document.querySelector('#text-tree .tr[data-id="' + CSS.escape(cursor.dataset.entryId) + '"]');
       if (node) node.classList.add("is-cursor");
     }
     if (s) document.body.dataset.lastPosition = s.dataset.lastPosition;
@@ -113,14 +130,50 @@
     cancel.disabled = !document.querySelector("#turn-status.busy");
   }
 
-  // Not following: count what arrived since, and offer to jump there.
+  // Rows arrive rendered once for every viewer, without a CSRF token: give their forms
+  // this page's token (the one htmx sends with every request).
+  function csrfToken() {
+    const input = document.querySelector('#turn-form input[name="csrfmiddlewaretoken"]');
+    if (input) return input.value;
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+  function fillTokens() {
+    const token = csrfToken();
+    if (!token) return;
+    document.querySelectorAll('#transcript form[method="post"]').forEach(function (form) {
+      if (form.querySelector('input[name="csrfmiddlewaretoken"]')) return;
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "csrfmiddlewaretoken";
+      input.value = token;
+      form.prepend(input);
+    });
+  }
+
+  // The text tree was redrawn (its arrivals notice's "refresh"): the count starts again.
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    const elt = evt.detail.elt;
+    if (elt && elt.id === "tree-panel") {
+      send({type: "tree_seen"});
+      const note = document.getElementById("tree-arrivals");
+      if (note) note.textContent = "";
+    }
+  });
+
+  fillTokens();  // the rows drawn with the page are shared by every viewer too
+
+  // Not following (or scrolled up): count what arrived since, and offer to jump there.
   let seenPosition = null;
   function syncNewBelow() {
     const button = document.getElementById("new-below");
     const s = state();
     if (!button || !s) return;
     const last = parseInt(s.dataset.lastPosition || "0", 10) || 0;
-    if (following() || seenPosition === null) {
+    if ((following() && pinned) || seenPosition === null) {
       seenPosition = last;
       button.hidden = true;
       return;
@@ -133,6 +186,8 @@
     if (evt.target && evt.target.id === "new-below") {
       const box = followBox();
       if (box) { box.checked = true; box.dispatchEvent(new Event("change", {bubbles: true})); }
+      pinned = true;
+      scrollToTip();
       seenPosition = null;
       syncNewBelow();
     }

@@ -49,6 +49,9 @@
   // j / k step through the messages, Home / End jump to the window's ends.
   function cards() { return Array.prototype.slice.call(document.querySelectorAll("#transcript > li.t-entry")); }
   function current(list) {
+    // The message j / k moved to last, else the first one reaching the upper third.
+    var focused = list.indexOf(document.activeElement);
+    if (focused >= 0) { return focused; }
     var mid = window.innerHeight / 3;
     for (var i = 0; i < list.length; i++) { if (list[i].getBoundingClientRect().bottom > mid) { return i; } }
     return list.length - 1;

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.browser.conftest import SHOTS
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
 from tests.live.server import LiveServer
 
@@ -19,6 +20,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 CHUNKS = [f"word{i} " for i in range(16)]
+ROWS = "#transcript > li.t-entry"  # the Transcript tab's rows
+TREE_ROWS = "#text-tree > li.tr"  # the Tree tab's text tree
 
 
 @pytest.fixture
@@ -62,8 +65,9 @@ def open_live(browser, site: LiveServer, user: str):
 def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, site):
     watcher = open_live(browser, site, "vera")
     editor = open_live(browser, site, "eddie")
-    nodes_before = watcher.locator(".live-node").count()
-    assert nodes_before == 8
+    rows_before = watcher.locator(ROWS).count()
+    assert rows_before >= 3
+    assert watcher.locator(TREE_ROWS).count() >= 8  # the Tree tab's text tree, branches shown
     watcher.evaluate("window.__notReloaded = 42")
     graph_before = watcher.get_attribute("#live-graph", "src")
 
@@ -86,19 +90,29 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
     assert len(partials) >= 2, partials
     assert all(full.startswith(p) and p != full for p in partials[:2])
 
-    # The finished answer joins the transcript; the tree gained the two new entries.
+    # The finished answer joins the transcript as Transcript-tab rows; the tree says two
+    # entries arrived, and its refresh draws them.
     watcher.wait_for_function(
-        f"document.querySelectorAll('.live-node').length === {nodes_before + 2}", timeout=20000
+        f"document.querySelectorAll({ROWS!r}).length === {rows_before + 2}", timeout=20000
     )
     watcher.wait_for_function(
-        "Array.from(document.querySelectorAll('#transcript .role-assistant'))"
+        "Array.from(document.querySelectorAll('#transcript .t-role-assistant'))"
         f".some(e => e.textContent.includes({full.strip()!r}))",
         timeout=20000,
     )
-    # The new user message hangs under the previous tip, the answer under the message.
-    user_node = watcher.locator("#tree-children-1b2c3d4e > li.live-node")
-    assert user_node.count() == 1
-    assert user_node.locator("> ul > li.live-node.type-message").count() == 1
+    assert "2 new entries" in watcher.inner_text("#tree-arrivals")
+    new_ids = watcher.eval_on_selector_all(ROWS, "rs => rs.slice(-2).map(r => r.dataset.entry)")
+    # A row that arrived over the socket can still post (the page gave it its CSRF token).
+    assert (
+        watcher.locator(f'li[data-entry="{new_ids[-1]}"] input[name="csrfmiddlewaretoken"]').count()
+        == 1
+    )
+    watcher.click("#tree-arrivals [data-tree-refresh]")
+    for eid in new_ids:
+        watcher.wait_for_selector(
+            f'#text-tree .tr[data-id="{eid}"]', timeout=10000, state="attached"
+        )
+    assert watcher.inner_text("#tree-arrivals") == ""
     assert watcher.evaluate("window.__notReloaded") == 42
     # The graph image is re-fetched for the grown tree, and it loads.
     watcher.wait_for_function(
@@ -113,16 +127,17 @@ def test_a_viewer_sees_live_deltas_and_the_tree_grow_without_reload(browser, sit
     assert "Last turn ended: stop" in watcher.inner_text("#turn-status")
     # The editor's own page shows the answer as well.
     editor.wait_for_function(
-        "Array.from(document.querySelectorAll('#transcript .role-assistant'))"
+        "Array.from(document.querySelectorAll('#transcript .t-role-assistant'))"
         f".some(e => e.textContent.includes({full.strip()!r}))",
         timeout=20000,
     )
-    watcher.screenshot(path=str(site.workdir.parent / "live.png"), full_page=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    watcher.screenshot(path=str(SHOTS / "live-tab.png"), full_page=True)
 
 
 def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser, site):
     page = open_live(browser, site, "vera")
-    assert page.locator(".live-node").count() == 8
+    before = page.locator(ROWS).count()
     page.evaluate("window.__notReloaded = 7")
     site.stop()
     page.wait_for_function(
@@ -138,7 +153,9 @@ def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser,
     )
     site.start()
     # The page reconnects by itself, says where it stands, and receives exactly the three.
-    page.wait_for_function("document.querySelectorAll('.live-node').length === 11", timeout=30000)
+    page.wait_for_function(
+        f"document.querySelectorAll({ROWS!r}).length === {before + 3}", timeout=30000
+    )
     page.wait_for_function(
         "document.getElementById('live-connection').textContent === 'live'", timeout=15000
     )
@@ -148,8 +165,8 @@ def test_after_a_server_restart_the_page_resumes_without_losing_entries(browser,
         "while-down-1",
         "while-down-2",
     ]
-    ids = page.eval_on_selector_all(".live-node", "ns => ns.map(n => n.dataset.entryId)")
-    assert len(ids) == len(set(ids)) == 11
+    ids = page.eval_on_selector_all(ROWS, "rs => rs.map(r => r.dataset.entry)")
+    assert len(ids) == len(set(ids)) == before + 3
     assert page.evaluate("window.__notReloaded") == 7
 
 
@@ -186,7 +203,7 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
         assert pk is not None
         site.session_pks = [pk]
         page = open_live(browser, site, "vera")
-        assert page.locator(".live-node").count() == 1
+        assert page.locator(ROWS).count() == 1
         call = {
             "type": "message",
             "id": "a0000002",
@@ -223,15 +240,41 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
         with open(path, "ab", buffering=0) as fh:
             fh.write(line[:50])
             time.sleep(0.5)
-            assert page.locator(".live-node").count() == 1  # a partial line waits
+            assert page.locator(ROWS).count() == 1  # a partial line waits
             fh.write(line[50:])
-        page.wait_for_function(
-            "document.querySelectorAll('.live-node').length === 2", timeout=15000
-        )
+        page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length === 2", timeout=15000)
         with open(path, "ab", buffering=0) as fh:
             fh.write((json.dumps(result) + "\n").encode())
-        page.wait_for_function(
-            "document.querySelectorAll('.live-node').length === 3", timeout=15000
-        )
+        page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length === 3", timeout=15000)
         assert "README.md" in page.inner_text("#transcript")
-        assert page.locator("#tree-children-a0000002 > #tree-node-t0000003").count() == 1
+        assert "2 new entries" in page.inner_text("#tree-arrivals")
+        page.click("#tree-arrivals [data-tree-refresh]")
+        page.wait_for_selector('#text-tree .tr[data-id="t0000003"]', timeout=10000)
+
+
+def test_a_reader_who_scrolled_up_is_told_of_new_entries_instead_of_pulled_down(browser, site):
+    page = open_live(browser, site, "vera")
+    page.set_viewport_size({"width": 1280, "height": 420})
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    site.run_django(
+        "from explorer import services\n"
+        "from explorer.models import Session\n"
+        f"s = Session.objects.get(pk={site.session_pks[0]})\n"
+        "for i in range(3):\n"
+        "    services.set_label(s, None, 'a1b2c3d4', f'while-reading-{i}')\n"
+    )
+    page.wait_for_function(
+        "!document.getElementById('new-below').hidden && "
+        "document.getElementById('new-below').textContent === '3 new entries below'",
+        timeout=15000,
+    )
+    assert page.evaluate("window.scrollY") == 0  # the reading place stayed put
+    page.click("#new-below")
+    page.wait_for_function("document.getElementById('new-below').hidden", timeout=5000)
+    last = page.locator(ROWS).last
+    assert "while-reading-2" in last.inner_text()
+    assert page.evaluate(
+        "document.querySelector('#transcript > li.t-entry:last-child')"
+        ".getBoundingClientRect().bottom <= window.innerHeight + 1"
+    )

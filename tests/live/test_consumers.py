@@ -196,13 +196,14 @@ async def test_htmx_viewers_get_out_of_band_swaps(ws_connect, stored, viewer_use
     assert 'id="live-state"' in state
     result = await database_sync_to_async(label)(stored, editor_user, "a1b2c3d4", "<b>x</b>")
     html = ""
-    while "tree-node-" not in html:
+    while "tree-arrivals" not in html:
         html = await comm.receive_from(timeout=5)
     new_id = result.entry.entry_id
-    # The new node attaches under its parent; the transcript grows; the state moves on.
-    assert 'hx-swap-oob="beforeend:#tree-children-1b2c3d4e"' in html
-    assert f'id="tree-node-{new_id}"' in html
+    # The transcript grows by the Transcript tab's row; the tree says what arrived; the
+    # state moves on.
     assert 'hx-swap-oob="beforeend:#transcript"' in html
+    assert f'<li id="e-{new_id}" data-entry="{new_id}" class="t-entry' in html
+    assert 'id="tree-arrivals"' in html and "1 new entry" in html
     assert f'data-tip="{new_id}"' in html
     assert "<b>x</b>" not in html  # escaped
     await close_all([comm])
@@ -224,9 +225,9 @@ async def test_cursor_moves_are_shown_and_switch_the_branch_when_not_following(
     html = await comm.receive_from(timeout=5)
     assert 'id="cursor-status"' in html and "Your cursor" in html and "e5f6a7b8" in html
     # The transcript now shows the branch root → e5f6a7b8 only.
-    assert '<div id="transcript"' in html
-    assert 'id="item-e5f6a7b8"' in html and 'id="item-a1b2c3d4"' in html
-    assert 'id="item-d4e5f6a7"' not in html
+    assert '<ol class="transcript" id="transcript"' in html and 'hx-swap-oob="true"' in html
+    assert 'id="e-e5f6a7b8"' in html and 'id="e-a1b2c3d4"' in html
+    assert 'id="e-d4e5f6a7"' not in html
     await close_all([comm])
 
 
@@ -279,3 +280,39 @@ async def test_viewers_hear_when_following_the_file_stops(ws_connect, stored, vi
         seen = await comm.receive_from(timeout=5)
     assert "s.jsonl: truncated" in seen and 'id="live-notice"' in seen
     await close_all([comm])
+
+
+async def test_a_new_row_is_rendered_once_for_every_viewer(
+    ws_connect, stored, viewer_user, editor_user, monkeypatch
+):
+    """Two viewers, one write: the Transcript tab's row is rendered once (in the broadcast)
+    and both viewers receive the same bytes."""
+    from explorer import html as html_mod
+
+    calls = []
+    real = html_mod.transcript_rows
+
+    def counting(session, entries):
+        calls.append(len(entries))
+        return real(session, entries)
+
+    monkeypatch.setattr(html_mod, "transcript_rows", counting)
+    viewers = []
+    for _ in range(2):
+        comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)
+        await comm.send_to(
+            text_data=json.dumps({"type": "resume", "after": "1b2c3d4e", "tip": "1b2c3d4e"})
+        )
+        assert 'id="live-state"' in await comm.receive_from(timeout=5)
+        viewers.append(comm)
+    result = await database_sync_to_async(label)(stored, editor_user, "a1b2c3d4", "once")
+    new_id = result.entry.entry_id
+    frames = []
+    for comm in viewers:
+        frame = ""
+        while "tree-arrivals" not in frame:
+            frame = await comm.receive_from(timeout=5)
+        frames.append(frame)
+    assert calls == [1]
+    assert frames[0] == frames[1] and f'id="e-{new_id}"' in frames[0]
+    await close_all(viewers)

@@ -48,3 +48,58 @@ def test_stats_need_a_role(norole_user, make_session):
     c = Client()
     c.force_login(norole_user)
     assert c.get(reverse("explorer:session_stats", args=[s.pk])).status_code in (403, 404)
+
+
+def _unnamed(sid: str, first: str) -> bytes:
+    import json
+
+    header = {"type": "session", "version": 3, "id": sid, "timestamp": "2025-03-05T05:06:07.089Z",
+              "cwd": "/home/ana/other"}  # fmt: skip
+    user = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-03-05T05:06:08.000Z",
+            "message": {"role": "user", "content": first, "timestamp": 1741151168000}}  # fmt: skip
+    return (json.dumps(header) + "\n" + json.dumps(user) + "\n").encode()
+
+
+def test_unnamed_sessions_show_file_and_first_message_and_sort_after_named(
+    viewer_client, make_session
+):
+    named = make_session(source_path="/pi/--home-ana-proj--/named.jsonl")
+    from explorer import services
+
+    services.rename_session(named, None, "Zebra work")
+    a = make_session(_unnamed("0195f3a2-7c41-7d2e-9b1a-00000000aaaa", "Fix the parser"),
+                     source_path="/pi/--x--/2025-03-05T05-06-07-089Z_aaaa.jsonl")  # fmt: skip
+    b = make_session(_unnamed("0195f3a2-7c41-7d2e-9b1a-00000000bbbb", "Write the docs"),
+                     source_path="/pi/--x--/2025-03-05T05-06-07-089Z_bbbb.jsonl")  # fmt: skip
+    html = viewer_client.get(reverse("explorer:session_list"), {"sort": "name"}).content.decode()
+    # Each unnamed row says which file it is and what it began with, not "Session 0195f3a2".
+    assert "2025-03-05T05-06-07-089Z_aaaa.jsonl" in html and "Fix the parser" in html
+    assert "2025-03-05T05-06-07-089Z_bbbb.jsonl" in html and "Write the docs" in html
+    assert "Session 0195f3a2" not in html
+    # By name: the named session first, then the unnamed ones.
+    assert html.index("Zebra work") < html.index("Fix the parser")
+    assert html.index("Zebra work") < html.index("Write the docs")
+    # The filter matches the file name.
+    html = viewer_client.get(
+        reverse("explorer:session_list"), {"q": "_bbbb.jsonl"}
+    ).content.decode()
+    assert "Write the docs" in html and "Fix the parser" not in html
+    data = viewer_client.get(
+        reverse("explorer:session_list"), {"q": "_aaaa", "format": "json"}
+    ).json()
+    assert [s["file_name"] for s in data["sessions"]] == ["2025-03-05T05-06-07-089Z_aaaa.jsonl"]
+    assert a.pk != b.pk
+
+
+def test_a_fork_keeps_the_name_and_is_marked(viewer_client, make_session):
+    from explorer import services
+
+    original = make_session(source_path="/pi/--home-ana-proj--/orig.jsonl")
+    services.rename_session(original, None, "Original work")
+    fork = services.fork_session(original, None)
+    html = viewer_client.get(reverse("explorer:session_list")).content.decode()
+    assert html.count("Original work") == 2  # the fork keeps the name ...
+    assert "fork of orig.jsonl" in html  # ... and says whose fork it is
+    rows = html.split("<tr>")
+    marked = [r for r in rows if "fork of orig.jsonl" in r]
+    assert len(marked) == 1 and f"/sessions/{fork.pk}/" in marked[0]
