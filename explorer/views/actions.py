@@ -31,9 +31,11 @@ from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor,
 from explorer.views.jsonapi import json_page, wants_json
 
 
-def _done(request: HtmxHttpRequest, note: str, url: str) -> HttpResponse:
+def _done(request: HtmxHttpRequest, note: str, url: str, session=None) -> HttpResponse:
     if wants_json(request):
-        return json_page({"ok": True, "message": note})
+        # The leaf to aim the next write at (the caller's cursor after this one).
+        leaf = queries.cursor_id(session, request.user) if session is not None else None
+        return json_page({"ok": True, "message": note, "leaf": leaf})
     messages.success(request, note)
     if request.htmx:
         return HttpResponseClientRedirect(url)
@@ -129,7 +131,8 @@ def edit_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and request.POST.get("confirm") == "1":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:context", args=[pk]) + f"#row-{target}")
+            url = reverse("explorer:context", args=[pk]) + f"#row-{target}"
+            return _done(request, note, url, session)
     replacement = form.replacement()
     errors = form.error_messages()
     return _panel(request, session, cursor, "context", "explorer/edit.html", "edit-form", form, {
@@ -154,7 +157,7 @@ def undo_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     url = reverse("explorer:context", args=[session.pk]) + f"#row-{target}"
     note = form.perform()
     if note:
-        return _done(request, note, url)
+        return _done(request, note, url, session)
     refused = _conflict(request, form)
     if refused is not None:
         return refused
@@ -175,7 +178,7 @@ def label_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         note = form.perform()
         if note:
             url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
-            return _done(request, note, url)
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/label.html", "label-form", form, {
         "target": target, "target_title": entry_title(data, 120), "current": form.current(),
     })  # fmt: skip
@@ -192,7 +195,8 @@ def rename_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:session_detail", args=[session.pk]))
+            url = reverse("explorer:session_detail", args=[session.pk])
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/rename.html", "rename-form", form, {})
 
 
@@ -208,7 +212,7 @@ def navigate_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         note = form.perform()
         if note:
             url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
-            return _done(request, note, url)
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/navigate.html", "navigate-form", form, {
         "target": target, "target_title": entry_title(data, 120),
         "abandoned_count": len(abandoned),
@@ -232,7 +236,8 @@ def compact_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:compactions", args=[session.pk]))
+            url = reverse("explorer:compactions", args=[session.pk])
+            return _done(request, note, url, session)
     return _panel(
         request, session, cursor, "compactions", "explorer/compact.html", "compact-form", form,
         _compact_preview(request, session, form),
