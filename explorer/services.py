@@ -479,8 +479,8 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     broadcast.entries_appended(session, entries, source=source)
     if not result.created:
         # A grown file: readers at its old end follow (the whole addition, by index rows).
-        with session_lock(session.session_id), transaction.atomic():
-            follow_appends(session, _added_rows(session, result.added))
+        with _writer(session) as locked:  # the row lock, as for every other write
+            follow_appends(locked, _added_rows(locked, result.added))
 
 
 def _added_rows(session: Session, added: int) -> list[Entry]:
