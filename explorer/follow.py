@@ -15,12 +15,15 @@ This module has no Django imports: ``manage.py follow`` turns the events into da
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DirectoryFollower",
@@ -246,7 +249,10 @@ def follow_forever(
     polls = 0
     while stop is None or not stop.is_set():
         for event in follower.poll():
-            handle(event)
+            try:
+                handle(event)
+            except Exception:  # one bad event must not end following every other file
+                logger.exception("follow: handling %s of %s failed", event.kind, event.path)
             count += 1
         polls += 1
         if max_polls is not None and polls >= max_polls:

@@ -38,18 +38,44 @@ class FollowIngestor:
         self.user = user
 
     def handle(self, event: FollowEvent) -> None:
+        """Store one event. A failure (a lost database connection, a lock timeout, a
+        conflicting web edit) never ends the follower: the event is retried at once through
+        the full importer, and if that fails too, the next event of that file re-imports
+        everything up to its end, so no line is lost."""
         try:
-            if event.kind == "new":
-                self._new(event)
-            elif event.kind == "lines":
-                self._lines(event)
-            elif event.kind in ("truncated", "replaced"):
-                self.report("warning", event.message + " (re-import it explicitly to keep it)")
-                self._stopped(event)
-            elif event.kind == "removed":
-                self.report("info", f"{event.path}: removed; the stored session is kept")
+            self._dispatch(event)
+        except Exception as exc:
+            logger.warning("%s: storing a %s event failed: %s", event.path, event.kind, exc)
+            close_old_connections()  # a broken connection is replaced before the retry
+            self._retry(event, exc)
         finally:
             close_old_connections()
+
+    def _dispatch(self, event: FollowEvent) -> None:
+        state = self._state(event.path)
+        if event.kind in ("new", "lines") and state is not None and state.meta.get("pending"):
+            self._reimport(event, reason="retrying after an earlier failure")
+        elif event.kind == "new":
+            self._new(event)
+        elif event.kind == "lines":
+            self._lines(event)
+        elif event.kind in ("truncated", "replaced"):
+            self.report("warning", event.message + " (re-import it explicitly to keep it)")
+            self._stopped(event)
+        elif event.kind == "removed":
+            self.report("info", f"{event.path}: removed; the stored session is kept")
+
+    def _retry(self, event: FollowEvent, error: Exception) -> None:
+        if event.kind not in ("new", "lines"):
+            return
+        state = self._state(event.path)
+        try:
+            self._reimport(event, reason=f"retried after {type(error).__name__}")
+        except Exception as again:
+            close_old_connections()
+            self.report("warning", f"{event.path}: not stored yet ({again}); will retry")
+            if state is not None:
+                state.meta["pending"] = True
 
     def _stopped(self, event: FollowEvent) -> None:
         from explorer import services
@@ -144,6 +170,8 @@ class FollowIngestor:
         state = self._state(event.path)
         if state is not None:
             state.meta["session_pk"] = result.session.pk
+            state.meta.pop("pending", None)
+            state.meta.pop("ignored", None)
         self.report(
             "info",
             f"{event.path}: +{result.added} entries in {result.session.session_id} ({reason})",

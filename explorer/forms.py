@@ -16,6 +16,7 @@ from explorer.models import SecretFinding, Session
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
+from explorer.session.sentinel import UNSET
 from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 
 
@@ -117,12 +118,41 @@ class ActionForm(forms.Form):
     raised by the write itself (the session changed meanwhile) becomes a form error too.
     """
 
-    def __init__(self, data=None, *, session, user, cursor: str | None, target_entry=None):
+    # The leaf the page showed (empty: no entry yet) and whether its author asked to append
+    # there even if the cursor has moved on since (a deliberate branch). A post without
+    # ``expected_leaf`` (an older page, a script) writes at the cursor as it is then.
+    expected_leaf = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
+    branch = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(
+        self,
+        data=None,
+        *,
+        session,
+        user,
+        cursor: str | None,
+        target_entry=None,
+        pinned: bool = False,
+    ):
         super().__init__(data)
         self.session = session
         self.user = user
         self.cursor = cursor
         self.target_entry = target_entry
+        self.pinned = pinned  # the cursor is a permalink (``?leaf=``), not the user's cursor
+        self.conflict: services.StaleLeaf | None = None
+
+    def write_leaf(self) -> dict[str, Any]:
+        """``leaf_id`` and ``expected_leaf`` for ``services``: the user's cursor is read again
+        under the session's lock and must still be the leaf the page showed."""
+        if self.data is None or "expected_leaf" not in self.data:
+            return {"leaf_id": self.cursor}
+        expected = self.data.get("expected_leaf") or None
+        if self.data.get("branch") in ("1", "on", "true"):
+            return {"leaf_id": expected}
+        if self.pinned:
+            return {"leaf_id": self.cursor, "expected_leaf": expected}
+        return {"leaf_id": UNSET, "expected_leaf": expected}
 
     def apply(self) -> str:  # pragma: no cover - every action defines it
         raise NotImplementedError
@@ -134,6 +164,10 @@ class ActionForm(forms.Form):
             return None
         try:
             return self.apply()
+        except services.StaleLeaf as exc:
+            self.conflict = exc
+            self.add_error(None, str(exc))
+            return None
         except SessionError as exc:
             self.add_error(None, str(exc))
             return None
@@ -231,7 +265,7 @@ class EditForm(ActionForm):
                 )  # fmt: skip
             return edit_id
 
-        result = services.append_via_manager(self.session, user, self.cursor, append)
+        result = services.append_via_manager(self.session, user, fn=append, **self.write_leaf())
         edit_id = result.entries[0].entry_id if result.entries else ""
         done = "hidden" if replacement is None else "replaced"
         return f"Context edit {edit_id} appended: {done} {target}."
@@ -245,7 +279,7 @@ class UndoForm(ActionForm):
     def apply(self) -> str:
         target = self.cleaned_data["target"]
         restore = {"content": original_content(self.target_entry or {})}
-        services.add_context_edit(self.session, self.user, target, restore, leaf_id=self.cursor)
+        services.add_context_edit(self.session, self.user, target, restore, **self.write_leaf())
         return f"Restored the original content of {target} (a restoring edit was appended)."
 
 
@@ -275,7 +309,7 @@ class LabelForm(ActionForm):
 
     def apply(self) -> str:
         target, label = self.cleaned_data["target"], self.cleaned_data["label"]
-        services.set_label(self.session, self.user, target, label or None, leaf_id=self.cursor)
+        services.set_label(self.session, self.user, target, label or None, **self.write_leaf())
         return f"Label {'set to “' + label + '”' if label else 'cleared'} on {target}."
 
 
@@ -286,7 +320,7 @@ class RenameForm(ActionForm):
 
     def apply(self) -> str:
         name = (self.cleaned_data.get("name") or "")[:500]
-        services.rename_session(self.session, self.user, name, leaf_id=self.cursor)
+        services.rename_session(self.session, self.user, name, **self.write_leaf())
         return "Session renamed." if name.strip() else "Session name cleared."
 
 
@@ -343,7 +377,7 @@ class NavigateForm(ActionForm):
             text, details, usage = res.summary, res.details, res.usage
         services.branch_with_summary(
             self.session, self.user, target, text, details=details, usage=usage,
-            leaf_id=self.cursor,
+            **self.write_leaf(),
         )  # fmt: skip
         return f"Moved to {target} with a branch summary of {len(abandoned)} entries."
 
@@ -439,7 +473,7 @@ class CompactForm(ActionForm):
         result = self.cleaned_data.get("previewed")
         if result is None:
             raise SessionError("Preview the summary first: Apply stores exactly what it shows.")
-        services.store_compaction(self.session, self.user, result, leaf_id=self.cursor)
+        services.store_compaction(self.session, self.user, result, **self.write_leaf())
         return "Compaction appended with the previewed summary."
 
 

@@ -1123,9 +1123,11 @@ def _text_matches(query: str) -> QuerySet[EntryText]:
     """Every indexed entry whose visible text contains ``query`` (case-insensitive).
 
     SQLite answers from the trigram FTS5 index (``LIKE`` on it uses the index for three
-    characters or more); a query with LIKE's own wildcards, and other databases, scan the
-    same rows with ``icontains``. Either way the match is on the text a reader sees, never
-    on JSON keys or ids."""
+    characters or more); PostgreSQL from the ``pg_trgm`` GIN index of migration 0011, which
+    serves ``ILIKE`` (``icontains`` compiles to ``UPPER(text) LIKE UPPER(…)``, which no index
+    serves). A query with LIKE's own wildcards on SQLite, and other databases, scan the same
+    rows with ``icontains``. Either way the match is on the text a reader sees, never on JSON
+    keys or ids."""
     from django.db.models.expressions import RawSQL
 
     query = jsonfmt.visible(query)  # the index holds the visible form of the text
@@ -1136,6 +1138,12 @@ def _text_matches(query: str) -> QuerySet[EntryText]:
                 "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s", [f"%{query}%"]
             )
         )
+    if connection.vendor == "postgresql":
+        escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        quote = connection.ops.quote_name
+        column = f"{quote(EntryText._meta.db_table)}.{quote('text')}"
+        ilike = RawSQL(f"{column} ILIKE %s", [f"%{escaped}%"], output_field=models.BooleanField())
+        return qs.filter(ilike)
     return qs.filter(text__icontains=query)
 
 

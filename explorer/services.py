@@ -31,6 +31,7 @@ from explorer.storage import DatabaseStorage, IdCollision, append_lines
 
 __all__ = [
     "AppendResult",
+    "StaleLeaf",
     "add_context_edit",
     "append_lines_verbatim",
     "append_message",
@@ -169,6 +170,25 @@ def follow_stopped(session_pk: int, message: str) -> None:
 # Appends through the engine
 
 
+class StaleLeaf(SessionError):
+    """A write was aimed at a leaf the user's cursor has left since the page was shown.
+
+    Two editors (or two tabs) posting at the same tip would otherwise both append: the
+    second one under an entry its author never saw. The write is refused with nothing
+    stored; the author reloads, sees the new entries and decides again (or asks for a
+    branch at the old leaf explicitly).
+    """
+
+    def __init__(self, expected: str | None, current: str | None) -> None:
+        self.expected = expected
+        self.current = current
+        super().__init__(
+            f"The session changed while you were looking at it: your cursor moved from "
+            f"{expected or '(the start)'} to {current or '(the start)'}. Nothing was "
+            "written; look at the new entries and try again."
+        )
+
+
 @dataclass
 class AppendResult:
     session: Session
@@ -217,6 +237,7 @@ def append_via_manager(
     move_cursor: bool = True,
     path_only: bool = True,
     targets: tuple = (),
+    expected_leaf: Any = UNSET,
 ) -> AppendResult:
     """Run ``fn(manager)`` with the manager's leaf at ``leaf_id`` (``UNSET``: the user's
     cursor; ``None``: no leaf, the next append is a new root) and store what it appends.
@@ -224,6 +245,10 @@ def append_via_manager(
     ``targets``: ids of other entries ``fn`` refers to (the manager loads only the path and
     these). The user's cursor follows the manager's new leaf. Engine errors
     (``SessionError``) propagate with nothing written.
+
+    ``expected_leaf``: the leaf the author's page showed. The leaf is read under the row
+    lock (with the next position, in ``append_lines``), and when it differs the write is
+    refused with :class:`StaleLeaf`, so no entry is attached to a leaf its author did not see.
     """
     last_error: Exception | None = None
     # The process lock spans the transaction, the broadcasts sent at its commit and the final
@@ -234,6 +259,8 @@ def append_via_manager(
                 with transaction.atomic():
                     locked = _lock_row(session)
                     target = _resolve_leaf(locked, user, leaf_id)
+                    if expected_leaf is not UNSET and target != expected_leaf:
+                        raise StaleLeaf(expected_leaf, target)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
                     files.index_new_entries(locked)
@@ -255,7 +282,13 @@ def append_via_manager(
 
 
 def add_context_edit(
-    session: Session, user, target_id: str, replacement: Any, *, leaf_id: Any = UNSET
+    session: Session,
+    user,
+    target_id: str,
+    replacement: Any,
+    *,
+    leaf_id: Any = UNSET,
+    expected_leaf: Any = UNSET,
 ) -> AppendResult:
     """Append a ``context_edit`` (``replacement`` None omits the target, or ``{"content": …}``)."""
     return append_via_manager(
@@ -264,11 +297,18 @@ def add_context_edit(
         leaf_id,
         lambda m: m.append_context_edit(target_id, replacement),
         targets=(target_id,),
+        expected_leaf=expected_leaf,
     )
 
 
 def set_label(
-    session: Session, user, target_id: str, label: str | None, *, leaf_id: Any = UNSET
+    session: Session,
+    user,
+    target_id: str,
+    label: str | None,
+    *,
+    leaf_id: Any = UNSET,
+    expected_leaf: Any = UNSET,
 ) -> AppendResult:
     """Append a ``label`` entry; ``None`` or ``""`` clears the label."""
     return append_via_manager(
@@ -277,12 +317,21 @@ def set_label(
         leaf_id,
         lambda m: m.append_label_change(target_id, label),
         targets=(target_id,),
+        expected_leaf=expected_leaf,
     )
 
 
-def rename_session(session: Session, user, name: str, *, leaf_id: Any = UNSET) -> AppendResult:
+def rename_session(
+    session: Session, user, name: str, *, leaf_id: Any = UNSET, expected_leaf: Any = UNSET
+) -> AppendResult:
     """Append a ``session_info`` entry (the engine sanitises the name)."""
-    return append_via_manager(session, user, leaf_id, lambda m: m.append_session_info(name))
+    return append_via_manager(
+        session,
+        user,
+        leaf_id,
+        lambda m: m.append_session_info(name),
+        expected_leaf=expected_leaf,
+    )
 
 
 def branch_with_summary(
@@ -295,6 +344,7 @@ def branch_with_summary(
     from_hook: bool | None = None,
     usage: Any = None,
     leaf_id: Any = UNSET,
+    expected_leaf: Any = UNSET,
 ) -> AppendResult:
     """Leave the current route for ``branch_from_id`` with a ``branch_summary`` entry; its
     ``fromId`` is the cursor the user was on (``leaf_id``)."""
@@ -304,6 +354,7 @@ def branch_with_summary(
         leaf_id,
         lambda m: m.branch_with_summary(branch_from_id, summary, details, from_hook, usage),
         targets=(branch_from_id,) if branch_from_id else (),  # may be on another route
+        expected_leaf=expected_leaf,
     )
 
 
@@ -350,7 +401,9 @@ def compact_now(
     )
 
 
-def store_compaction(session: Session, user, result: Any, *, leaf_id: Any = UNSET) -> AppendResult:
+def store_compaction(
+    session: Session, user, result: Any, *, leaf_id: Any = UNSET, expected_leaf: Any = UNSET
+) -> AppendResult:
     """Append an already computed compaction (the one a reviewer previewed) at ``leaf_id``."""
     from explorer.session import compaction
 
@@ -360,6 +413,7 @@ def store_compaction(session: Session, user, result: Any, *, leaf_id: Any = UNSE
         leaf_id,
         lambda m: compaction.append_compaction_result(m, result),
         source="compaction",
+        expected_leaf=expected_leaf,
     )
 
 
@@ -425,8 +479,8 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     broadcast.entries_appended(session, entries, source=source)
     if not result.created:
         # A grown file: readers at its old end follow (the whole addition, by index rows).
-        with session_lock(session.session_id), transaction.atomic():
-            follow_appends(session, _added_rows(session, result.added))
+        with _writer(session) as locked:  # the row lock, as for every other write
+            follow_appends(locked, _added_rows(locked, result.added))
 
 
 def _added_rows(session: Session, added: int) -> list[Entry]:

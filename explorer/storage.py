@@ -63,6 +63,17 @@ class DatabaseStorage:
         self.appended.extend(append_lines(self.session, data, author=self.author))
 
 
+COUNTER_FIELDS = [
+    "next_position",
+    "missing_final_newline",
+    "entry_count",
+    "leaf_count",
+    "compaction_count",
+    "context_edit_count",
+    "name",
+]
+
+
 class IdCollision(Exception):
     """A generated id exists elsewhere in the session (the manager saw only one path)."""
 
@@ -73,7 +84,9 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
     if not data.endswith(b"\n"):
         raise ValueError("append expects complete lines")
     created: list[Entry] = []
-    session.refresh_from_db(fields=["next_position", "missing_final_newline", "name"])
+    # The counters and the next position come from the row as it is now (the caller holds
+    # its lock), never from a copy loaded before: another process may have appended since.
+    session.refresh_from_db(fields=COUNTER_FIELDS)
     position = session.next_position
     findings: list[SecretFinding] = []
     key = conf.secrets_key()
@@ -123,18 +136,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
         SecretFinding.objects.bulk_create(findings)
     session.next_position = position
     session.missing_final_newline = False
-    session.save(
-        update_fields=[
-            "next_position",
-            "missing_final_newline",
-            "entry_count",
-            "leaf_count",
-            "compaction_count",
-            "context_edit_count",
-            "name",
-            "modified",
-        ]
-    )
+    session.save(update_fields=[*COUNTER_FIELDS, "modified"])
     if created:
         Leaf.objects.update_or_create(
             session=session,

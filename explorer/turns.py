@@ -164,9 +164,68 @@ _registry: dict[int, RunningTurn] = {}
 _registry_lock = threading.Lock()
 
 
-def running_turn(session_pk: int) -> RunningTurn | None:
-    """The turn running for this session in this process, if any."""
-    return _registry.get(session_pk)
+@dataclass
+class SharedTurn:
+    """A turn running in another worker, as that worker last published it: what a viewer
+    who connects here needs to show the answer so far before the next delta arrives."""
+
+    turn_id: str
+    session_pk: int
+    user_name: str
+    text: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"turn_id": self.turn_id, "user_name": self.user_name}
+
+
+def _shared_key(session_pk: int) -> str:
+    return f"turn-partial:{session_pk}"
+
+
+def _publish(turn: RunningTurn) -> None:
+    """Keep the turn's text so far where every worker reads it (the shared cache: Redis on
+    a team server). Written before each delta is broadcast, so a viewer that reads it and
+    then receives the delta can tell the overlap from the offset."""
+    from django.core.cache import cache
+
+    value = {"turn_id": turn.turn_id, "user_name": turn.user_name, "text": turn.text}
+    try:
+        cache.set(_shared_key(turn.session_pk), value, timeout=int(STALE_AFTER))
+    except Exception:
+        logger.warning("could not publish the partial text of turn %s", turn.turn_id)
+
+
+def _unpublish(turn: RunningTurn) -> None:
+    from django.core.cache import cache
+
+    try:
+        shared = cache.get(_shared_key(turn.session_pk))
+        if isinstance(shared, dict) and shared.get("turn_id") == turn.turn_id:
+            cache.delete(_shared_key(turn.session_pk))
+    except Exception:
+        logger.warning("could not clear the partial text of turn %s", turn.turn_id)
+
+
+def running_turn(session_pk: int) -> RunningTurn | SharedTurn | None:
+    """The turn running for this session: this process's own, else the one another worker
+    publishes in the shared cache (text so far included), else None."""
+    local = _registry.get(session_pk)
+    if local is not None:
+        return local
+    from django.core.cache import cache
+
+    try:
+        shared = cache.get(_shared_key(session_pk))
+    except Exception:
+        return None
+    if not isinstance(shared, dict) or not isinstance(shared.get("text"), str):
+        return None
+    return SharedTurn(
+        turn_id=str(shared.get("turn_id", "")),
+        session_pk=session_pk,
+        user_name=str(shared.get("user_name", "")),
+        text=shared["text"],
+    )
 
 
 def provider_configured() -> bool:
@@ -260,6 +319,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
     from explorer.session.messages import convert_to_llm
 
     try:
+        _publish(turn)
         broadcast.turn_event(session, "start", **turn.describe())
         user_message = {
             "role": "user",
@@ -315,6 +375,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
         )
     finally:
         try:
+            _unpublish(turn)
             services.release_turn_lock(session.pk, turn.turn_id)
         finally:
             with _registry_lock:
@@ -329,6 +390,7 @@ def _send_delta(session, turn: RunningTurn, shown: str) -> None:
         return
     offset = len(turn.text)
     turn.text += shown
+    _publish(turn)  # before the broadcast: a viewer elsewhere tells the overlap by the offset
     broadcast.turn_event(session, "delta", turn_id=turn.turn_id, text=shown, offset=offset)
 
 

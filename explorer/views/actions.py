@@ -28,9 +28,14 @@ from explorer.session.request_preview import (
     format_request_preview,
 )
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, wants_json
 
 
-def _done(request: HtmxHttpRequest, note: str, url: str) -> HttpResponse:
+def _done(request: HtmxHttpRequest, note: str, url: str, session=None) -> HttpResponse:
+    if wants_json(request):
+        # The leaf to aim the next write at (the caller's cursor after this one).
+        leaf = queries.cursor_id(session, request.user) if session is not None else None
+        return json_page({"ok": True, "message": note, "leaf": leaf})
     messages.success(request, note)
     if request.htmx:
         return HttpResponseClientRedirect(url)
@@ -50,10 +55,27 @@ def _target(session, src) -> tuple[str, dict]:
     return target, data
 
 
+def _pinned(request: HtmxHttpRequest, cursor: str | None) -> bool:
+    """Whether the page's leaf is a permalink (``?leaf=``) rather than the user's cursor."""
+    leaf = request.GET.get("leaf") or request.POST.get("leaf")
+    return bool(leaf) and leaf == cursor
+
+
 def _form(request: HtmxHttpRequest, form_class, session, cursor, entry=None):
     return form_class(
-        _source(request), session=session, user=request.user, cursor=cursor, target_entry=entry
-    )
+        _source(request), session=session, user=request.user, cursor=cursor, target_entry=entry,
+        pinned=_pinned(request, cursor),
+    )  # fmt: skip
+
+
+def _conflict(request: HtmxHttpRequest, form) -> HttpResponse | None:
+    """A write refused because the leaf moved: 409 with the reason for JSON callers (and the
+    leaf to aim at now); None for pages, which show the form again at the new leaf."""
+    if form.conflict is None or not wants_json(request):
+        return None
+    data = {"ok": False, "error": str(form.conflict), "conflict": True,
+            "expected_leaf": form.conflict.expected, "leaf": form.conflict.current}  # fmt: skip
+    return json_page(data, status=409)
 
 
 def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
@@ -85,9 +107,17 @@ def _preview(session, cursor: str | None, target: str, replacement: Any) -> dict
 
 
 def _panel(request, session, cursor, tab, template, partial, form, extra) -> HttpResponse:
+    refused = _conflict(request, form)
+    if refused is not None:
+        return refused
+    if form.conflict is not None and not form.pinned:
+        cursor = form.conflict.current  # the form shown again aims at the leaf as it is now
     ctx = session_frame(request, session, tab, cursor)
     ctx.update({"errors": form.error_messages(), **extra})
     status = 400 if ctx["errors"] and request.method == "POST" else 200
+    if form.conflict is not None:
+        # htmx gets the 409 (with the panel to swap); a plain form post shows the message.
+        status = 409 if request.htmx else 200
     return render_panel(request, template, partial, ctx, status=status)
 
 
@@ -101,7 +131,8 @@ def edit_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and request.POST.get("confirm") == "1":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:context", args=[pk]) + f"#row-{target}")
+            url = reverse("explorer:context", args=[pk]) + f"#row-{target}"
+            return _done(request, note, url, session)
     replacement = form.replacement()
     errors = form.error_messages()
     return _panel(request, session, cursor, "context", "explorer/edit.html", "edit-form", form, {
@@ -126,7 +157,12 @@ def undo_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     url = reverse("explorer:context", args=[session.pk]) + f"#row-{target}"
     note = form.perform()
     if note:
-        return _done(request, note, url)
+        return _done(request, note, url, session)
+    refused = _conflict(request, form)
+    if refused is not None:
+        return refused
+    if form.conflict is not None and request.htmx:
+        return HttpResponse(str(form.conflict), status=409, content_type="text/plain")
     for error in form.error_messages():
         messages.error(request, error)
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -142,7 +178,7 @@ def label_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         note = form.perform()
         if note:
             url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
-            return _done(request, note, url)
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/label.html", "label-form", form, {
         "target": target, "target_title": entry_title(data, 120), "current": form.current(),
     })  # fmt: skip
@@ -154,12 +190,13 @@ def rename_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     form = forms.RenameForm(
         request.POST if request.method == "POST" else None,
-        session=session, user=request.user, cursor=cursor,
+        session=session, user=request.user, cursor=cursor, pinned=_pinned(request, cursor),
     )  # fmt: skip
     if request.method == "POST":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:session_detail", args=[session.pk]))
+            url = reverse("explorer:session_detail", args=[session.pk])
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/rename.html", "rename-form", form, {})
 
 
@@ -175,7 +212,7 @@ def navigate_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         note = form.perform()
         if note:
             url = reverse("explorer:session_detail", args=[pk]) + "?" + urlencode({"entry": target})
-            return _done(request, note, url)
+            return _done(request, note, url, session)
     return _panel(request, session, cursor, "tree", "explorer/navigate.html", "navigate-form", form, {
         "target": target, "target_title": entry_title(data, 120),
         "abandoned_count": len(abandoned),
@@ -199,7 +236,8 @@ def compact_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         note = form.perform()
         if note:
-            return _done(request, note, reverse("explorer:compactions", args=[session.pk]))
+            url = reverse("explorer:compactions", args=[session.pk])
+            return _done(request, note, url, session)
     return _panel(
         request, session, cursor, "compactions", "explorer/compact.html", "compact-form", form,
         _compact_preview(request, session, form),

@@ -176,3 +176,48 @@ def test_viewers_are_told_when_following_a_file_stops(setup, sent_broadcasts):
     assert len(stopped) == 1 and str(path) in stopped[0]["message"]
     notice = str(html.follow_stopped(stopped[0]["message"]))
     assert "Following the file stopped" in notice and ">follow stopped</span>" in notice
+
+
+def test_a_failed_append_is_retried_through_the_full_importer(setup, monkeypatch):
+    from django.db import OperationalError
+
+    from explorer import services
+    from explorer.models import Entry, Session
+
+    path, poll, reports = setup
+    path.write_text(HEADER + "\n" + msg(1, None) + "\n")
+    poll()
+    real = services.append_lines_verbatim
+
+    def lost_connection(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(services, "append_lines_verbatim", lost_connection)
+    with open(path, "a") as fh:
+        fh.write(msg(2, 1) + "\n")
+    poll()  # the fast path fails; the full importer stores the line
+    assert stored_ids() == ["m0000001", "m0000002"]
+    assert any("retried after OperationalError" in text for _, text in reports)
+    # Both paths failing: nothing is lost, the next event re-imports up to its end.
+    real_import = services.import_bytes
+    monkeypatch.setattr(services, "import_bytes", lost_connection)
+    with open(path, "a") as fh:
+        fh.write(msg(3, 2) + "\n")
+    poll()
+    assert stored_ids() == ["m0000001", "m0000002"]
+    assert any("will retry" in text for _, text in reports)
+    monkeypatch.setattr(services, "import_bytes", real_import)
+    monkeypatch.setattr(services, "append_lines_verbatim", real)
+    with open(path, "a") as fh:
+        fh.write(msg(4, 3) + "\n")
+    poll()
+    assert stored_ids() == ["m0000001", "m0000002", "m0000003", "m0000004"]
+    session = Session.objects.get()
+    assert files.export_bytes(session) == path.read_bytes()
+    entries = Entry.objects.filter(session=session)
+    assert session.entry_count == entries.count()
+    assert session.leaf_count == entries.filter(child_count=0).count()
+    with open(path, "a") as fh:
+        fh.write(msg(5, 4) + "\n")
+    poll()  # back on the fast path
+    assert stored_ids()[-1] == "m0000005"

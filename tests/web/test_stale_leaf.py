@@ -1,0 +1,142 @@
+"""A write aimed at a leaf that moved meanwhile is refused (409 for htmx and JSON callers, a
+message on the plain form), unless its author asked for a branch there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from explorer import queries, services
+from explorer.models import Entry, Session
+
+# The small session's cursor (its last entry) is 1b2c3d4e.
+TIP = "1b2c3d4e"
+
+
+@pytest.fixture
+def session(make_session):
+    return make_session()
+
+
+@pytest.fixture
+def other_editor(db, django_user_model):
+    from tests.conftest import _client_for, _user_with_role
+
+    return _client_for(_user_with_role(django_user_model, "eddie2", "editor"))
+
+
+def _labels(session) -> list[Entry]:
+    rows = Entry.objects.filter(session=session, type="label", author__isnull=False)
+    return list(rows.order_by("position"))  # the labels appended here (the file has one)
+
+
+def _label(client, session, text: str, expected: str | None, **extra):
+    url = reverse("explorer:label", args=[session.pk])
+    data = {"target": "a1b2c3d4", "label": text, "expected_leaf": expected or "", **extra}
+    return client.post(url, data, **extra.pop("headers", {}))
+
+
+def test_the_label_form_posts_the_leaf_the_page_showed(editor_client, session):
+    r = editor_client.get(reverse("explorer:label", args=[session.pk]), {"target": "a1b2c3d4"})
+    assert f'name="expected_leaf" value="{TIP}"' in r.content.decode()
+
+
+def test_the_second_of_two_editors_at_one_leaf_is_refused_on_the_plain_form(
+    editor_client, other_editor, session
+):
+    first = _label(editor_client, session, "first", TIP)
+    assert first.status_code == 302
+    stored = _labels(session)
+    assert [e.parent_id for e in stored] == [TIP]
+    # The other editor's cursor followed the new entry; their page still showed TIP.
+    r = _label(other_editor, session, "second", TIP)
+    html = r.content.decode()
+    assert r.status_code == 200 and "The session changed while you were looking at it" in html
+    assert _labels(session) == stored  # nothing written
+    # The form shown again aims at the leaf as it is now: posting it again is accepted.
+    assert f'name="expected_leaf" value="{stored[0].entry_id}"' in html
+    again = _label(other_editor, session, "second", stored[0].entry_id)
+    assert again.status_code == 302
+    assert [e.parent_id for e in _labels(session)] == [TIP, stored[0].entry_id]
+
+
+def test_htmx_and_json_callers_get_409(editor_client, other_editor, session):
+    assert _label(editor_client, session, "first", TIP).status_code == 302
+    url = reverse("explorer:label", args=[session.pk])
+    data = {"target": "a1b2c3d4", "label": "late", "expected_leaf": TIP}
+    htmx = other_editor.post(url, data, HTTP_HX_REQUEST="true")
+    assert htmx.status_code == 409
+    assert "The session changed" in htmx.content.decode()
+    as_json = other_editor.post(url + "?format=json", data)
+    assert as_json.status_code == 409
+    body = json.loads(as_json.content)
+    assert body["conflict"] is True and body["expected_leaf"] == TIP
+    assert body["leaf"] == _labels(session)[-1].entry_id
+    assert len(_labels(session)) == 1
+    ok = other_editor.post(url + "?format=json", {**data, "expected_leaf": body["leaf"]})
+    assert ok.status_code == 200 and json.loads(ok.content)["ok"] is True
+    assert len(_labels(session)) == 2
+
+
+def test_a_branch_asked_for_appends_at_the_leaf_the_page_showed(
+    editor_client, other_editor, session
+):
+    assert _label(editor_client, session, "first", TIP).status_code == 302
+    r = _label(other_editor, session, "on a branch", TIP, branch="1")
+    assert r.status_code == 302
+    labels = _labels(session)
+    assert [e.parent_id for e in labels] == [TIP, TIP]  # two children of TIP: a branch
+    assert queries.cursor_id(session, other_editor.user) == labels[-1].entry_id
+
+
+def test_a_stale_context_edit_is_refused_too(editor_client, other_editor, session):
+    assert _label(editor_client, session, "first", TIP).status_code == 302
+    before = Entry.objects.filter(session=session).count()
+    url = reverse("explorer:edit", args=[session.pk])
+    r = other_editor.post(
+        url,
+        {"target": "d4e5f6a7", "mode": "hide", "confirm": "1", "expected_leaf": TIP},
+        HTTP_HX_REQUEST="true",
+    )
+    assert r.status_code == 409
+    assert Entry.objects.filter(session=session).count() == before
+
+
+def test_a_post_without_expected_leaf_writes_at_the_cursor(editor_client, session):
+    url = reverse("explorer:label", args=[session.pk])
+    assert editor_client.post(url, {"target": "a1b2c3d4", "label": "x"}).status_code == 302
+    assert editor_client.post(url, {"target": "a1b2c3d4", "label": "y"}).status_code == 302
+    first, second = _labels(session)
+    assert second.parent_id == first.entry_id
+
+
+def test_services_refuse_a_stale_leaf_with_nothing_written(editor_user, session):
+    services.set_label(session, editor_user, "a1b2c3d4", "one", expected_leaf=TIP)
+    count = Session.objects.get(pk=session.pk).entry_count
+    with pytest.raises(services.StaleLeaf) as info:
+        services.set_label(session, editor_user, "a1b2c3d4", "two", expected_leaf=TIP)
+    assert info.value.expected == TIP and info.value.current != TIP
+    assert Session.objects.get(pk=session.pk).entry_count == count
+
+
+def test_counters_come_from_the_row_not_from_a_stale_copy(editor_user, session):
+    from django.db import transaction
+
+    from explorer.storage import append_lines
+
+    stale = Session.objects.get(pk=session.pk)  # loaded before the other appends
+    for text in ("a", "b", "c"):
+        services.set_label(session, editor_user, "a1b2c3d4", text)
+    tip = _labels(session)[-1].entry_id
+    line = json.dumps({"type": "label", "id": "feedf00d", "parentId": tip,
+                       "timestamp": "2026-01-01T00:00:00.000Z", "targetId": "a1b2c3d4",
+                       "label": "d"})  # fmt: skip
+    with transaction.atomic():
+        append_lines(stale, (line + "\n").encode())
+    row = Session.objects.get(pk=session.pk)
+    entries = Entry.objects.filter(session=session)
+    assert row.entry_count == entries.count()
+    assert row.leaf_count == entries.filter(child_count=0).count()
+    assert row.next_position == entries.order_by("-position").first().position + 1
