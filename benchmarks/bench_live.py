@@ -31,6 +31,9 @@ from benchmarks.results import write_section  # noqa: E402
 from tests.live.server import LiveServer  # noqa: E402
 from tests.live.wsclient import WSClient  # noqa: E402
 
+# Issue 12: the p99 latency with many viewers within 3x of one viewer's, measured in one run.
+TARGET_P99_RATIO = 3.0
+
 
 def header_line(session_id: str) -> str:
     return json.dumps(
@@ -255,7 +258,14 @@ def main() -> int:
     print(section)
     if args.write_results:
         write_section("bench_live", section)
+    one, many = results
+    ratio = many["p99"] / one["p99"]
     ok = all(r["exact"] == r["viewers"] and r["in_order"] for r in results)
+    ok = ok and ratio <= TARGET_P99_RATIO
+    print(
+        f"Result: {'PASS' if ok else 'FAIL'} (p99 ratio {ratio:.2f}, target ≤ {TARGET_P99_RATIO:g}; "
+        "every entry once and in order)"
+    )
     return 0 if ok else 1
 
 
