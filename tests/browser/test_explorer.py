@@ -255,3 +255,23 @@ def test_the_text_tree_has_branch_marks_friendly_names_and_filters_as_you_type(d
     page.locator("#tree-find").fill("")
     expect(tree.locator('li[data-id="a1b2c3d4"]')).to_be_visible()
     assert page.errors == []
+
+
+def test_the_tree_tab_puts_tree_graph_and_entry_side_by_side_on_a_wide_screen(demo, browser_page):
+    """At 1440 px the tree, the graph and the entry panel sit in three columns from the left
+    edge; nothing else (the arrivals notice) takes a column of that grid."""
+    page, base = browser_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    boxes = {
+        name: page.locator(sel).bounding_box()
+        for name, sel in (
+            ("tree", "#tree-panel"),
+            ("graph", "#graph-panel"),
+            ("entry", "#entry-panel-wrap"),
+        )
+    }
+    assert boxes["tree"]["x"] < 60, boxes
+    assert boxes["tree"]["x"] < boxes["graph"]["x"] < boxes["entry"]["x"], boxes
+    assert abs(boxes["tree"]["y"] - boxes["entry"]["y"]) < 40, boxes
+    page.screenshot(path=str(SHOTS / "tree-tab-wide.png"))
