@@ -875,12 +875,13 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     """The engine's tree checks over the stored session (cached per session version).
 
     Only index columns are read for most entries; compactions and context edits, whose
-    checks look inside them, are parsed."""
+    checks look inside them, are parsed. The stubs grow with the session (:func:`grown`),
+    so after an append only the new rows are read before the checks run again."""
     from explorer.analysis.integrity import tree_sections
 
-    def build() -> list[dict[str, Any]]:
+    def read(after: int, upto: int) -> tuple[list[dict[str, Any]], list[int]]:
         rows = list(
-            Entry.objects.filter(session=session)
+            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
             .order_by("position")
             .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
         )
@@ -895,7 +896,15 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
                 elif kind == "label":
                     item["targetId"] = target
             entries.append(item)
-        return tree_sections(entries, [r[4] for r in rows])
+        return entries, [r[4] for r in rows]
+
+    def extend(value, after: int, upto: int):
+        more, numbers = read(after, upto)
+        return value[0] + more, value[1] + numbers
+
+    def build() -> list[dict[str, Any]]:
+        entries, numbers = grown(session, "integrity-stubs", lambda last: read(-1, last), extend)
+        return tree_sections(entries, numbers)
 
     return cached(session, "integrity", build)
 

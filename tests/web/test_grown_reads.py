@@ -50,6 +50,7 @@ def test_an_append_extends_the_skeleton_and_the_costs(make_session):
     cache.clear()
     before_rows = queries._skeleton(session)
     before_costs = queries.entry_costs(session)
+    queries.integrity_sections(session)  # its stubs are grown too
     assert len(before_rows) == Entry.objects.filter(session=session).count()
 
     result = services.append_message(
@@ -64,10 +65,12 @@ def test_an_append_extends_the_skeleton_and_the_costs(make_session):
     costs = queries.entry_costs(session)
     assert costs[new_id] == 0.25
     assert {k: v for k, v in costs.items() if k != new_id} == before_costs
+    integrity = queries.integrity_sections(session)
     # The grown value is what a full read gives.
     cache.clear()
     assert queries._skeleton(session) == rows
     assert queries.entry_costs(session) == costs
+    assert queries.integrity_sections(session) == integrity
 
 
 def test_a_reimported_session_does_not_reuse_the_old_figures(make_session):
