@@ -26,7 +26,7 @@ from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
-from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, fold_tree
+from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, TreeShape, fold_tree
 
 T = TypeVar("T")
 
@@ -421,6 +421,23 @@ def _skeleton(session: Session) -> list[tuple]:
     )
 
 
+def _tree_shape(session: Session) -> TreeShape:
+    """The session's :class:`TreeShape`, extended by the appended rows (:func:`grown`)."""
+
+    def extend(shape: TreeShape, after: int, last: int) -> TreeShape:
+        new = [(r[0], r[1]) for r in _skeleton_rows(session, after, last)]
+        if shape.extend(new):
+            return shape
+        return TreeShape.build([(r[0], r[1]) for r in _skeleton(session)])
+
+    return grown(
+        session,
+        "tree-shape",
+        lambda last: TreeShape.build([(r[0], r[1]) for r in _skeleton(session)]),
+        extend,
+    )
+
+
 def hidden_targets(
     session: Session, active_ids: set[str], light: Sequence[LightEntry]
 ) -> dict[str, str]:
@@ -494,6 +511,7 @@ def _build_folded_tree(
         expanded=expanded,
         pinned=[selected] if selected else [],
         max_nodes=max_nodes,
+        shape=None if root else _tree_shape(session),
     )
     ids = [i.entry_id for i in graph.items if i.kind == "entry"]
     ids += [i.entry_id for i in graph.items if i.kind == "chain"]

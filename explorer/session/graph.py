@@ -108,25 +108,94 @@ def spread_pick(ids: Sequence[str], slots: int) -> list[str]:
     return picked + list(ids[len(ids) - recent :])
 
 
+def _links(
+    records: Sequence[tuple[str, str | None]], known: Iterable[str]
+) -> tuple[dict[str, list[str]], list[str]]:
+    """Children lists and roots of ``(id, parent id)`` records; ``known``: every id."""
+    ids = known if isinstance(known, (set, frozenset, dict)) else set(known)
+    children: dict[str, list[str]] = {}
+    roots: list[str] = []
+    seen: set[str] = set()
+    for nid, p in records:
+        if nid in seen:  # duplicate ids: the last record wins, attached once
+            continue
+        seen.add(nid)
+        if not p or p == nid or p not in ids:
+            roots.append(nid)
+        else:
+            children.setdefault(p, []).append(nid)
+    return children, roots
+
+
 def _children_map(
     nodes: Sequence[GraphNode],
 ) -> tuple[dict[str, GraphNode], dict[str, list[str]], list[str]]:
     by_id: dict[str, GraphNode] = {}
     for n in nodes:
         by_id[n.id] = n
-    children: dict[str, list[str]] = {}
-    roots: list[str] = []
-    seen: set[str] = set()
-    for n in nodes:
-        if n.id in seen:  # duplicate ids: the last record wins, attached once
-            continue
-        seen.add(n.id)
-        p = n.parent_id
-        if not p or p == n.id or p not in by_id:
-            roots.append(n.id)
-        else:
-            children.setdefault(p, []).append(n.id)
+    children, roots = _links([(n.id, n.parent_id) for n in nodes], by_id)
     return by_id, children, roots
+
+
+@dataclass(slots=True)
+class TreeShape:
+    """A tree's structure alone: children in file order, roots, and (entries, leaves) below
+    each node reachable from a root.
+
+    The structure changes only when entries are added, while what is drawn (labels, the
+    cursor, what is unfolded) changes with every request; a caller that keeps the shape
+    and extends it with the appended records spares `fold_tree` the two passes over every
+    entry that dominate a large tree."""
+
+    children: dict[str, list[str]]
+    roots: list[str]
+    sizes: dict[str, tuple[int, int]]
+    parent: dict[str, str]  # attached parent of every non-root
+    missing: set[str]  # parent ids named but not present (their children are roots)
+
+    @classmethod
+    def build(cls, records: Sequence[tuple[str, str | None]]) -> TreeShape:
+        """The shape of ``(id, parent id)`` records in file order."""
+        ids = {nid for nid, _p in records}
+        children, roots = _links(records, ids)
+        parent = {kid: p for p, kids in children.items() for kid in kids}
+        missing = {p for nid, p in records if p and p != nid and p not in ids}
+        return cls(children, roots, _subtree_sizes(roots, children), parent, missing)
+
+    def extend(self, records: Sequence[tuple[str, str | None]]) -> bool:
+        """Add appended records in place. False means the shape is no longer valid and
+        must be built again (a repeated id, a record naming a later or absent one, an id
+        an earlier record was waiting for, or a parent outside every rooted subtree)."""
+        present = self.sizes.keys() | self.parent.keys() | set(self.roots)
+        batch: set[str] = set()
+        for nid, p in records:
+            if nid in present or nid in batch or nid in self.missing:
+                return False
+            batch.add(nid)
+            if p and p != nid and p not in present and p not in batch:
+                return False  # a missing or later parent: leave it to a full build
+        for nid, p in records:
+            if not p or p == nid:
+                self.roots.append(nid)
+                self.sizes[nid] = (1, 1)
+                continue
+            if p not in self.sizes:
+                return False
+            was_leaf = not self.children.get(p)
+            self.children.setdefault(p, []).append(nid)
+            self.parent[nid] = p
+            self.sizes[nid] = (1, 1)
+            more_leaves = 0 if was_leaf else 1
+            node: str | None = p
+            steps = 0
+            while node is not None:
+                total, leaves = self.sizes[node]
+                self.sizes[node] = (total + 1, leaves + more_leaves)
+                node = self.parent.get(node)
+                steps += 1
+                if steps > len(self.sizes):  # a loop in the links: rebuild
+                    return False
+        return True
 
 
 def _subtree_sizes(
@@ -164,8 +233,12 @@ def fold_tree(
     expanded: Iterable[str] = (),
     pinned: Iterable[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
+    shape: TreeShape | None = None,
 ) -> FoldedGraph:
     """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
+
+    `shape`: the nodes' :class:`TreeShape` when the caller keeps one (it must describe
+    exactly these nodes); used for the whole tree, not for a `root_id` subtree.
 
     `active_path`: ids from the root to the cursor, highlighted and laid out first.
     `root_id`: draw only the subtree under this entry (on-demand loading of closed subtrees).
@@ -176,14 +249,26 @@ def fold_tree(
     (counting the path's other notable entries); beyond that `spread_pick` chooses which,
     and each chain counts the user messages folded into it (`FoldedItem.user_turns`).
     """
-    by_id, children, roots = _children_map(nodes)
+    children: dict[str, list[str]]
+    roots: list[str]
+    by_id: dict[str, GraphNode] = {}
+    if shape is not None and not root_id:
+        by_id = {n.id: n for n in nodes}
+        if len(shape.parent) + len(shape.roots) != len(by_id):
+            shape = None  # not these nodes' shape (e.g. read at another moment)
+    else:
+        shape = None
+    if shape is not None:
+        children, roots = shape.children, shape.roots
+    else:
+        by_id, children, roots = _children_map(nodes)
     active = set(active_path)
     expanded_set = set(expanded)
     keep = set(pinned)
     if cursor_id:
         keep.add(cursor_id)
     starts = [root_id] if root_id and root_id in by_id else roots
-    sizes = _subtree_sizes(starts, children)
+    sizes = shape.sizes if shape is not None else _subtree_sizes(starts, children)
 
     root_set = set(roots)
 

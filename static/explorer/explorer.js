@@ -297,6 +297,7 @@
       var g = graphParts();
       if (e.key === "?") { if (help) { help.hidden = !help.hidden; } }
       else if (e.key === "/") { var s = $("[data-key='search']"); if (s) { e.preventDefault(); window.location.href = s.href; } }
+      else if (e.key === "r") { var rv = $("[data-key='review']"); if (rv) { window.location.href = rv.href; } }
       else if (e.key.length === 1 && e.key >= "1" && e.key <= "9") { var tabs = $all(".tabs a"); var tab = tabs[parseInt(e.key, 10) - 1]; if (tab) { window.location.href = tab.href; } }
       else if (g && (e.key === "+" || e.key === "=")) { zoom(g, 1.25); }
       else if (g && e.key === "-") { zoom(g, 0.8); }
