@@ -198,3 +198,11 @@ def test_review_comments_are_in_the_export_only_when_asked(compacted, viewer_cli
     assert "<strong>check</strong>" in card and "a reply" in card and "flagged" in card
     assert "[REDACTED:npm-token]" in card and token["npm-token"] not in body
     assert "<script>x()" not in card
+
+
+def test_the_embedded_json_is_inert_and_keeps_lone_surrogates():
+    data = {"t": "</script><!-- & \ud800 \u2028"}
+    text = export_html.script_json(data)
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text)["t"].startswith("</script><!-- & ")
+    assert export_html.script_json({"t": "plain"}) == '{"t":"plain"}'
