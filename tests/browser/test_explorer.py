@@ -280,3 +280,19 @@ def test_the_tree_tab_puts_tree_graph_and_entry_side_by_side_on_a_wide_screen(de
     assert boxes["tree"]["x"] < boxes["graph"]["x"] < boxes["entry"]["x"], boxes
     assert abs(boxes["tree"]["y"] - boxes["entry"]["y"]) < 40, boxes
     page.screenshot(path=str(SHOTS / "tree-tab-wide.png"))
+
+
+def test_the_export_menu_sits_in_the_actions_row_and_drops_down(demo, browser_page):
+    page, base = browser_page
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{base}/sessions/{demo.pk}/")
+    summary = page.locator(".export-menu > summary")
+    branch = page.get_by_role("link", name="Download branch")
+    assert abs(summary.bounding_box()["y"] - branch.bounding_box()["y"]) < 5
+    tabs_y = page.locator(".tabs").bounding_box()["y"]
+    summary.click()
+    route = page.get_by_role("link", name="HTML of this route")
+    expect(route).to_be_visible()
+    # The choices drop over the page; the tabs below do not move.
+    assert page.locator(".tabs").bounding_box()["y"] == tabs_y
+    page.screenshot(path=str(SHOTS / "export-menu-open.png"))
