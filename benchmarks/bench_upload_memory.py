@@ -79,7 +79,7 @@ def multipart(parts: Iterator[bytes], size: int, token: str) -> tuple[Iterator[b
 
 
 def post(server: LiveServer, path: str, body, length: int, headers: dict[str, str]) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=3600)
     try:
         conn.putrequest("POST", path)
         conn.putheader("Content-Length", str(length))

@@ -790,10 +790,13 @@ _DUPLICATES_WHY = (
 
 
 def _explain_duplicates(result: ImportResult) -> None:
-    """One file-level note saying why duplicate ids block the import (the per-line errors
-    say where they are)."""
-    if any(p.code == "duplicate-id" for p in result.problems):
-        result.problems.append(Problem(0, "error", "duplicate-id-why", _DUPLICATES_WHY))
+    """Say once, on the first duplicate's error, why duplicate ids block the import (each
+    per-line error says where its pair is)."""
+    for i, p in enumerate(result.problems):
+        if p.code == "duplicate-id":
+            message = f"{p.message}. {_DUPLICATES_WHY}".replace(".. ", ". ")
+            result.problems[i] = Problem(p.line, p.severity, p.code, message, p.entry_id)
+            return
 
 
 def import_file(path: str, *, user=None, source_path: str | None = None, **kwargs) -> ImportResult:
