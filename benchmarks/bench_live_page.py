@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Ratio big/small: HTML × {bb / sb:.2f}, median time × {bw / sw:.2f}, cold time × {bc / sc:.2f} "
         f"(target ≤ {TARGET:g} for HTML and median). The page is the newest route's last 60 entries "
-        "and one page of the text tree; earlier entries load on scroll.",
+        "and one page of the text tree; earlier entries load on scroll. A cold request (the first "
+        "after an append) builds the route map, the folded tree and its graph layout, which the "
+        "Tree and Transcript tabs share; it is not bounded by the ratio.",
         f"Result: {'PASS' if ok else 'FAIL'}",
     ])  # fmt: skip
     print(text)
