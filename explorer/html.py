@@ -471,7 +471,9 @@ def transcript_rows(session, entries) -> dict[str, str]:
     if not entries:
         return {}
     ctx = {"session": session, "cursor_entry": None, "editable": False,
-           "move_url": reverse("explorer:transcript_cursor", args=[session.pk])}  # fmt: skip
+           "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+           # Shared by every viewer: no token in the row (the page's script adds the viewer's).
+           "csrf_token": "NOTPROVIDED"}  # fmt: skip
     out: dict[str, str] = {}
     for entry in reversed(entries):
         if entry.entry_id in out:
