@@ -3,7 +3,7 @@
 ``explorer.services`` calls these functions inside a write's transaction; each schedules its
 ``group_send`` for after the commit, so a viewer never sees an entry that was rolled back and
 a broken channel layer never fails a committed write. New entries are rendered ONCE here
-(``html.entry_fragments``: the Transcript tab's row of each) and the same fragments go to
+(``items.entry_fragments``: the Transcript tab's row of each) and the same fragments go to
 every viewer of the session; each consumer only assembles its own out-of-band swaps.
 """
 
@@ -17,7 +17,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from explorer import html
+from explorer import items
 from explorer.models import Entry
 from explorer.session import jsonfmt
 
@@ -97,7 +97,7 @@ def _send_entries(session, entries, source: str) -> None:
     else:
         message = {
             "type": "live.entries",
-            "entries": html.entry_fragments(entries, session),
+            "entries": items.entry_fragments(entries, session),
             "source": source,
             "projection": _projection_target(entries),
         }

@@ -23,7 +23,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from explorer import broadcast, conf, html, params, queries
+from explorer import broadcast, conf, html, items, params, queries
 from explorer.models import Session
 from explorer.session import jsonfmt
 
@@ -93,7 +93,7 @@ def _fragments_between(session_pk: int, after: int, before: int | None, limit: i
     if before is not None:
         qs = qs.filter(position__lt=before)
     rows = list(qs.order_by("position")[:limit])
-    return html.entry_fragments(rows, Session.objects.get(pk=session_pk)) if rows else []
+    return items.entry_fragments(rows, Session.objects.get(pk=session_pk)) if rows else []
 
 
 def _count_between(session_pk: int, after: int, before: int | None) -> tuple[int, int]:

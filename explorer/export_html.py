@@ -122,7 +122,8 @@ def _runs(marks: dict[int, tuple[str, str]], index: dict[str, int]) -> list[list
 
 def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
     """The export file, piece by piece (see the module docstring)."""
-    from explorer.views.transcript import _marks, window_items
+    from explorer.items import route_marks as _marks
+    from explorer.items import window_items
 
     yield render_to_string(
         "explorer/export/head.html",

@@ -454,60 +454,6 @@ def _entry_data(entry) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-TRANSCRIPT_ROW = "explorer/partials/transcript_item.html"
-
-
-def transcript_rows(session, entries) -> dict[str, str]:
-    """The Transcript tab's row (``partials/transcript_item.html``) for each new entry,
-    rendered once per write for every viewer: on the route to the newest of them, with no
-    per-viewer parts (no CSRF token, which the page's script fills in, no "your cursor").
-    An entry on another branch is rendered on its own route."""
-    from django.template.loader import render_to_string
-
-    # The item builder is the Transcript tab's, so a live row and a tab row never differ.
-    from explorer.views.transcript import window_items
-
-    entries = sorted(entries, key=lambda e: e.position)
-    if not entries:
-        return {}
-    ctx = {"session": session, "cursor_entry": None, "editable": False,
-           "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
-           # Shared by every viewer: no token in the row (the page's script adds the viewer's).
-           "csrf_token": "NOTPROVIDED"}  # fmt: skip
-    out: dict[str, str] = {}
-    for entry in reversed(entries):
-        if entry.entry_id in out:
-            continue
-        rmap = queries.route_map(session, entry.entry_id)
-        wanted = [i for i in (rmap.index(e.entry_id) for e in entries) if i is not None]
-        lo = min(i for i in wanted if rmap.ids[i] not in out)
-        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None):
-            if it["id"] not in out:
-                out[it["id"]] = render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
-    return out
-
-
-def entry_fragment(entry, row: str = "") -> dict[str, Any]:
-    """What a viewer needs about one new entry: where it hangs and its transcript row."""
-    return {
-        "id": entry.entry_id,
-        "parent_id": entry.parent_id,
-        "position": entry.position,
-        "type": entry.type,
-        "role": entry.role or "",
-        "item": row,
-    }
-
-
-def entry_fragments(entries, session=None) -> list[dict[str, Any]]:
-    """:func:`entry_fragment` of each entry in file order, rows rendered once for all."""
-    entries = sorted(entries, key=lambda e: e.position)
-    if entries and not hasattr(session, "group_name"):  # given a pk, or nothing
-        session = entries[0].session
-    rows = transcript_rows(session, entries) if entries else {}
-    return [entry_fragment(e, rows.get(e.entry_id, "")) for e in entries]
-
-
 def projection_panel(summary: dict[str, Any]) -> SafeString:
     """The token meter of the live page: what the model would see at the tip."""
     over = summary["tokens"] > summary["threshold"]

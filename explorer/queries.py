@@ -1424,11 +1424,15 @@ def newer_than(session: Session, entry_id: str | None) -> tuple[int, str | None]
     return Entry.objects.filter(session=session, position__gt=pos).count(), tip
 
 
+def import_progress_key(user, token: str) -> str:
+    """The cache key of one upload's progress (written by ``services``, read here): per
+    user, so a token names nothing of others."""
+    return f"import-progress:{getattr(user, 'pk', 0)}:{token}"
+
+
 def import_progress(user, token: str) -> dict | None:
     """How far the upload ``token`` of ``user`` got (written by the importer as it streams,
     ``services.import_progress_tracker``), or None before it starts."""
-    from explorer.services import import_progress_key
-
     return cache.get(import_progress_key(user, token))
 
 

@@ -526,17 +526,12 @@ def import_file(
 IMPORT_PROGRESS_SECONDS = 3600
 
 
-def import_progress_key(user, token: str) -> str:
-    """The cache key of one upload's progress: per user, so a token names nothing of others."""
-    return f"import-progress:{getattr(user, 'pk', 0)}:{token}"
-
-
 def import_progress_tracker(user, token: str, name: str, total: int) -> files.ImportProgress:
     """A progress record for one uploaded file that lands in the shared cache as it moves,
     so the page's poll reads it from whichever worker answers (Redis or the file cache)."""
     from django.core.cache import cache
 
-    key = import_progress_key(user, token)
+    key = queries.import_progress_key(user, token)
 
     def report(p: files.ImportProgress) -> None:
         state = {"name": name, "phase": p.phase, "entries": p.entries, "bytes": p.bytes}

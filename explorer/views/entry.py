@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any
 
@@ -10,9 +9,9 @@ from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
+from explorer.items import RAW_PREVIEW_CHARS, content_blocks, pretty_json, text_part
 from explorer.models import Entry
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
 from explorer.session.describe import (
     cost_of,
@@ -28,79 +27,6 @@ from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor,
 from explorer.views.jsonapi import json_page, plain
 
 TEMPLATE = "explorer/entry.html"
-# Text beyond this is sent only on request ("load full output").
-PREVIEW_CHARS = 6000
-RAW_PREVIEW_CHARS = 20000
-
-
-def text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
-    """A text block for a template; long text is cut so a page stays small (the rest loads
-    on request)."""
-    cut = not full and len(text) > PREVIEW_CHARS
-    shown = text[:PREVIEW_CHARS] if cut else text
-    return {
-        "kind": "text",
-        "html": render_markdown(shown) if markdown else None,
-        "plain": shown,
-        "truncated": cut,
-        "chars": len(text),
-    }
-
-
-def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
-    """Message content as template blocks (text, thinking, tool calls, images): shared by
-    the entry panel and the transcript so a message reads the same in both."""
-    if isinstance(content, str):
-        return [text_part(content, full, markdown)] if content else []
-    out: list[dict[str, Any]] = []
-    if not isinstance(content, list):
-        return out
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        t = block.get("type")
-        if t == "text":
-            text = block.get("text") if isinstance(block.get("text"), str) else ""
-            out.append(text_part(text, full, markdown))
-        elif t == "thinking":
-            text = block.get("thinking") if isinstance(block.get("thinking"), str) else ""
-            part = text_part(text, full, markdown)
-            part["kind"] = "thinking"
-            part["redacted"] = bool(block.get("redacted"))
-            out.append(part)
-        elif t == "toolCall":
-            args = block.get("arguments")
-            out.append(
-                {
-                    "kind": "toolCall",
-                    "name": str(block.get("name", "")),
-                    "call_id": str(block.get("id", "")),
-                    "arguments": _pretty(args),
-                    "result": None,
-                }
-            )
-        elif t == "image":
-            out.append(
-                {
-                    "kind": "image",
-                    "src": image_data_uri(block.get("data"), block.get("mimeType")),
-                    "mime": str(block.get("mimeType", "")),
-                }
-            )
-        else:
-            out.append({"kind": "other", "type": str(t), "json": _pretty(block)})
-    return out
-
-
-def _pretty(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
-    try:
-        text = jsonfmt.dumps(value)
-    except (TypeError, ValueError, RecursionError):  # nesting too deep: the raw line shows it
-        return ""
-    if len(text) > 200:
-        with contextlib.suppress(ValueError, RecursionError):  # too deep: left unindented
-            text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
 
 
 def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dict[str, dict]:
@@ -182,7 +108,7 @@ def entry_panel_context(
                     call_for = {
                         "entry_id": row.parent_id,
                         "name": str(b.get("name", "")),
-                        "arguments": _pretty(b.get("arguments")),
+                        "arguments": pretty_json(b.get("arguments")),
                     }
     elif data.get("type") in ("compaction", "branch_summary"):
         blocks = [text_part(str(data.get("summary") or ""), full, True)]

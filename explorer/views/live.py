@@ -14,9 +14,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from explorer import conf, html, queries, turns
+from explorer.items import window_items
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
-from explorer.views.transcript import PAGE, window_items
+from explorer.views.transcript import PAGE
 from explorer.views.tree import graph_context
 
 TEMPLATE = "explorer/live.html"

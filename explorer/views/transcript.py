@@ -9,7 +9,6 @@ opens as fast as a short one.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
@@ -18,146 +17,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from explorer import forms, html, queries
+from explorer.items import transcript_url as _url
+from explorer.items import window_items
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session.describe import (
-    cost_of,
     entry_message,
     entry_title,
-    error_in_words,
     kind_name,
-    tokens_of,
-    total_tokens_of,
-    transcript_text,
-    usage_of,
 )
-from explorer.session.messages import session_entry_to_context_messages
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
-from explorer.views.entry import content_blocks, text_part
 
 TEMPLATE = "explorer/transcript.html"
 PAGE = 60  # entries per window page
 REPLACED_LIST = 300  # entries listed when a compaction card is expanded
-MESSAGE_KINDS = ("message", "custom_message")
-
-
-def _url(session, **q: str | None) -> str:
-    base = reverse("explorer:transcript", args=[session.pk])
-    query = urlencode({k: v for k, v in q.items() if v})
-    return base + ("?" + query if query else "")
-
-
-def _marks(rmap: queries.RouteMap, start: int, end: int) -> dict[int, tuple[str, str]]:
-    """Route index → ("replaced" | "kept", compaction id) for the window [start, end)."""
-    out: dict[int, tuple[str, str]] = {}
-    for comp_i, rep_start, fk in rmap.compactions:
-        comp_id = rmap.ids[comp_i]
-        stop = fk if fk is not None else comp_i
-        for i in range(max(start, rep_start), min(end, stop)):
-            if rmap.types[i] != "compaction":
-                out[i] = ("replaced", comp_id)
-        if fk is not None:
-            for i in range(max(start, fk), min(end, comp_i)):
-                out[i] = ("kept", comp_id)
-    return out
-
-
-def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
-    """One entry of the window as the transcript template shows it."""
-    eid = rmap.ids[i]
-    kind = data.get("type", rmap.types[i])
-    m = entry_message(data)
-    role = (m or {}).get("role") if m else ""
-    blocks: list[dict[str, Any]] = []
-    if m is not None:
-        if role == "bashExecution":
-            blocks = [{"kind": "bash", "command": str(m.get("command", "")),
-                       **text_part(str(m.get("output", "")), False, False), "exit": m.get("exitCode")}]  # fmt: skip
-        else:
-            markdown = role in ("user", "assistant", "custom", "system")
-            blocks = content_blocks(m.get("content"), full=False, markdown=markdown)
-    elif kind == "custom_message":
-        blocks = content_blocks(data.get("content"), full=False, markdown=True)
-    elif kind in ("compaction", "branch_summary"):
-        blocks = [text_part(str(data.get("summary") or ""), False, True)]
-    tools = []
-    if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
-        tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
-    usage = usage_of(data)
-    edit = rmap.edits.get(eid)
-    return {
-        "id": eid,
-        "dom": html.dom_id(eid),
-        "index": i,
-        "kind": "card" if kind in ("message", "custom_message", "compaction", "branch_summary") else "meta",
-        "type": kind,
-        "role": role or kind,
-        "role_name": kind_name(role or kind),
-        "title": entry_title(data, 120),
-        "meta_text": transcript_text(data) if kind not in MESSAGE_KINDS else "",
-        "blocks": blocks,
-        "tools": [{"name": str(t.get("name", "")), "description": str(t.get("description", ""))} for t in tools],
-        "tokens": tokens_of(session_entry_to_context_messages(data)),
-        "usage_tokens": int(total_tokens_of(data)) if usage else 0,
-        "cost": cost_of(data) if usage else None,
-        "model": f"{m.get('provider', '')}/{m.get('model', '')}" if role == "assistant" else "",
-        "error": error_in_words((m or {}).get("errorMessage")) if m else None,
-        "error_raw": str((m or {}).get("errorMessage") or "") if m else "",
-        "is_error": bool((m or {}).get("isError")),
-        "timestamp": data.get("timestamp", ""),
-        "edit": {"state": edit[0], "by": edit[1]} if edit else None,
-        "tokens_before": data.get("tokensBefore") if kind == "compaction" else None,
-        "first_kept": data.get("firstKeptEntryId") if kind == "compaction" else None,
-    }  # fmt: skip
-
-
-def window_items(
-    session, rmap: queries.RouteMap, start: int, end: int, *, target: str | None, leaf_q: str | None
-) -> list[dict[str, Any]]:
-    """The entries of the route between ``start`` and ``end`` as transcript items: tool
-    results paired with their calls, branch switchers, compaction marks and ranges."""
-    ids = rmap.ids[start:end]
-    data = queries.load_entries(session, ids)
-    parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
-    siblings = queries.siblings_of(session, parents)
-    marks = _marks(rmap, start, end)
-    comments = queries.comment_counts(session, ids)
-    items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
-    results = {}
-    for it in items:
-        m = entry_message(data.get(it["id"], {})) or {}
-        if it["role"] == "toolResult" and isinstance(m.get("toolCallId"), str):
-            results[m["toolCallId"]] = it
-    for k, it in enumerate(items):
-        i = start + k
-        it["mark"] = marks.get(i)
-        it["comments"] = comments.get(it["id"], 0)
-        it["is_target"] = it["id"] == target
-        it["permalink"] = _url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
-        kids = siblings.get(parents[k])
-        if kids and it["id"] in kids:
-            pos = kids.index(it["id"])
-            it["switch"] = {
-                "pos": pos + 1,
-                "count": len(kids),
-                "prev": _url(session, via=kids[pos - 1]) if pos > 0 else "",
-                "next": _url(session, via=kids[pos + 1]) if pos + 1 < len(kids) else "",
-            }
-        for b in it["blocks"]:
-            if b["kind"] == "toolCall":
-                res = results.get(b["call_id"])
-                b["paired"] = res
-                if res is not None:
-                    res["paired_to"] = it["id"]
-        if it["type"] == "compaction":
-            rng = next((r for r in rmap.compactions if r[0] == i), None)
-            if rng is not None:
-                stop = rng[2] if rng[2] is not None else rng[0]
-                it["replaced_count"] = sum(
-                    1 for j in range(rng[1], stop) if rmap.types[j] != "compaction"
-                )
-                it["kept_count"] = (rng[0] - rng[2]) if rng[2] is not None else 0
-                it["replaced_url"] = _url(session, leaf=rmap.leaf, replaced=it["id"])
-    return items
 
 
 def _page(session, rmap, start: int, end: int, target, leaf_q) -> dict[str, Any]:

@@ -142,7 +142,7 @@ async def test_resume_after_reconnect_sends_the_missed_entries_in_order(
 async def test_a_dropped_group_message_is_filled_from_the_database(
     ws_connect, stored, viewer_user, editor_user
 ):
-    from explorer import broadcast, html
+    from explorer import broadcast, items
 
     comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/?format=json", user=viewer_user)
     await resume(comm, "1b2c3d4e")
@@ -162,7 +162,7 @@ async def test_a_dropped_group_message_is_filled_from_the_database(
         ids.extend(e["id"] for e in message["entries"])
     assert ids == [first.entry.entry_id, second.entry.entry_id, third.entry.entry_id]
     # A repeated group message is not delivered again.
-    fragments = await database_sync_to_async(lambda: html.entry_fragments([third.entry]))()
+    fragments = await database_sync_to_async(lambda: items.entry_fragments([third.entry]))()
     await get_channel_layer().group_send(
         stored.group_name, {"type": "live.entries", "entries": fragments}
     )
@@ -287,7 +287,7 @@ async def test_a_new_row_is_rendered_once_for_every_viewer(
 ):
     """Two viewers, one write: the Transcript tab's row is rendered once (in the broadcast)
     and both viewers receive the same bytes."""
-    from explorer import html as html_mod
+    from explorer import items as html_mod
 
     calls = []
     real = html_mod.transcript_rows

@@ -1,0 +1,280 @@
+"""What an entry shows as: the blocks, the transcript items and the rendered rows that the
+Transcript tab, the Live tab, the entry panel, the broadcast and the HTML export share.
+
+One builder, so a message reads the same wherever it appears (and a live row is the very
+row the Transcript tab draws). It sits below the views and the broadcast: reads come from
+``queries``, HTML ids from ``html``; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from explorer import html, queries
+from explorer.rendering import image_data_uri, render_markdown
+from explorer.session import jsonfmt
+from explorer.session.describe import (
+    cost_of,
+    entry_message,
+    entry_title,
+    error_in_words,
+    kind_name,
+    tokens_of,
+    total_tokens_of,
+    transcript_text,
+    usage_of,
+)
+from explorer.session.messages import session_entry_to_context_messages
+
+# Text beyond this is sent only on request ("load full output").
+PREVIEW_CHARS = 6000
+RAW_PREVIEW_CHARS = 20000
+MESSAGE_KINDS = ("message", "custom_message")
+
+
+def text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
+    """A text block for a template; long text is cut so a page stays small (the rest loads
+    on request)."""
+    cut = not full and len(text) > PREVIEW_CHARS
+    shown = text[:PREVIEW_CHARS] if cut else text
+    return {
+        "kind": "text",
+        "html": render_markdown(shown) if markdown else None,
+        "plain": shown,
+        "truncated": cut,
+        "chars": len(text),
+    }
+
+
+def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
+    """Message content as template blocks (text, thinking, tool calls, images): shared by
+    the entry panel and the transcript so a message reads the same in both."""
+    if isinstance(content, str):
+        return [text_part(content, full, markdown)] if content else []
+    out: list[dict[str, Any]] = []
+    if not isinstance(content, list):
+        return out
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        t = block.get("type")
+        if t == "text":
+            text = block.get("text") if isinstance(block.get("text"), str) else ""
+            out.append(text_part(text, full, markdown))
+        elif t == "thinking":
+            text = block.get("thinking") if isinstance(block.get("thinking"), str) else ""
+            part = text_part(text, full, markdown)
+            part["kind"] = "thinking"
+            part["redacted"] = bool(block.get("redacted"))
+            out.append(part)
+        elif t == "toolCall":
+            args = block.get("arguments")
+            out.append(
+                {
+                    "kind": "toolCall",
+                    "name": str(block.get("name", "")),
+                    "call_id": str(block.get("id", "")),
+                    "arguments": pretty_json(args),
+                    "result": None,
+                }
+            )
+        elif t == "image":
+            out.append(
+                {
+                    "kind": "image",
+                    "src": image_data_uri(block.get("data"), block.get("mimeType")),
+                    "mime": str(block.get("mimeType", "")),
+                }
+            )
+        else:
+            out.append({"kind": "other", "type": str(t), "json": pretty_json(block)})
+    return out
+
+
+def pretty_json(value: Any, limit: int = RAW_PREVIEW_CHARS) -> str:
+    try:
+        text = jsonfmt.dumps(value)
+    except (TypeError, ValueError, RecursionError):  # nesting too deep: the raw line shows it
+        return ""
+    if len(text) > 200:
+        with contextlib.suppress(ValueError, RecursionError):  # too deep: left unindented
+            text = json.dumps(jsonfmt.loads(text), indent=2, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "\n… (truncated)"
+
+
+def transcript_url(session, **q: str | None) -> str:
+    base = reverse("explorer:transcript", args=[session.pk])
+    query = urlencode({k: v for k, v in q.items() if v})
+    return base + ("?" + query if query else "")
+
+
+def route_marks(rmap: queries.RouteMap, start: int, end: int) -> dict[int, tuple[str, str]]:
+    """Route index → ("replaced" | "kept", compaction id) for the window [start, end)."""
+    out: dict[int, tuple[str, str]] = {}
+    for comp_i, rep_start, fk in rmap.compactions:
+        comp_id = rmap.ids[comp_i]
+        stop = fk if fk is not None else comp_i
+        for i in range(max(start, rep_start), min(end, stop)):
+            if rmap.types[i] != "compaction":
+                out[i] = ("replaced", comp_id)
+        if fk is not None:
+            for i in range(max(start, fk), min(end, comp_i)):
+                out[i] = ("kept", comp_id)
+    return out
+
+
+def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the window as the transcript template shows it."""
+    eid = rmap.ids[i]
+    kind = data.get("type", rmap.types[i])
+    m = entry_message(data)
+    role = (m or {}).get("role") if m else ""
+    blocks: list[dict[str, Any]] = []
+    if m is not None:
+        if role == "bashExecution":
+            blocks = [{"kind": "bash", "command": str(m.get("command", "")),
+                       **text_part(str(m.get("output", "")), False, False), "exit": m.get("exitCode")}]  # fmt: skip
+        else:
+            markdown = role in ("user", "assistant", "custom", "system")
+            blocks = content_blocks(m.get("content"), full=False, markdown=markdown)
+    elif kind == "custom_message":
+        blocks = content_blocks(data.get("content"), full=False, markdown=True)
+    elif kind in ("compaction", "branch_summary"):
+        blocks = [text_part(str(data.get("summary") or ""), False, True)]
+    tools = []
+    if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
+        tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
+    usage = usage_of(data)
+    edit = rmap.edits.get(eid)
+    return {
+        "id": eid,
+        "dom": html.dom_id(eid),
+        "index": i,
+        "kind": "card" if kind in ("message", "custom_message", "compaction", "branch_summary") else "meta",
+        "type": kind,
+        "role": role or kind,
+        "role_name": kind_name(role or kind),
+        "title": entry_title(data, 120),
+        "meta_text": transcript_text(data) if kind not in MESSAGE_KINDS else "",
+        "blocks": blocks,
+        "tools": [{"name": str(t.get("name", "")), "description": str(t.get("description", ""))} for t in tools],
+        "tokens": tokens_of(session_entry_to_context_messages(data)),
+        "usage_tokens": int(total_tokens_of(data)) if usage else 0,
+        "cost": cost_of(data) if usage else None,
+        "model": f"{m.get('provider', '')}/{m.get('model', '')}" if role == "assistant" else "",
+        "error": error_in_words((m or {}).get("errorMessage")) if m else None,
+        "error_raw": str((m or {}).get("errorMessage") or "") if m else "",
+        "is_error": bool((m or {}).get("isError")),
+        "timestamp": data.get("timestamp", ""),
+        "edit": {"state": edit[0], "by": edit[1]} if edit else None,
+        "tokens_before": data.get("tokensBefore") if kind == "compaction" else None,
+        "first_kept": data.get("firstKeptEntryId") if kind == "compaction" else None,
+    }  # fmt: skip
+
+
+def window_items(
+    session, rmap: queries.RouteMap, start: int, end: int, *, target: str | None, leaf_q: str | None
+) -> list[dict[str, Any]]:
+    """The entries of the route between ``start`` and ``end`` as transcript items: tool
+    results paired with their calls, branch switchers, compaction marks and ranges."""
+    ids = rmap.ids[start:end]
+    data = queries.load_entries(session, ids)
+    parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
+    siblings = queries.siblings_of(session, parents)
+    marks = route_marks(rmap, start, end)
+    comments = queries.comment_counts(session, ids)
+    items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
+    results = {}
+    for it in items:
+        m = entry_message(data.get(it["id"], {})) or {}
+        if it["role"] == "toolResult" and isinstance(m.get("toolCallId"), str):
+            results[m["toolCallId"]] = it
+    for k, it in enumerate(items):
+        i = start + k
+        it["mark"] = marks.get(i)
+        it["comments"] = comments.get(it["id"], 0)
+        it["is_target"] = it["id"] == target
+        it["permalink"] = transcript_url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
+        kids = siblings.get(parents[k])
+        if kids and it["id"] in kids:
+            pos = kids.index(it["id"])
+            it["switch"] = {
+                "pos": pos + 1,
+                "count": len(kids),
+                "prev": transcript_url(session, via=kids[pos - 1]) if pos > 0 else "",
+                "next": transcript_url(session, via=kids[pos + 1]) if pos + 1 < len(kids) else "",
+            }
+        for b in it["blocks"]:
+            if b["kind"] == "toolCall":
+                res = results.get(b["call_id"])
+                b["paired"] = res
+                if res is not None:
+                    res["paired_to"] = it["id"]
+        if it["type"] == "compaction":
+            rng = next((r for r in rmap.compactions if r[0] == i), None)
+            if rng is not None:
+                stop = rng[2] if rng[2] is not None else rng[0]
+                it["replaced_count"] = sum(
+                    1 for j in range(rng[1], stop) if rmap.types[j] != "compaction"
+                )
+                it["kept_count"] = (rng[0] - rng[2]) if rng[2] is not None else 0
+                it["replaced_url"] = transcript_url(session, leaf=rmap.leaf, replaced=it["id"])
+    return items
+
+
+TRANSCRIPT_ROW = "explorer/partials/transcript_item.html"
+
+
+def transcript_rows(session, entries) -> dict[str, str]:
+    """The Transcript tab's row (``partials/transcript_item.html``) for each new entry,
+    rendered once per write for every viewer: on the route to the newest of them, with no
+    per-viewer parts (no CSRF token, which the page's script fills in, no "your cursor").
+    An entry on another branch is rendered on its own route."""
+    from django.template.loader import render_to_string
+
+    # The item builder is the Transcript tab's (below), so a live row and a tab row never differ.
+
+    entries = sorted(entries, key=lambda e: e.position)
+    if not entries:
+        return {}
+    ctx = {"session": session, "cursor_entry": None, "editable": False,
+           "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+           # Shared by every viewer: no token in the row (the page's script adds the viewer's).
+           "csrf_token": "NOTPROVIDED"}  # fmt: skip
+    out: dict[str, str] = {}
+    for entry in reversed(entries):
+        if entry.entry_id in out:
+            continue
+        rmap = queries.route_map(session, entry.entry_id)
+        wanted = [i for i in (rmap.index(e.entry_id) for e in entries) if i is not None]
+        lo = min(i for i in wanted if rmap.ids[i] not in out)
+        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None):
+            if it["id"] not in out:
+                out[it["id"]] = render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
+    return out
+
+
+def entry_fragment(entry, row: str = "") -> dict[str, Any]:
+    """What a viewer needs about one new entry: where it hangs and its transcript row."""
+    return {
+        "id": entry.entry_id,
+        "parent_id": entry.parent_id,
+        "position": entry.position,
+        "type": entry.type,
+        "role": entry.role or "",
+        "item": row,
+    }
+
+
+def entry_fragments(entries, session=None) -> list[dict[str, Any]]:
+    """:func:`entry_fragment` of each entry in file order, rows rendered once for all."""
+    entries = sorted(entries, key=lambda e: e.position)
+    if entries and not hasattr(session, "group_name"):  # given a pk, or nothing
+        session = entries[0].session
+    rows = transcript_rows(session, entries) if entries else {}
+    return [entry_fragment(e, rows.get(e.entry_id, "")) for e in entries]
