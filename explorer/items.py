@@ -245,7 +245,7 @@ def transcript_rows(session, entries) -> dict[str, str]:
     ctx = {"session": session, "cursor_entry": None, "editable": False,
            "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
            # Shared by every viewer: no token in the row (the page's script adds the viewer's).
-           "csrf_token": "NOTPROVIDED"}  # fmt: skip
+           "shared_row": True}  # fmt: skip
     out: dict[str, str] = {}
     for entry in reversed(entries):
         if entry.entry_id in out:

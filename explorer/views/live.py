@@ -52,7 +52,7 @@ def _tail_window(session, leaf: str | None) -> dict[str, Any]:
         "earlier_url": earlier_url, "earlier_link": reverse("explorer:transcript", args=[session.pk]),
         "cursor_entry": None, "editable": False,
         "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
-        "csrf_token": "NOTPROVIDED",  # cached for every viewer; live.js adds the viewer's token
+        "shared_row": True,  # cached for every viewer: no token; live.js adds the viewer's
     }  # fmt: skip
     rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
     return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
