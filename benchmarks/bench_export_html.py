@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.gen_session import generate_session  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
+from benchmarks.site import setup_site  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -38,29 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-export-"))
-    os.environ["SESSIONS_VAR_DIR"] = str(tmp)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
-    os.environ.setdefault("DEBUG", "0")
-    os.environ.setdefault("SECRET_KEY", "bench-only-" + "k" * 60)
-    os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost")
-    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
+    client = setup_site(tmp, static=False)
     from django.core.cache import cache
-    from django.core.management import call_command
-    from django.test import Client
     from django.urls import reverse
 
     from explorer import services
-    from explorer.permissions import set_role
-
-    call_command("migrate", verbosity=0)
-    user = User.objects.create_user("bench", password="bench-pw-123456")
-    set_role(user, "viewer")
-    client = Client()
-    client.force_login(user)
 
     rows = []
     for label, n, bp, seed in (("small", args.small, 5, 11), ("big", args.entries, 200, 7)):
