@@ -73,8 +73,13 @@ async def test_it_streams_a_turn_through_daphne_and_compacts_past_the_threshold(
     assert status == 202, body
     streams = [await read_turn(ws) for ws in viewers]
     for seen in streams:
-        deltas = [m["text"] for m in seen if m["type"] == "turn" and m["event"] == "delta"]
-        assert deltas == CHUNKS  # in order, each once
+        sent = [m for m in seen if m["type"] == "turn" and m["event"] == "delta"]
+        deltas = [m["text"] for m in sent]
+        # In order and each once; the secret masking releases text a word at a time (it
+        # holds back what could still be the start of a secret), so chunks may merge.
+        assert "".join(deltas) == "".join(CHUNKS) and len(deltas) > 1
+        offsets = [m["offset"] for m in sent]
+        assert offsets == [sum(map(len, deltas[:k])) for k in range(len(deltas))]
         assert seen[-1]["stop_reason"] == "stop" and not seen[-1]["compacted"]
     entries = [e for m in streams[0] if m["type"] == "entries" for e in m["entries"]]
     assert [e["role"] for e in entries] == ["user", "assistant"]
