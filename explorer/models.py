@@ -331,14 +331,14 @@ class ReviewComment(models.Model):
     on the thread's first comment."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="review_comments")
-    entry_id = models.CharField(max_length=200)
+    entry_id = VisibleCharField(max_length=200)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
     )
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    body = models.TextField(help_text="Markdown, as typed (shown sanitised and masked)")
+    body = VisibleTextField(help_text="Markdown, as typed (shown sanitised and masked)")
     created = models.DateTimeField(auto_now_add=True)
     edited = models.DateTimeField(null=True, blank=True)
     resolved_by = models.ForeignKey(
@@ -365,7 +365,7 @@ class EntryReview(models.Model):
     STATUSES = [(APPROVED, "Approved"), (FLAGGED, "Flagged")]
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="entry_reviews")
-    entry_id = models.CharField(max_length=200)
+    entry_id = VisibleCharField(max_length=200)
     status = models.CharField(max_length=16, choices=STATUSES)
     by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

@@ -11,7 +11,11 @@ from explorer import services
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs a loop
 
-from playwright.sync_api import sync_playwright  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+# Tests are not timed: on a loaded CI machine a write (append, index, broadcast) can take
+# longer than Playwright's 5 s default before the page it leads to has loaded.
+expect.set_options(timeout=30_000)
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -38,6 +42,7 @@ def browser_page(live_server, transactional_db, django_user_model):
             [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
         )
         page = context.new_page()
+        page.set_default_timeout(60_000)
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
