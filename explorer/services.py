@@ -359,11 +359,22 @@ def branch_with_summary(
 
 
 def append_message(
-    session: Session, user, message: dict, *, leaf_id: Any = UNSET, source: str = "turn"
+    session: Session,
+    user,
+    message: dict,
+    *,
+    leaf_id: Any = UNSET,
+    source: str = "turn",
+    expected_leaf: Any = UNSET,
 ) -> AppendResult:
     """Append one agent message (used by the turn runner)."""
     return append_via_manager(
-        session, user, leaf_id, lambda m: m.append_message(message), source=source
+        session,
+        user,
+        leaf_id,
+        lambda m: m.append_message(message),
+        source=source,
+        expected_leaf=expected_leaf,
     )
 
 

@@ -61,6 +61,15 @@ class NoProvider(TurnError):
         super().__init__(message)
 
 
+class TurnStale(TurnError):
+    """The user's cursor left the leaf the page showed: the message would be answered in a
+    conversation its author has not seen (another tab or worker wrote meanwhile)."""
+
+    def __init__(self, stale: services.StaleLeaf) -> None:
+        self.current = stale.current
+        super().__init__(str(stale))
+
+
 @dataclass
 class RunningTurn:
     turn_id: str
@@ -254,9 +263,15 @@ def start_turn(
     provider=None,
     summarizer=None,
     leaf_id: Any = None,
+    expected_leaf: Any = UNSET,
     background: bool = True,
 ) -> RunningTurn:
-    """Start a turn at the user's cursor (or ``leaf_id``); raises :class:`TurnError`."""
+    """Start a turn at the user's cursor (or ``leaf_id``); raises :class:`TurnError`.
+
+    ``expected_leaf``: the cursor the author's page showed. A moved cursor is refused here,
+    before anything runs (:class:`TurnStale`), and again when the user's message is
+    appended under the session's row lock, so two tabs sending at once cannot both answer
+    at the same leaf."""
     if not isinstance(text, str) or not text.strip():
         raise TurnError("Type a message first.")
     provider = provider if provider is not None else conf.provider()
@@ -276,8 +291,13 @@ def start_turn(
             services.acquire_turn_lock(session, turn.turn_id, stale_after=STALE_AFTER)
         except services.TurnLockBusy:
             raise TurnBusy() from None
+        if expected_leaf is not UNSET and leaf_id is None:
+            current = queries.cursor_id(session, user)
+            if current != expected_leaf:
+                services.release_turn_lock(session.pk, turn.turn_id)
+                raise TurnStale(services.StaleLeaf(expected_leaf, current))
         _registry[session.pk] = turn
-    args = (turn, session, user, text, provider, summarizer, leaf_id)
+    args = (turn, session, user, text, provider, summarizer, leaf_id, expected_leaf)
     if background:
         turn.thread = threading.Thread(
             target=_thread_main, args=args, name=f"turn-{session.pk}", daemon=True
@@ -314,7 +334,16 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf_id) -> None:
+def _run(
+    turn: RunningTurn,
+    session,
+    user,
+    text: str,
+    provider,
+    summarizer,
+    leaf_id,
+    expected_leaf: Any = UNSET,
+) -> None:
     from explorer.session.context import context_from_path
     from explorer.session.messages import convert_to_llm
 
@@ -332,6 +361,7 @@ def _run(turn: RunningTurn, session, user, text: str, provider, summarizer, leaf
             user_message,
             leaf_id=UNSET if leaf_id is None else leaf_id,
             source="turn",
+            expected_leaf=expected_leaf if leaf_id is None else UNSET,
         )
         turn.user_entry_id = appended.entry.entry_id
         path = queries.path_to(session, turn.user_entry_id)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from explorer import conf, html, queries, turns
 from explorer.items import window_items
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
+from explorer.session.sentinel import UNSET
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 from explorer.views.transcript import PAGE
 from explorer.views.tree import graph_context
@@ -112,8 +113,15 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def turn_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     text = request.POST.get("text", "")
+    # The cursor the page showed (absent: an older page or a script, sent at the cursor as
+    # it is then); empty: the page showed no entry yet.
+    expected = request.POST.get("expected_leaf", UNSET)
+    if expected is not UNSET:
+        expected = expected or None
     try:
-        turns.start_turn(session, request.user, text)
+        turns.start_turn(session, request.user, text, expected_leaf=expected)
+    except turns.TurnStale as exc:
+        return _answer(request, session, str(exc), css="error stale", status=409)
     except turns.TurnBusy as exc:
         return _answer(request, session, str(exc), css="error busy", status=409)
     except turns.NoProvider as exc:

@@ -91,6 +91,13 @@
     if (typeof evt.detail.message === "string" && evt.detail.message.indexOf("tree-arrivals") >= 0) {
       refreshGraph();
     }
+    const moved = document.getElementById("cursor-status");
+    const expected = document.getElementById("turn-expected-leaf");
+    if (moved && expected && moved.dataset.mine === "1" && "entryId" in moved.dataset) {
+      // The turn form names the cursor this page shows, so a send raced by another tab's
+      // write is refused instead of answered at a leaf nobody here saw.
+      expected.value = moved.dataset.entryId;
+    }
     fillTokens();
     const empty = document.getElementById("live-empty");
     const list = document.getElementById("transcript");

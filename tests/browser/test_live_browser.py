@@ -278,3 +278,40 @@ def test_a_reader_who_scrolled_up_is_told_of_new_entries_instead_of_pulled_down(
         "document.querySelector('#transcript > li.t-entry:last-child')"
         ".getBoundingClientRect().bottom <= window.innerHeight + 1"
     )
+
+
+def test_an_editor_sends_turn_after_turn_and_a_raced_tab_is_told(browser, site):
+    """The turn form names the cursor the page shows; the page follows its own cursor as
+    the answers arrive, so a second send from it is accepted, while a tab that still names
+    the old leaf is refused with a message and nothing is written."""
+    editor = open_live(browser, site, "eddie")
+    other_tab = open_live(browser, site, "eddie")
+    shown = editor.input_value("#turn-expected-leaf")
+    assert shown and other_tab.input_value("#turn-expected-leaf") == shown
+    rows = editor.locator(ROWS).count()
+    for n in (1, 2):
+        editor.fill("#turn-text", f"Question {n}")
+        editor.click("#send-turn")
+        editor.wait_for_function(
+            f"document.querySelectorAll({ROWS!r}).length === {rows + 2 * n}", timeout=30000
+        )
+        editor.wait_for_function(
+            "document.getElementById('turn-status').textContent.includes('Last turn ended')",
+            timeout=30000,
+        )
+        newest = editor.eval_on_selector_all(ROWS, "rs => rs[rs.length - 1].dataset.entry")
+        editor.wait_for_function(
+            f"document.getElementById('turn-expected-leaf').value === {newest!r}", timeout=10000
+        )
+    assert "The session changed" not in editor.inner_text("#turn-status")
+    # A tab whose socket had not caught up yet still names the leaf it was opened at.
+    other_tab.evaluate(f"document.getElementById('turn-expected-leaf').value = {shown!r}")
+    other_tab.fill("#turn-text", "Question from a stale tab")
+    other_tab.click("#send-turn")
+    other_tab.wait_for_function(
+        "document.getElementById('turn-status').textContent.includes('The session changed')",
+        timeout=20000,
+    )
+    assert "Nothing was written" in other_tab.inner_text("#turn-status")
+    editor.wait_for_timeout(1000)
+    assert editor.locator(ROWS).count() == rows + 4

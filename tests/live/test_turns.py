@@ -266,3 +266,29 @@ async def test_without_a_provider_turns_are_refused_plainly(stored, editor_user,
         await database_sync_to_async(turns.start_turn)(stored, editor_user, "hi")
     assert "No model provider is configured" in str(refused.value)
     assert "embedded summarizer" in str(refused.value)
+
+
+async def test_a_turn_names_the_cursor_it_was_shown(stored, editor_user):
+    """A turn aimed at the leaf the page showed runs there; one aimed at a leaf the cursor
+    has left is refused before the provider is asked, and leaves the session free."""
+    from explorer import queries, turns
+    from explorer.models import Entry, TurnLock
+
+    shown = await database_sync_to_async(queries.cursor_id)(stored, editor_user)
+    with FakeOpenAIServer(Reply("fine")) as server:
+        provider = OpenAIChatProvider(server.base_url, "fake-model")
+        with pytest.raises(turns.TurnStale) as refused:
+            await database_sync_to_async(turns.start_turn)(
+                stored, editor_user, "hi", provider=provider, expected_leaf="0000beef"
+            )
+        assert "Nothing was written" in str(refused.value) and refused.value.current == shown
+        assert server.requests == []
+        assert not await database_sync_to_async(TurnLock.objects.filter(session=stored).exists)()
+        turn = await database_sync_to_async(turns.start_turn)(
+            stored, editor_user, "hi", provider=provider, expected_leaf=shown
+        )
+        await wait_done(turn)
+    asked = await database_sync_to_async(Entry.objects.get)(
+        session=stored, entry_id=turn.user_entry_id
+    )
+    assert asked.parent_id == shown and turn.assistant_message["stopReason"] == "stop"

@@ -3,8 +3,9 @@
 Two editors post labels to one session at the same time, each through their own worker, each
 post naming the leaf its author last saw (``expected_leaf``). Every accepted append must be
 stored under exactly that leaf; every other one must be refused with 409 and nothing stored.
-``APPENDS`` per editor is kept below the 2 × 500 the issue names on this shared, two-core
-machine; set SESSIONS_TEAM_APPENDS=500 for the full run (the shape is the same)."""
+A refused author tries again at the leaf the refusal named, so in the end every label is
+stored. ``.ci/run`` runs 2 × 500 (``SESSIONS_TEAM_APPENDS=500``); a developer's default is
+2 × 120 (the same shape, a few minutes less)."""
 
 from __future__ import annotations
 
@@ -61,23 +62,27 @@ class Editor:
         self.refused = 0
         self.other: list[tuple[int, dict]] = []
 
-    def attempt(self, n: int) -> None:
-        with self.lock:
-            expected = self.leaf
+    def attempt(self, n: int, *, retry: bool = False) -> None:
+        """Post label ``n`` at the leaf last heard of; with ``retry``, a refused post is sent
+        again at the leaf the refusal named, as its author would after reading the news."""
         text = f"{self.user}-{n}"
-        status, body = post_json(self.server, self.user, f"/sessions/{self.pk}/label/",
-                                 {"target": "a1b2c3d4", "label": text, "expected_leaf": expected},
-                                 self.via)  # fmt: skip
-        with self.lock:
-            if status == 200 and body.get("ok"):
-                self.accepted[text] = expected
-                self.leaf = body["leaf"]
-            elif status == 409:
+        for _try in range(200 if retry else 1):
+            with self.lock:
+                expected = self.leaf
+            status, body = post_json(self.server, self.user, f"/sessions/{self.pk}/label/",
+                                     {"target": "a1b2c3d4", "label": text,
+                                      "expected_leaf": expected}, self.via)  # fmt: skip
+            with self.lock:
+                if status == 200 and body.get("ok"):
+                    self.accepted[text] = expected
+                    self.leaf = body["leaf"]
+                    return
+                if status != 409:
+                    self.other.append((status, body))
+                    return
                 assert body["conflict"] and body["expected_leaf"] == expected, body
                 self.refused += 1
                 self.leaf = body["leaf"]
-            else:
-                self.other.append((status, body))
 
 
 def check_counters(server: LiveServer, pk: int) -> None:
@@ -101,14 +106,17 @@ def test_two_editors_on_two_workers_append_one_valid_chain_and_losers_get_409(
         pk = server.session_pks[0]
         editors = [Editor(server, "eddie", 0, pk), Editor(server, "edna", 1, pk)]
         with ThreadPoolExecutor(2 * THREADS) as pool:
-            futures = [pool.submit(ed.attempt, n) for n in range(APPENDS) for ed in editors]
+            futures = [
+                pool.submit(ed.attempt, n, retry=True) for n in range(APPENDS) for ed in editors
+            ]
             for future in futures:
                 future.result()
         assert [ed.other for ed in editors] == [[], []]
         accepted = {t: leaf for ed in editors for t, leaf in ed.accepted.items()}
-        refused = sum(ed.refused for ed in editors)
-        assert len(accepted) + refused == 2 * APPENDS
-        assert refused > 0 and all(ed.accepted for ed in editors)
+        # Every label was stored in the end; on the way, losers were told (409) and tried
+        # again at the leaf the refusal named.
+        assert len(accepted) == 2 * APPENDS
+        assert sum(ed.refused for ed in editors) > 0
         entries = server.entries(pk)
         labels = {e["label"]: e for e in entries if e["type"] == "label" and "-" in e["label"]}
         # Every accepted append is stored, each under exactly the leaf its author saw.

@@ -140,3 +140,61 @@ def test_counters_come_from_the_row_not_from_a_stale_copy(editor_user, session):
     assert row.entry_count == entries.count()
     assert row.leaf_count == entries.filter(child_count=0).count()
     assert row.next_position == entries.order_by("-position").first().position + 1
+
+
+# --- Undo and the Live tab's turn form name the cursor they were shown too -----------------
+
+
+def test_the_undo_buttons_post_the_cursor_the_page_showed(editor_client, session):
+    for url in (
+        f"/sessions/{session.pk}/transcript/",
+        f"/sessions/{session.pk}/entry/?id=c3d4e5f6",
+    ):
+        body = editor_client.get(url).content.decode()
+        undo = body.split(f'action="/sessions/{session.pk}/undo/"')[1].split("</form>")[0]
+        assert f'name="expected_leaf" value="{TIP}"' in undo, url
+
+
+def test_a_stale_undo_is_refused_with_nothing_written(editor_client, session):
+    _label(editor_client, session, "moves my cursor", TIP)  # from another tab, say
+    count = Entry.objects.filter(session=session).count()
+    url = reverse("explorer:undo", args=[session.pk])
+    r = editor_client.post(
+        url, {"target": "c3d4e5f6", "expected_leaf": TIP}, headers={"HX-Request": "true"}
+    )
+    assert r.status_code == 409
+    assert "The session changed while you were looking at it" in r.content.decode()
+    assert Entry.objects.filter(session=session).count() == count
+    # At the leaf as it is now the same undo is accepted.
+    now = queries.cursor_id(session, _labels(session)[0].author)
+    r = editor_client.post(url, {"target": "c3d4e5f6", "expected_leaf": now})
+    assert r.status_code == 302
+    assert Entry.objects.filter(session=session).count() == count + 1
+
+
+def test_the_turn_form_posts_the_cursor_the_page_showed(editor_client, session, settings):
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
+    body = editor_client.get(reverse("explorer:live", args=[session.pk])).content.decode()
+    form = body.split('id="turn-form"')[1].split("</form>")[0]
+    assert f'name="expected_leaf" id="turn-expected-leaf" value="{TIP}"' in form
+
+
+def test_a_turn_sent_from_a_stale_page_is_refused_before_it_runs(editor_client, session, settings):
+    from explorer.models import TurnLock
+
+    # Nothing listens there: a turn that started would fail, not hang.
+    settings.SESSIONS_LLM = {"SESSIONS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}
+    _label(editor_client, session, "moves my cursor", TIP)
+    count = Entry.objects.filter(session=session).count()
+    url = reverse("explorer:live_turn", args=[session.pk])
+    data = {"text": "hello", "expected_leaf": TIP}
+    r = editor_client.post(url, data, headers={"HX-Request": "true"})
+    assert r.status_code == 409
+    body = r.content.decode()
+    assert "The session changed while you were looking at it" in body and 'id="turn-status"' in body
+    assert Entry.objects.filter(session=session).count() == count
+    assert not TurnLock.objects.filter(session=session).exists()  # the next turn may start
+    # Without JavaScript: back to the Live tab, with the same message.
+    r = editor_client.post(url, data, follow=True)
+    assert "The session changed while you were looking at it" in r.content.decode()
+    assert Entry.objects.filter(session=session).count() == count
