@@ -20,6 +20,7 @@ at most every ``PROJECTION_INTERVAL``, also once for all viewers.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import threading
 import time
@@ -328,13 +329,19 @@ def _run_projections(jobs: list[tuple[Any, list]]) -> None:
         known = newest.get(session.pk)
         if known is None or target[1] >= known[1][1]:
             newest[session.pk] = (session, target)
+    # At most every PROJECTION_INTERVAL (and at most half of the time, when a walk is slow):
+    # bursts coalesce meanwhile, the next round taking every target queued since.
+    global _projection_due
+    time.sleep(max(0.0, _projection_due - time.monotonic()))
     started = time.monotonic()
     for session, target in newest.values():
         session = _fresh(session)
         if session is not None:
             _safe(_send_projection, session, target)
-    # Bursts coalesce here: the next round takes every target queued meanwhile.
-    time.sleep(max(PROJECTION_INTERVAL, time.monotonic() - started))
+    _projection_due = time.monotonic() + max(PROJECTION_INTERVAL, time.monotonic() - started)
+
+
+_projection_due = 0.0
 
 
 def _send_projection(session, target: list) -> None:
@@ -360,6 +367,9 @@ def _send_projection(session, target: list) -> None:
 
 _worker = _Worker("live-broadcast", _run_jobs, _render_lock)
 _projections = _Worker("live-projection", _run_projections)
+# A command that writes and exits (an import, a script) still tells the viewers: the worker
+# is a daemon thread, so the interpreter would not wait for it otherwise.
+atexit.register(lambda: drain(30))
 
 
 def _queue(job: _Job) -> None:
