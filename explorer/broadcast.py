@@ -41,9 +41,11 @@ logger = logging.getLogger(__name__)
 # Above this many entries in one write (an import), viewers get a "reload" notice instead of
 # every fragment: rendering 100k nodes into a websocket helps nobody.
 MAX_LIVE_BATCH = 500
-# The projection panel costs a path walk; it is recomputed at most this often per session
-# (and never for more than half of the time: a slow walk on a big session waits longer).
+# The projection panel costs a path walk; it is recomputed at most this often per session,
+# and for at most a quarter of the time (on a 50,000-entry route a walk takes about 0.6 s,
+# which must not starve the follower and the event loop that share the interpreter).
 PROJECTION_INTERVAL = 0.5
+PROJECTION_SHARE = 0.25
 # Route maps kept per session (its recent tips) and sessions kept, by the broadcast worker.
 TIPS_PER_SESSION = 8
 SESSIONS_KEPT = 64
@@ -329,8 +331,8 @@ def _run_projections(jobs: list[tuple[Any, list]]) -> None:
         known = newest.get(session.pk)
         if known is None or target[1] >= known[1][1]:
             newest[session.pk] = (session, target)
-    # At most every PROJECTION_INTERVAL (and at most half of the time, when a walk is slow):
-    # bursts coalesce meanwhile, the next round taking every target queued since.
+    # At most every PROJECTION_INTERVAL (and PROJECTION_SHARE of the time when a walk is
+    # slow): bursts coalesce meanwhile, the next round taking every target queued since.
     global _projection_due
     time.sleep(max(0.0, _projection_due - time.monotonic()))
     started = time.monotonic()
@@ -338,7 +340,8 @@ def _run_projections(jobs: list[tuple[Any, list]]) -> None:
         session = _fresh(session)
         if session is not None:
             _safe(_send_projection, session, target)
-    _projection_due = time.monotonic() + max(PROJECTION_INTERVAL, time.monotonic() - started)
+    took = time.monotonic() - started
+    _projection_due = time.monotonic() + max(PROJECTION_INTERVAL, took / PROJECTION_SHARE - took)
 
 
 _projection_due = 0.0
@@ -368,8 +371,11 @@ def _send_projection(session, target: list) -> None:
 _worker = _Worker("live-broadcast", _run_jobs, _render_lock)
 _projections = _Worker("live-projection", _run_projections)
 # A command that writes and exits (an import, a script) still tells the viewers: the worker
-# is a daemon thread, so the interpreter would not wait for it otherwise.
-atexit.register(lambda: drain(30))
+# is a daemon thread, so the interpreter would not wait for it otherwise. Registered with
+# threading's own exit hooks, which run (last registered first) before the thread pools that
+# ``async_to_sync`` needs are shut down; ``atexit`` would run after them.
+_register_exit = getattr(threading, "_register_atexit", atexit.register)
+_register_exit(lambda: drain(30))
 
 
 def _queue(job: _Job) -> None:
