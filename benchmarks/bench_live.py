@@ -223,6 +223,7 @@ async def main_async(args) -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 # html-branches: HTML viewers of a big session, writers at the tip and on another branch
 
+SYNC_SECONDS = 20.0  # static/explorer/live.js sends {"type": "sync"} every 20 s
 ROW_ID = re.compile(r'<li id="e-[^"]*" data-entry="([^"]+)"')
 LAST_POSITION = re.compile(r'id="live-state"[^>]*data-last-position="(\d+)"')
 
@@ -260,7 +261,8 @@ class HtmlViewer:
             if remaining <= 0:
                 return
             try:
-                text = await self.ws.recv(timeout=min(remaining, 2.0))
+                # Like live.js: a catch-up "sync" only after SYNC_SECONDS without a frame.
+                text = await self.ws.recv(timeout=min(remaining, SYNC_SECONDS))
             except TimeoutError:
                 await self.ws.send(json.dumps({"type": "sync"}))
                 continue

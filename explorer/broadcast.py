@@ -294,9 +294,7 @@ def _send_entries(session, entries, source: str, *, inline: bool = False) -> Non
             entries = list(Entry.objects.filter(pk__in=[e.pk for e in entries]))
         message = render_entries(session, entries) | {"source": source}
     send(session, message)
-    if inline:
-        _send_projection(session, message["projection"])
-    else:
+    if not inline:  # inline only inside an outer transaction (tests): the meter waits
         _projections.put((session, message["projection"]))
 
 
