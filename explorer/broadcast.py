@@ -38,9 +38,12 @@ from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
 
-# Above this many entries in one write (an import), viewers get a "reload" notice instead of
-# every fragment: rendering 100k nodes into a websocket helps nobody.
-MAX_LIVE_BATCH = 500
+# Above this many entries in one round (an import), viewers get a "reload" notice instead of
+# every fragment: rendering 100k nodes into a websocket helps nobody. Below it (a follower
+# that fell behind, a burst of writes) every entry is delivered, in messages of at most
+# LIVE_CHUNK entries. A viewer that far behind reloads anyway (``consumers.MAX_GAP``).
+MAX_LIVE_BATCH = 5000
+LIVE_CHUNK = 500
 # The projection panel costs a path walk; it is recomputed at most this often per session,
 # and for at most a quarter of the time (on a 50,000-entry route a walk takes about 0.6 s,
 # which must not starve the follower and the event loop that share the interpreter).
@@ -287,13 +290,18 @@ def _send_entries(session, entries, source: str, *, inline: bool = False) -> Non
     session = _fresh(session)
     if session is None:  # deleted meanwhile: nobody is left to tell
         return
+    entries = sorted({e.position: e for e in entries}.values(), key=lambda e: e.position)
     if len(entries) > MAX_LIVE_BATCH:
         message = _reset_message(entries, source)
+        send(session, message)
     else:
         if any("raw" in e.get_deferred_fields() for e in entries):
-            entries = list(Entry.objects.filter(pk__in=[e.pk for e in entries]))
-        message = render_entries(session, entries) | {"source": source}
-    send(session, message)
+            entries = list(
+                Entry.objects.filter(pk__in=[e.pk for e in entries]).order_by("position")
+            )
+        for start in range(0, len(entries), LIVE_CHUNK):
+            message = render_entries(session, entries[start : start + LIVE_CHUNK])
+            send(session, message | {"source": source})
     if not inline:  # inline only inside an outer transaction (tests): the meter waits
         _projections.put((session, message["projection"]))
 
