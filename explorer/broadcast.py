@@ -1,31 +1,57 @@
 """Live updates: the only module that talks to the channel layer.
 
-``explorer.services`` calls these functions inside a write's transaction; each schedules its
-``group_send`` for after the commit, so a viewer never sees an entry that was rolled back and
-a broken channel layer never fails a committed write. New entries are rendered ONCE here
-(``items.entry_fragments``: the Transcript tab's row of each) and the same fragments go to
-every viewer of the session; each consumer only assembles its own out-of-band swaps.
+``explorer.services`` calls these functions inside a write's transaction. Each hands its
+message over after the commit, so a viewer never sees an entry that was rolled back and a
+broken channel layer never fails a committed write.
+
+New entries are not rendered in the writer's request: the commit hook only queues them for
+this process's broadcast worker (one thread), and the write returns. The worker takes every
+queued write at once (a burst becomes one frame), renders each new entry's Transcript row
+ONCE for every viewer of the session, and does the one ``group_send``. It keeps the route
+map of the session's recent tips in memory and lengthens it by each entry appended there
+(``queries.extend_route_map``), so a stream of appends at a tip, or on another branch, costs
+no route walk per entry; each viewer then only appends the rows that continue its own tip
+and counts the rest as "new entries on other branches" (``explorer.consumers``). With the
+Redis layer the frame is rendered in the writer's process, once, and every worker's
+consumers receive it. The live meter (the projection panel) is computed by a second thread
+at most every ``PROJECTION_INTERVAL``, also once for all viewers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+from django.db import connections, transaction
 
-from explorer import items
+from explorer import conf, html, items, queries
 from explorer.models import Entry
 from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
 
-# Above this many entries in one write (an import), viewers get a "reload" notice instead of
-# every fragment: rendering 100k nodes into a websocket helps nobody.
-MAX_LIVE_BATCH = 500
+# Above this many entries in one round (an import), viewers get a "reload" notice instead of
+# every fragment: rendering 100k nodes into a websocket helps nobody. Below it (a follower
+# that fell behind, a burst of writes) every entry is delivered, in messages of at most
+# LIVE_CHUNK entries. A viewer that far behind reloads anyway (``consumers.MAX_GAP``).
+MAX_LIVE_BATCH = 5000
+LIVE_CHUNK = 500
+# The projection panel costs a path walk; it is recomputed at most this often per session,
+# and for at most a quarter of the time (on a 50,000-entry route a walk takes about 0.6 s,
+# which must not starve the follower and the event loop that share the interpreter).
+PROJECTION_INTERVAL = 0.5
+PROJECTION_SHARE = 0.25
+# Route maps kept per session (its recent tips) and sessions kept, by the broadcast worker.
+TIPS_PER_SESSION = 8
+SESSIONS_KEPT = 64
 
 _main_loop: asyncio.AbstractEventLoop | None = None
 
@@ -33,9 +59,9 @@ _main_loop: asyncio.AbstractEventLoop | None = None
 def remember_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Note the event loop the websocket consumers run on (called when one connects).
 
-    The in-memory channel layer's queues belong to that loop; a plain thread (the turn
-    runner, the follower) must hand its ``group_send`` to it rather than run it on a loop of
-    its own, where a waiting consumer would not be woken.
+    The in-memory channel layer's queues belong to that loop; a plain thread (the broadcast
+    worker, the turn runner, the follower) must hand its ``group_send`` to it rather than run
+    it on a loop of its own, where a waiting consumer would not be woken.
     """
     global _main_loop
     _main_loop = loop
@@ -73,8 +99,122 @@ def _safe(fn, *args, **kwargs) -> None:
         logger.exception("live broadcast failed")
 
 
-def _after_commit(fn, *args, **kwargs) -> None:
-    transaction.on_commit(lambda: _safe(fn, *args, **kwargs))
+# ---------------------------------------------------------------------------------------------
+# The worker: one thread per process, fed by commit hooks
+
+
+@dataclass
+class _Job:
+    session: Any
+    entries: list = field(default_factory=list)  # new rows (an "entries" job)
+    source: str = ""
+    message: dict[str, Any] | None = None  # a ready message (sent in its turn, in order)
+
+
+class _Worker:
+    """A queue drained by one daemon thread; ``run(jobs)`` gets everything queued so far."""
+
+    def __init__(self, name: str, run, gate: threading.Lock | None = None) -> None:
+        self.name = name
+        self.run = run
+        # Held while a round runs; the jobs are taken once it is acquired, so everything
+        # queued while someone else held it goes out together.
+        self.gate = gate or threading.Lock()
+        self.cond = threading.Condition()
+        self.jobs: list = []
+        self.busy = False
+        self.thread: threading.Thread | None = None
+
+    def put(self, job) -> None:
+        with self.cond:
+            self.jobs.append(job)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                self.thread.start()
+            self.cond.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.jobs:
+                    self.cond.wait()
+                self.busy = True
+            with self.gate:
+                with self.cond:
+                    jobs, self.jobs = self.jobs, []
+                try:
+                    _prepare_connection()
+                    self.run(jobs)
+                except Exception:
+                    logger.exception("%s failed", self.name)
+                finally:
+                    _close_connections()
+                    with self.cond:
+                        self.busy = False
+                        self.cond.notify_all()
+
+    def idle(self, deadline: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(
+                lambda: not self.jobs and not self.busy, max(0.0, deadline - time.monotonic())
+            )
+
+
+def _prepare_connection() -> None:
+    """An in-memory SQLite database (shared cache, as the test suite's) locks whole tables
+    against other connections' readers, so the worker's reads would make a concurrent write
+    fail; reading without those locks is safe here, as the worker only reads rows whose
+    commit it was told about. File databases (WAL) and PostgreSQL never block like this."""
+    conn = connections["default"]
+    if conn.vendor == "sqlite" and conn.is_in_memory_db():
+        with conn.cursor() as cursor:
+            cursor.execute("PRAGMA read_uncommitted = 1")
+
+
+def _close_connections() -> None:
+    # The worker's own database connections: closed after each round, so a test database
+    # can be dropped and a pooled PostgreSQL connection goes back to the pool.
+    for conn in connections.all(initialized_only=True):
+        try:
+            conn.close()
+        except Exception:
+            logger.exception("closing the broadcast worker's connection failed")
+
+
+# Rendering shares the route maps: the worker thread and an inline render take turns (and a
+# test holds it to keep writes queued).
+_render_lock = threading.Lock()
+_routes: OrderedDict[int, tuple[tuple, OrderedDict[str, queries.RouteMap]]] = OrderedDict()
+# How many route maps the worker had to build (a walk of the route): for tests and benchmarks.
+route_walks = 0
+
+
+def _tips(session) -> OrderedDict[str, queries.RouteMap]:
+    """The route maps of the session's recent tips, as this process last broadcast them."""
+    identity = (session.session_id, session.created)
+    known = _routes.get(session.pk)
+    if known is None or known[0] != identity:
+        known = (identity, OrderedDict())
+    _routes[session.pk] = known
+    _routes.move_to_end(session.pk)
+    while len(_routes) > SESSIONS_KEPT:
+        _routes.popitem(last=False)
+    return known[1]
+
+
+def _route_of(session, tips: OrderedDict[str, queries.RouteMap], entry) -> queries.RouteMap:
+    """The route root → ``entry``: its parent's map lengthened when the parent is a known
+    tip (no database read), else built once."""
+    global route_walks
+    parent = tips.pop(entry.parent_id, None) if entry.parent_id else None
+    rmap = queries.extend_route_map(parent, entry.entry_id, entry.type) if parent else None
+    if rmap is None:
+        route_walks += 1
+        rmap = queries.route_map(session, entry.entry_id)
+    tips[entry.entry_id] = rmap
+    while len(tips) > TIPS_PER_SESSION:
+        tips.popitem(last=False)
+    return rmap
 
 
 def _projection_target(entries) -> list:
@@ -83,36 +223,203 @@ def _projection_target(entries) -> list:
     return [newest.entry_id, newest.position]
 
 
-def _send_entries(session, entries, source: str) -> None:
-    if len(entries) <= MAX_LIVE_BATCH and any("raw" in e.get_deferred_fields() for e in entries):
-        entries = list(Entry.objects.filter(pk__in=[e.pk for e in entries]))
+def render_entries(session, entries) -> dict[str, Any]:
+    """The one ``live.entries`` message for new rows of a session (in file order).
+
+    ``entries``: each entry's fragment with its Transcript row. ``chains``: runs of new
+    entries each continuing the one before, from ``from`` (the entry they hang on), with
+    their rows already joined into the out-of-band swap a viewer at that tip receives as it
+    is. A viewer whose tip is none of them appends nothing and counts the entries as "on
+    other branches"; nobody walks or rebuilds a route for them.
+    """
+    entries = sorted({e.position: e for e in entries}.values(), key=lambda e: e.position)
+    tips = _tips(session)
+    maps = {e.entry_id: _route_of(session, tips, e) for e in entries}
+    by_id = {e.entry_id: e for e in entries}
+    rows: dict[str, str] = {}
+    chains: list[dict[str, Any]] = []
+    for entry in reversed(entries):
+        if entry.entry_id in rows:
+            continue
+        rmap = maps[entry.entry_id]
+        lo = len(rmap.ids) - 1
+        parent = entry.parent_id
+        while parent in by_id and parent not in rows and lo > 0 and rmap.ids[lo - 1] == parent:
+            lo -= 1
+            parent = by_id[parent].parent_id
+        chain_rows = items.route_rows(session, rmap, lo)
+        rows.update(chain_rows)
+        ids = list(rmap.ids[lo:])
+        chains.append(
+            {
+                "from": rmap.ids[lo - 1] if lo > 0 else None,
+                "ids": ids,
+                "first": by_id[ids[0]].position,
+                "html": str(
+                    html.oob_append("transcript", html.trusted("".join(chain_rows[i] for i in ids)))
+                ),
+            }
+        )
+    return {
+        "type": "live.entries",
+        "entries": [items.entry_fragment(e, rows.get(e.entry_id, "")) for e in entries],
+        "chains": chains,
+        "projection": _projection_target(entries),
+    }
+
+
+def _reset_message(entries, source: str) -> dict[str, Any]:
+    return {
+        "type": "live.reset",
+        "count": len(entries),
+        "last_position": max(e.position for e in entries),
+        "source": source,
+        "projection": _projection_target(entries),
+    }
+
+
+def _fresh(session):
+    """The session as stored now: the writer's copy was read before its append (its entry
+    count and version would make a route walk stop short or a cache key stale)."""
+    from explorer.models import Session
+
+    return Session.objects.filter(pk=session.pk).first()
+
+
+def _send_entries(session, entries, source: str, *, inline: bool = False) -> None:
+    session = _fresh(session)
+    if session is None:  # deleted meanwhile: nobody is left to tell
+        return
+    entries = sorted({e.position: e for e in entries}.values(), key=lambda e: e.position)
     if len(entries) > MAX_LIVE_BATCH:
-        message = {
-            "type": "live.reset",
-            "count": len(entries),
-            "last_position": max(e.position for e in entries),
-            "source": source,
-            "projection": _projection_target(entries),
-        }
+        message = _reset_message(entries, source)
+        send(session, message)
     else:
-        message = {
-            "type": "live.entries",
-            "entries": items.entry_fragments(entries, session),
-            "source": source,
-            "projection": _projection_target(entries),
-        }
-    send(session, message)
+        if any("raw" in e.get_deferred_fields() for e in entries):
+            entries = list(
+                Entry.objects.filter(pk__in=[e.pk for e in entries]).order_by("position")
+            )
+        for start in range(0, len(entries), LIVE_CHUNK):
+            message = render_entries(session, entries[start : start + LIVE_CHUNK])
+            send(session, message | {"source": source})
+    if not inline:  # inline only inside an outer transaction (tests): the meter waits
+        _projections.put((session, message["projection"]))
+
+
+def _run_jobs(jobs: list[_Job], *, inline: bool = False) -> None:
+    """Send what was queued: per session, the new entries of every queued write in one
+    message (a burst is rendered once), then the other messages in their order. Those only
+    ever refer to entries already written (a cursor moved there, a turn ended), so none of
+    them has to go before the entries."""
+    pending: OrderedDict[int, tuple[Any, list, list[str], list[dict]]] = OrderedDict()
+    for job in jobs:
+        pk = job.session.pk
+        if pk not in pending:
+            pending[pk] = (job.session, [], [], [])
+        _, entries, sources, messages = pending[pk]
+        if job.message is None:
+            entries.extend(job.entries)
+            sources.append(job.source)
+        else:
+            messages.append(job.message)
+    for session, entries, sources, messages in pending.values():
+        if entries:
+            source = ",".join(dict.fromkeys(sources))
+            _safe(_send_entries, session, entries, source, inline=inline)
+        for message in messages:
+            _safe(send, session, message)
+
+
+def _run_projections(jobs: list[tuple[Any, list]]) -> None:
+    """The live meter at the newest target of each session, once for all viewers."""
+    newest: dict[int, tuple[Any, list]] = {}
+    for session, target in jobs:
+        known = newest.get(session.pk)
+        if known is None or target[1] >= known[1][1]:
+            newest[session.pk] = (session, target)
+    # At most every PROJECTION_INTERVAL (and PROJECTION_SHARE of the time when a walk is
+    # slow): bursts coalesce meanwhile, the next round taking every target queued since.
+    global _projection_due
+    time.sleep(max(0.0, _projection_due - time.monotonic()))
+    started = time.monotonic()
+    for session, target in newest.values():
+        session = _fresh(session)
+        if session is not None:
+            _safe(_send_projection, session, target)
+    took = time.monotonic() - started
+    _projection_due = time.monotonic() + max(PROJECTION_INTERVAL, took / PROJECTION_SHARE - took)
+
+
+_projection_due = 0.0
+
+
+def _send_projection(session, target: list) -> None:
+    try:
+        summary = queries.projection_summary(
+            session,
+            target[0],
+            window=conf.context_window(),
+            reserve=conf.compaction_settings().reserve_tokens,
+        )
+    except Exception as exc:  # a malformed or deleted session: viewers keep the old panel
+        logger.warning("projection of session %s failed: %s", session.pk, exc)
+        return
+    send(
+        session,
+        {
+            "type": "live.projection",
+            "summary": summary,
+            "html": str(html.projection_panel(summary)),
+        },
+    )
+
+
+_worker = _Worker("live-broadcast", _run_jobs, _render_lock)
+_projections = _Worker("live-projection", _run_projections)
+# A command that writes and exits (an import, a script) still tells the viewers: the worker
+# is a daemon thread, so the interpreter would not wait for it otherwise. Registered with
+# threading's own exit hooks, which run (last registered first) before the thread pools that
+# ``async_to_sync`` needs are shut down; ``atexit`` would run after them.
+_register_exit = getattr(threading, "_register_atexit", atexit.register)
+_register_exit(lambda: drain(30))
+
+
+def _queue(job: _Job) -> None:
+    """Hand a committed write's message to the worker; run it here instead when the commit
+    hook fires inside an outer transaction (a test capturing commit hooks): the worker's own
+    connection could not see those rows yet."""
+    if transaction.get_connection().in_atomic_block:
+        with _render_lock:
+            _run_jobs([job], inline=True)
+        return
+    _worker.put(job)
+
+
+def _after_commit(job: _Job) -> None:
+    transaction.on_commit(lambda: _safe(_queue, job))
+
+
+def drain(timeout: float = 30.0) -> bool:
+    """Wait until every queued broadcast was sent (and the meter recomputed): for tests and
+    benchmarks, which must not sleep. True when both workers are idle in time."""
+    deadline = time.monotonic() + timeout
+    return _worker.idle(deadline) and _projections.idle(deadline) and _worker.idle(deadline)
+
+
+# ---------------------------------------------------------------------------------------------
+# What services call
 
 
 def entries_appended(session, entries, *, source: str = "") -> None:
     """New rows exist (``source``: import, edit, compaction, turn, follow, ...)."""
     entries = list(entries)
     if entries:
-        _after_commit(_send_entries, session, entries, source)
+        _after_commit(_Job(session, entries, source))
 
 
 def cursor_moved(session, leaf, user=None) -> None:
-    """A named cursor points somewhere else; nothing was appended."""
+    """A named cursor points somewhere else; nothing was appended. Queued behind the
+    write's entries, so a viewer sees the entries before the cursor that points at them."""
     message = {
         "type": "live.cursor",
         "leaf_name": leaf.name,
@@ -120,7 +427,7 @@ def cursor_moved(session, leaf, user=None) -> None:
         "user_id": getattr(user, "pk", None) or leaf.user_id,
         "user_name": user.get_username() if user is not None else "",
     }
-    _after_commit(send, session, message)
+    _after_commit(_Job(session, message=message))
 
 
 def follow_stopped(session, message: str) -> None:
@@ -132,5 +439,25 @@ def follow_stopped(session, message: str) -> None:
 def turn_event(session, event: str, **fields: Any) -> None:
     """Tell viewers about the running turn (``start``, ``delta``, ``end``, ``error``, ...).
 
-    Sent at once: a turn's deltas are not part of a database transaction."""
-    _safe(send, session, {"type": "live.turn", "event": event, **fields})
+    Sent at once (a turn's deltas are not part of a database transaction), except its end:
+    that is queued behind the entries the turn appended, which it must not overtake."""
+    message = {"type": "live.turn", "event": event, **fields}
+    if event in ("end", "error"):
+        _safe(_queue_now, session, message)
+    else:
+        _safe(send, session, message)
+
+
+def _queue_now(session, message: dict[str, Any]) -> None:
+    if not hasattr(session, "pk"):  # given a pk: a stand-in that names the group
+        session = _SessionRef(session)
+    _worker.put(_Job(session, message=message))
+
+
+@dataclass
+class _SessionRef:
+    pk: int
+
+    @property
+    def group_name(self) -> str:
+        return f"session-{self.pk}"

@@ -23,26 +23,11 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from explorer import broadcast, conf, html, items, params, queries
+from explorer import broadcast, html, items, params
 from explorer.models import Session
 from explorer.session import jsonfmt
 
 logger = logging.getLogger(__name__)
-# The projection panel costs a path walk; a viewer refreshes it at most this often.
-PROJECTION_INTERVAL = 0.5
-
-
-def _projection(session_pk: int, leaf_id: str | None) -> dict:
-    """The live meter's figures at ``leaf_id`` (shared by every viewer through the cache)."""
-    session = Session.objects.get(pk=session_pk)
-    return queries.projection_summary(
-        session,
-        leaf_id,
-        window=conf.context_window(),
-        reserve=conf.compaction_settings().reserve_tokens,
-    )
-
-
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -137,11 +122,10 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         self.tip: str | None = None
         self.follow = True
         self.tree_arrived = 0  # entries delivered since this viewer's text tree was drawn
+        self.off_branch = 0  # entries delivered on branches other than the one shown
+        self.off_newest = ""
         self.turn_offset: int | None = None  # characters of the running turn delivered
         self.joined = False
-        self.projection_due: list | None = None  # [leaf id, position] not yet shown
-        self.projection_handle: asyncio.TimerHandle | None = None
-        self.projection_task: asyncio.Task | None = None
         broadcast.remember_loop(asyncio.get_running_loop())
         # Accept first, then close with a code: a refused handshake reaches the browser as
         # 1006, which the htmx extension retries forever; 44xx tells it to stop.
@@ -162,12 +146,6 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
             await self.resume(query["after"][0], tip=None, follow=True)
 
     async def disconnect(self, code: int) -> None:
-        handle = getattr(self, "projection_handle", None)
-        if handle is not None:
-            handle.cancel()
-        task = getattr(self, "projection_task", None)
-        if task is not None:
-            task.cancel()
         if getattr(self, "joined", False):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -196,6 +174,8 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                 await self.send_entries([], sync=True)
         elif kind == "tree_seen":  # the viewer redrew its text tree
             self.tree_arrived = 0
+        elif kind == "switch" and self.ready and not self.json_mode:
+            await self.switch_branch(message.get("to"))
         elif kind == "follow":
             self.follow = message.get("on") not in (False, "0", "false", "off", "", None)
             await self.send_state()
@@ -304,24 +284,47 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                 )
             return
         parts = []
-        rebuild_to = None
+        off = 0
         for f in fragments:
             if self.tip is None or f["parent_id"] == self.tip:
                 if f["item"]:
                     parts.append(html.oob_append("transcript", html.trusted(f["item"])))
                 self.tip = f["id"]
-            elif self.follow:
-                rebuild_to = f["id"]
-        if rebuild_to is not None:
-            newest = fragments[-1]["id"]
-            window, tip = await database_sync_to_async(_window_swap)(self.session_pk, newest)
-            parts.append(html.trusted(window))
-            self.tip = tip
-        if fragments:
-            self.tree_arrived += len(fragments)
+            else:
+                off += 1
+                self.off_newest = f["id"]
+        await self._send_frame(parts, len(fragments), off)
+
+    async def _send_frame(self, parts: list, arrived: int, off: int) -> None:
+        """``parts`` (the rows, rendered once for all) and this viewer's small notices:
+        what arrived in the tree, what arrived on other branches, where it stands."""
+        if arrived:
+            self.tree_arrived += arrived
             parts.append(html.tree_arrivals(self.tree_arrived, _tree_refresh_url(self.session_pk)))
+        if off:
+            self.off_branch += off
+            parts.append(html.branch_arrivals(self.off_branch, self.off_newest))
         parts.append(html.live_state(self.last_position, self.tip, self.follow))
-        await self.send_text("".join(parts))
+        await self.send_text("".join(str(p) for p in parts))
+
+    async def switch_branch(self, to: Any) -> None:
+        """The viewer asked to see another branch (the notice's button): its transcript
+        window, drawn for this viewer only, on request."""
+        target = to if isinstance(to, str) and to else self.off_newest
+        if not target:
+            return
+        window, tip = await database_sync_to_async(_window_swap)(self.session_pk, target)
+        self.tip = tip
+        self.off_branch = 0
+        await self.send_text(
+            html.join(
+                [
+                    html.trusted(window),
+                    html.branch_arrivals(0, ""),
+                    html.live_state(self.last_position, self.tip, self.follow),
+                ]
+            )
+        )
 
     async def send_running_turn(self) -> None:
         from explorer import turns
@@ -340,49 +343,46 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
     # -- from the group --------------------------------------------------------------------
 
     async def live_entries(self, event: dict) -> None:
-        await self.send_entries(event["entries"])
-        self.schedule_projection(event.get("projection"))
+        fragments = event["entries"]
+        if (
+            not self.json_mode
+            and self.ready
+            and fragments
+            and fragments[0]["position"] == self.last_position + 1
+        ):
+            # The common case, no gap: the frame of the chain at this viewer's tip goes out as
+            # rendered once in the broadcast; the other entries are only counted.
+            chain = self._chain_at_tip(event.get("chains") or [])
+            if chain is not None:
+                mine = set(chain["ids"])
+                off = [f for f in fragments if f["id"] not in mine]
+                if off:
+                    self.off_newest = off[-1]["id"]
+                self.last_position = fragments[-1]["position"]
+                self.tip = chain["ids"][-1]
+                await self._send_frame([html.trusted(chain["html"])], len(fragments), len(off))
+                return
+        await self.send_entries(fragments)
 
-    # -- the projection panel --------------------------------------------------------------
+    def _chain_at_tip(self, chains: list[dict]) -> dict | None:
+        for chain in chains:
+            if chain["from"] == self.tip or (self.tip is None and chain["from"] is None):
+                return chain
+        return None
 
-    def schedule_projection(self, target: list | None) -> None:
-        """Refresh the panel at most every PROJECTION_INTERVAL, and once after the last
-        change, so a burst of appends costs one path walk and the final state is shown."""
-        if not target or not self.ready:
+    async def live_projection(self, event: dict) -> None:
+        """The live meter, computed once for all viewers (``broadcast``)."""
+        if not self.ready:
             return
-        self.projection_due = target
-        if self.projection_handle is None and self.projection_task is None:
-            loop = asyncio.get_running_loop()
-            self.projection_handle = loop.call_later(PROJECTION_INTERVAL, self._start_projection)
-
-    def _start_projection(self) -> None:
-        self.projection_handle = None
-        self.projection_task = asyncio.ensure_future(self._send_projection())
-
-    async def _send_projection(self) -> None:
-        try:
-            target, self.projection_due = self.projection_due, None
-            if target is None:
-                return
-            try:
-                summary = await database_sync_to_async(_projection)(self.session_pk, target[0])
-            except Exception as exc:  # a malformed or deleted session: keep the old panel
-                logger.warning("projection of session %s failed: %s", self.session_pk, exc)
-                return
-            if self.json_mode:
-                await self.send_json({"type": "projection", **summary})
-            else:
-                await self.send_text(str(html.projection_panel(summary)))
-        finally:
-            self.projection_task = None
-            if self.projection_due is not None:
-                self.schedule_projection(self.projection_due)
+        if self.json_mode:
+            await self.send_json({"type": "projection", **event["summary"]})
+        else:
+            await self.send_text(event["html"])
 
     async def live_reset(self, event: dict) -> None:
         # Too many entries to stream (an import): say so, and skip them.
         if not self.ready:
             return
-        self.schedule_projection(event.get("projection"))
         self.last_position = max(self.last_position, event["last_position"])
         if self.json_mode:
             await self.send_json(

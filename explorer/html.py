@@ -527,6 +527,25 @@ def tree_arrivals(count: int, refresh_url: str) -> SafeString:
     )  # fmt: skip
 
 
+def branch_arrivals(count: int, newest: str) -> SafeString:
+    """The Live tab's notice that ``count`` entries arrived on branches other than the one
+    it shows (the newest is ``newest``), with a button that shows that branch. They are
+    counted, not drawn: drawing them would rebuild the transcript for every viewer."""
+    if not count:
+        return format_html(
+            '<div id="branch-arrivals" class="arrivals-note small" hx-swap-oob="true" '
+            'role="status">{}</div>',
+            "",
+        )
+    return format_html(
+        '<div id="branch-arrivals" class="arrivals-note small" hx-swap-oob="true" role="status">'
+        "<strong>{} new entr{}</strong> on other branches (newest <code>{}</code>) — "
+        '<button type="button" class="link-button" data-switch-branch="{}">show that branch'
+        "</button></div>",
+        count, "y" if count == 1 else "ies", newest, newest,
+    )  # fmt: skip
+
+
 def follow_stopped(message: str) -> SafeString:
     """Following this session's file stopped: the notice, and the connection badge no
     longer says "live" (the socket is open, but the file will bring nothing more)."""

@@ -234,18 +234,11 @@ def transcript_rows(session, entries) -> dict[str, str]:
     """The Transcript tab's row (``partials/transcript_item.html``) for each new entry,
     rendered once per write for every viewer: on the route to the newest of them, with no
     per-viewer parts (no CSRF token, which the page's script fills in, no "your cursor").
-    An entry on another branch is rendered on its own route."""
-    from django.template.loader import render_to_string
-
-    # The item builder is the Transcript tab's (below), so a live row and a tab row never differ.
-
+    An entry on another branch is rendered on its own route. The item builder is the
+    Transcript tab's, so a live row and a tab row never differ."""
     entries = sorted(entries, key=lambda e: e.position)
     if not entries:
         return {}
-    ctx = {"session": session, "cursor_entry": None, "editable": False,
-           "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
-           # Shared by every viewer: no token in the row (the page's script adds the viewer's).
-           "shared_row": True}  # fmt: skip
     out: dict[str, str] = {}
     for entry in reversed(entries):
         if entry.entry_id in out:
@@ -253,10 +246,26 @@ def transcript_rows(session, entries) -> dict[str, str]:
         rmap = queries.route_map(session, entry.entry_id)
         wanted = [i for i in (rmap.index(e.entry_id) for e in entries) if i is not None]
         lo = min(i for i in wanted if rmap.ids[i] not in out)
-        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None):
-            if it["id"] not in out:
-                out[it["id"]] = render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
+        for eid, row in route_rows(session, rmap, lo).items():
+            out.setdefault(eid, row)
     return out
+
+
+def route_rows(session, rmap: queries.RouteMap, lo: int) -> dict[str, str]:
+    """The Transcript tab's rows of the route ``rmap`` from index ``lo`` to its leaf, shared
+    by every viewer (no CSRF token, which the page's script fills in, no "your cursor").
+    The live broadcast calls it with a route it extended itself, so a burst of appends at a
+    tip costs no route walk."""
+    from django.template.loader import render_to_string
+
+    ctx = {"session": session, "cursor_entry": None, "editable": False,
+           "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
+           # Shared by every viewer: no token in the row (the page's script adds the viewer's).
+           "shared_row": True}  # fmt: skip
+    return {
+        it["id"]: render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
+        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None)
+    }
 
 
 def entry_fragment(entry, row: str = "") -> dict[str, Any]:

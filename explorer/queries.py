@@ -1319,6 +1319,21 @@ def route_map(session: Session, leaf: str | None) -> RouteMap:
     return cached(session, f"routemap:{leaf or ''}", lambda: _build_route_map(session, leaf))
 
 
+def extend_route_map(rmap: RouteMap, entry_id: str, entry_type: str) -> RouteMap | None:
+    """The route of a new entry whose parent is ``rmap``'s leaf, without walking it again.
+
+    A live broadcast meets every appended entry; rebuilding the map of a 50,000-entry route
+    for each costs a recursive walk. A plain entry only lengthens the route (it cannot be a
+    compaction's first kept entry, which lies before the compaction); a compaction or a
+    context edit changes the ranges or marks, so None tells the caller to build the map.
+    """
+    if entry_type in ("compaction", "context_edit") or entry_id in rmap.ids:
+        return None
+    return RouteMap(
+        entry_id, rmap.ids + (entry_id,), rmap.types + (entry_type,), rmap.compactions, rmap.edits
+    )
+
+
 def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
     from explorer.analysis.compactions import compaction_ranges
 

@@ -90,6 +90,20 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Wait for this test's live broadcasts (a worker thread renders them after the commit)
+    before its fixtures tear the database down."""
+    try:
+        return (yield)
+    finally:
+        import sys
+
+        broadcast = sys.modules.get("explorer.broadcast")
+        if broadcast is not None:
+            broadcast.drain(30)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _deselect_without_pi_fixtures(config, items)
     kept, dropped = [], []

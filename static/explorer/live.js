@@ -115,6 +115,12 @@
     if (s) document.body.dataset.lastPosition = s.dataset.lastPosition;
   });
 
+  // Entries on other branches are counted, not drawn; this viewer may ask to see one.
+  document.addEventListener("click", function (evt) {
+    const button = evt.target && evt.target.closest && evt.target.closest("[data-switch-branch]");
+    if (button) send({type: "switch", to: button.dataset.switchBranch});
+  });
+
   document.addEventListener("change", function (evt) {
     if (evt.target && evt.target.id === "follow-newest") {
       send({type: "follow", on: evt.target.checked});

@@ -315,3 +315,31 @@ def test_an_editor_sends_turn_after_turn_and_a_raced_tab_is_told(browser, site):
     assert "Nothing was written" in other_tab.inner_text("#turn-status")
     editor.wait_for_timeout(1000)
     assert editor.locator(ROWS).count() == rows + 4
+
+
+def test_entries_on_another_branch_are_counted_and_shown_on_request(browser, site):
+    """The page stays on its branch while another writer appends elsewhere; the notice
+    counts those entries, and its button swaps that branch in."""
+    page = open_live(browser, site, "vera")
+    pk = site.session_pks[0]
+    status, body = site.post("eddie", f"/sessions/{pk}/cursor/", {"target": "e5f6a7b8"})
+    assert status in (200, 204, 302), body
+    rows_before = page.locator(ROWS).count()
+    for i in range(2):
+        status, body = site.post(
+            "eddie", f"/sessions/{pk}/label/", {"target": "a1b2c3d4", "label": f"side-{i}"}
+        )
+        assert status in (200, 204, 302), body
+    page.wait_for_function(
+        "(document.getElementById('branch-arrivals').textContent || '').includes('2 new entries')",
+        timeout=30000,
+    )
+    assert page.locator(ROWS).count() == rows_before  # nothing drawn, nothing rebuilt
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "live-other-branch.png"), full_page=True)
+    page.click("[data-switch-branch]")
+    page.wait_for_function(
+        "!!document.querySelector('#transcript li[data-entry=\"e5f6a7b8\"]')", timeout=30000
+    )
+    assert "side-1" in page.locator(ROWS).last.inner_text()
+    assert page.locator("#branch-arrivals").inner_text().strip() == ""

@@ -290,13 +290,13 @@ async def test_a_new_row_is_rendered_once_for_every_viewer(
     from explorer import items as html_mod
 
     calls = []
-    real = html_mod.transcript_rows
+    real = html_mod.route_rows
 
-    def counting(session, entries):
-        calls.append(len(entries))
-        return real(session, entries)
+    def counting(session, rmap, lo):
+        calls.append(len(rmap.ids) - lo)
+        return real(session, rmap, lo)
 
-    monkeypatch.setattr(html_mod, "transcript_rows", counting)
+    monkeypatch.setattr(html_mod, "route_rows", counting)
     viewers = []
     for _ in range(2):
         comm, _, _ = await ws_connect(f"/ws/sessions/{stored.pk}/", user=viewer_user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from explorer import files
+from explorer import broadcast, files
 from explorer.follow import DirectoryFollower
 from explorer.follow_db import FollowIngestor
 
@@ -54,6 +54,7 @@ def appended_signals(sent_broadcasts):
             return iter(self.view())
 
         def view(self):
+            broadcast.drain(30)  # rendered by the broadcast worker after each commit
             return [
                 (m["source"], [e["id"] for e in m["entries"]])
                 for m in sent_broadcasts
