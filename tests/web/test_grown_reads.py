@@ -121,3 +121,52 @@ def test_every_entry_is_masked_while_the_findings_predate_the_rules(make_session
     shown = queries.load_entries(session, [row.entry_id])[row.entry_id]
     assert GITHUB_TOKEN not in shown["message"]["content"]
     assert "[REDACTED:" in shown["message"]["content"]
+
+
+def _fresh() -> None:
+    """Forget every kept figure: the shared cache and this process's copies."""
+    cache.clear()
+    queries._GROWN.clear()
+
+
+def _folded(session: Session, cursor: str | None) -> list[tuple]:
+    model = queries.folded_tree(session, cursor=cursor)
+    return [
+        (i.kind, i.entry_id, i.parent_key, i.count, i.leaves, i.node.label if i.node else None)
+        for i in model.graph.items
+    ]
+
+
+def test_the_tree_after_appends_folds_as_a_fresh_read(make_session):
+    session = make_session()
+    _fresh()
+    _folded(session, _tip(session))
+    for k in range(3):
+        services.append_message(session, None, _assistant(f"reply {k}", 0.1), leaf_id=_tip(session))
+        session.refresh_from_db()
+    services.set_label(session, None, _tip(session), "here")
+    session.refresh_from_db()
+    grown_tree = _folded(session, _tip(session))
+    assert any(row[5] == "here" for row in grown_tree)
+    _fresh()
+    assert _folded(session, _tip(session)) == grown_tree
+
+
+def test_a_process_copy_is_not_trusted_once_the_shared_cache_forgets_it(make_session):
+    session = make_session()
+    _fresh()
+    builds = []
+
+    def build(last: int) -> list[int]:
+        builds.append(last)
+        return [last]
+
+    def extend(value: list[int], after: int, last: int) -> list[int]:
+        return [*value, last]
+
+    assert queries.grown(session, "probe", build, extend) == builds
+    assert queries.grown(session, "probe", build, extend) == builds  # kept
+    assert len(builds) == 1
+    cache.clear()  # another worker's view: nothing is cached any more
+    queries.grown(session, "probe", build, extend)
+    assert len(builds) == 2
