@@ -61,11 +61,26 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     Only columns stored before the raw line are read: SQLite would otherwise step over each
     entry's payload (overflow pages) to reach the later columns, and a path can be thousands
     of entries long. Role, size and child count are left empty here.
+
+    A route this process read recently is reused (:func:`_known_route`): an entry on it has
+    its prefix as route, and a new leaf a few entries below it (the tip after an append, a
+    sibling branch) costs a walk of those few entries instead of the whole route.
     """
     if not entry_id:
         return []
+    routes = _session_routes(session)
+    known = _known_route(session, routes, entry_id)
+    if known is not None:
+        return known
+    out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
+    _remember_route(routes, out)
+    return out
+
+
+def _walk_up(session: Session, entry_id: str, limit: int) -> list[LightEntry]:
+    """At most ``limit`` + 1 entries from ``entry_id`` up its parent links, root first
+    (stopping at a repetition, as the route query does)."""
     table = Entry._meta.db_table
-    limit = max(session.entry_count, 1) + 1
     sql = f"""
         WITH RECURSIVE walk(entry_id, parent_id, type, position, id, n) AS (
             SELECT {_PATH_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
@@ -89,6 +104,78 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         out.append(LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, "", r[4]))
     out.reverse()
     return out
+
+
+# Routes this process read, per session identity: key -> (stamp, routes), each route a
+# (rows, id -> index) pair, newest last. Entries never change parent once stored, so a
+# route stays right for as long as its session exists; the stamp in the shared cache ties
+# the routes to it like the grown figures (a cleared cache forgets them too).
+_ROUTES: OrderedDict[str, tuple[str, list[tuple[list[LightEntry], dict[str, int]]]]] = OrderedDict()
+_ROUTES_LOCK = threading.Lock()
+ROUTES_KEPT = 4  # routes kept per session
+ROUTE_SESSIONS_KEPT = 4  # sessions whose routes are kept
+ROUTE_WALK = 48  # entries walked up from a new leaf looking for a known route
+
+
+def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
+    created = session.created.timestamp() if session.created else 0
+    raw = f"routes|{session.pk}:{session.session_id}:{created}"
+    key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    stamp = cache.get(key)
+    with _ROUTES_LOCK:
+        mine = _ROUTES.get(key)
+        if mine is not None and stamp is not None and mine[0] == stamp:
+            _ROUTES.move_to_end(key)
+            return mine[1]
+        stamp = uuid.uuid4().hex
+        cache.set(key, stamp, TREE_CACHE_SECONDS)
+        routes: list[tuple[list[LightEntry], dict[str, int]]] = []
+        _ROUTES[key] = (stamp, routes)
+        while len(_ROUTES) > ROUTE_SESSIONS_KEPT:
+            _ROUTES.popitem(last=False)
+        return routes
+
+
+def _remember_route(routes: list, route: list[LightEntry]) -> None:
+    """Keep ``route`` when it ends at a true root (no cycle cut it short): only then is
+    each prefix of it the route of the prefix's last entry."""
+    if not route:
+        return
+    ids = {e.entry_id: i for i, e in enumerate(route)}
+    top = route[0]
+    if top.parent_id and top.parent_id != top.entry_id and top.parent_id in ids:
+        return  # the walk stopped at a cycle
+    with _ROUTES_LOCK:
+        routes[:] = [r for r in routes if r[0][-1].entry_id != route[-1].entry_id]
+        routes.append((list(route), ids))  # a copy: the caller may change its own list
+        del routes[:-ROUTES_KEPT]
+
+
+def _known_route(session: Session, routes: list, entry_id: str) -> list[LightEntry] | None:
+    """The route to ``entry_id`` from a kept one, or None: the entry on a kept route, or
+    a few parent links above it joining one (the joined route is kept too)."""
+    with _ROUTES_LOCK:
+        kept = list(routes)
+    for route, ids in reversed(kept):
+        k = ids.get(entry_id)
+        if k is not None:
+            return route[: k + 1]
+    if not kept:
+        return None
+    walked = _walk_up(session, entry_id, ROUTE_WALK)  # root first, at most ROUTE_WALK + 1
+    for i in range(len(walked) - 1, -1, -1):
+        for route, ids in reversed(kept):
+            k = ids.get(walked[i].entry_id)
+            if k is not None:
+                joined = route[: k + 1] + walked[i + 1 :]
+                _remember_route(routes, joined)
+                return joined
+    top = walked[0] if walked else None
+    if top is not None and len(walked) <= ROUTE_WALK:
+        # The walk reached the top before its limit: it is the whole route.
+        _remember_route(routes, walked)
+        return walked
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

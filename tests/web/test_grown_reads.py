@@ -170,3 +170,39 @@ def test_a_process_copy_is_not_trusted_once_the_shared_cache_forgets_it(make_ses
     cache.clear()  # another worker's view: nothing is cached any more
     queries.grown(session, "probe", build, extend)
     assert len(builds) == 2
+
+
+def _routes_fresh(session: Session, leaves: list[str]) -> dict[str, list]:
+    queries._ROUTES.clear()
+    out = {}
+    for leaf in leaves:
+        out[leaf] = queries.light_path(session, leaf)
+        queries._ROUTES.clear()  # each read by the full route query
+    return out
+
+
+def test_routes_joined_to_kept_ones_are_the_route_query_s(make_session):
+    session = make_session()
+    _fresh()
+    tip = _tip(session)
+    base = queries.light_path(session, tip)
+    assert base and base[-1].entry_id == tip
+    # Grow the tip, and a branch off the middle of the route a few entries long.
+    for k in range(3):
+        services.append_message(session, None, _assistant(f"tip {k}", 0.1), leaf_id=_tip(session))
+        session.refresh_from_db()
+    middle = base[len(base) // 2].entry_id
+    branch = middle
+    for k in range(4):
+        result = services.append_message(
+            session, None, _assistant(f"side {k}", 0.1), leaf_id=branch
+        )
+        branch = result.entries[0].entry_id
+        session.refresh_from_db()
+    leaves = [_tip(session), branch, middle, base[0].entry_id, tip]
+    kept = {leaf: queries.light_path(session, leaf) for leaf in leaves}
+    assert kept == _routes_fresh(session, leaves)
+    assert [e.entry_id for e in kept[branch]][: len(base) // 2 + 1] == [
+        e.entry_id for e in base[: len(base) // 2 + 1]
+    ]
+    assert queries.light_path(session, "no-such-entry") == []
