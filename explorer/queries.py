@@ -584,8 +584,17 @@ def _tree_shape(session: Session) -> TreeShape:
 
     def extend(shape: TreeShape, after: int, last: int) -> TreeShape:
         new = [(r[0], r[1]) for r in _skeleton_rows(session, after, last)]
-        if shape.extend(new):
-            return shape
+        # Extended on a copy: other requests of this process may be folding the kept one.
+        # The children lists a new record joins are copied; the rest are shared unchanged.
+        children = dict(shape.children)
+        for _nid, p in new:
+            if p in children:
+                children[p] = list(children[p])
+        copy = TreeShape(
+            children, list(shape.roots), dict(shape.sizes), dict(shape.parent), set(shape.missing)
+        )
+        if copy.extend(new):
+            return copy
         return TreeShape.build([(r[0], r[1]) for r in _skeleton(session)])
 
     return grown(
