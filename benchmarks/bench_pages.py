@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", default="", help="comma-separated page titles to run")
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--note", default="", help="a Markdown file whose text ends the section")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pages-"))
@@ -134,12 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     if nodes:
         print(f"graph nodes: small {nodes.get('small')}, big {nodes.get('big')}")
 
+    from django.conf import settings
+
+    backend = settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
     ok = all(max(r[2]["warm"], r[2]["cold"], r[2]["append"]) <= TARGET for r in rows)
     ok = ok and (nodes.get("big") or 0) <= MAX_NODES
     lines = [
         "## Explorer pages (`benchmarks/bench_pages.py`)",
         "",
-        f"SQLite, Django test client, local-memory cache; generated sessions of {args.small} and {args.entries} entries "
+        f"SQLite, Django test client, {backend} cache; generated sessions of {args.small} and {args.entries} entries "
         f"(5 and 200 branch points). Per page: one cold request (cache cleared), the median of {args.repeat} warm "
         "requests, then one request after an entry was appended at the tip (the cache as the page left it). "
         "Ratios are big / small in the same run; target ≤ 2 for all three.",
@@ -160,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.entries} entries (limit {MAX_NODES}).",
         f"Result: {'PASS' if ok else 'FAIL'}",
     ]
+    if args.note:
+        lines += ["", Path(args.note).read_text(encoding="utf-8").strip()]
     text = "\n".join(lines)
     print(text)
     if args.write_results:

@@ -249,6 +249,16 @@ class ImportProblem(models.Model):
         ordering = ["session", "line", "pk"]
 
 
+class EntryTextManager(models.Manager):
+    """Texts in session then file order without joining the session table: the model's
+    default ordering names the session, which sorts by the session's own ordering (its
+    modification time) on every query, search included. Within one session the order is
+    the same; across sessions it is by the session's key (search pages order explicitly)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().order_by("session_id", "position")
+
+
 class EntryText(models.Model):
     """The visible text of one entry (what a reader sees, never its JSON keys), for search.
 
@@ -262,6 +272,8 @@ class EntryText(models.Model):
     type = models.CharField(max_length=64)
     role = models.CharField(max_length=64, blank=True, default="")
     text = models.TextField()
+
+    objects = EntryTextManager()
 
     class Meta:
         ordering = ["session", "position"]

@@ -12,8 +12,11 @@ Nothing here writes: the user's cursor is looked up (:func:`cursor_id`), never c
 from __future__ import annotations
 
 import hashlib
+import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from django.core.cache import cache
@@ -58,11 +61,26 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     Only columns stored before the raw line are read: SQLite would otherwise step over each
     entry's payload (overflow pages) to reach the later columns, and a path can be thousands
     of entries long. Role, size and child count are left empty here.
+
+    A route this process read recently is reused (:func:`_known_route`): an entry on it has
+    its prefix as route, and a new leaf a few entries below it (the tip after an append, a
+    sibling branch) costs a walk of those few entries instead of the whole route.
     """
     if not entry_id:
         return []
+    routes = _session_routes(session)
+    known = _known_route(session, routes, entry_id)
+    if known is not None:
+        return known
+    out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
+    _remember_route(routes, out)
+    return out
+
+
+def _walk_up(session: Session, entry_id: str, limit: int) -> list[LightEntry]:
+    """At most ``limit`` + 1 entries from ``entry_id`` up its parent links, root first
+    (stopping at a repetition, as the route query does)."""
     table = Entry._meta.db_table
-    limit = max(session.entry_count, 1) + 1
     sql = f"""
         WITH RECURSIVE walk(entry_id, parent_id, type, position, id, n) AS (
             SELECT {_PATH_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
@@ -86,6 +104,78 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
         out.append(LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, "", r[4]))
     out.reverse()
     return out
+
+
+# Routes this process read, per session identity: key -> (stamp, routes), each route a
+# (rows, id -> index) pair, newest last. Entries never change parent once stored, so a
+# route stays right for as long as its session exists; the stamp in the shared cache ties
+# the routes to it like the grown figures (a cleared cache forgets them too).
+_ROUTES: OrderedDict[str, tuple[str, list[tuple[list[LightEntry], dict[str, int]]]]] = OrderedDict()
+_ROUTES_LOCK = threading.Lock()
+ROUTES_KEPT = 4  # routes kept per session
+ROUTE_SESSIONS_KEPT = 4  # sessions whose routes are kept
+ROUTE_WALK = 48  # entries walked up from a new leaf looking for a known route
+
+
+def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
+    created = session.created.timestamp() if session.created else 0
+    raw = f"routes|{session.pk}:{session.session_id}:{created}"
+    key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    stamp = cache.get(key)
+    with _ROUTES_LOCK:
+        mine = _ROUTES.get(key)
+        if mine is not None and stamp is not None and mine[0] == stamp:
+            _ROUTES.move_to_end(key)
+            return mine[1]
+        stamp = uuid.uuid4().hex
+        cache.set(key, stamp, TREE_CACHE_SECONDS)
+        routes: list[tuple[list[LightEntry], dict[str, int]]] = []
+        _ROUTES[key] = (stamp, routes)
+        while len(_ROUTES) > ROUTE_SESSIONS_KEPT:
+            _ROUTES.popitem(last=False)
+        return routes
+
+
+def _remember_route(routes: list, route: list[LightEntry]) -> None:
+    """Keep ``route`` when it ends at a true root (no cycle cut it short): only then is
+    each prefix of it the route of the prefix's last entry."""
+    if not route:
+        return
+    ids = {e.entry_id: i for i, e in enumerate(route)}
+    top = route[0]
+    if top.parent_id and top.parent_id != top.entry_id and top.parent_id in ids:
+        return  # the walk stopped at a cycle
+    with _ROUTES_LOCK:
+        routes[:] = [r for r in routes if r[0][-1].entry_id != route[-1].entry_id]
+        routes.append((list(route), ids))  # a copy: the caller may change its own list
+        del routes[:-ROUTES_KEPT]
+
+
+def _known_route(session: Session, routes: list, entry_id: str) -> list[LightEntry] | None:
+    """The route to ``entry_id`` from a kept one, or None: the entry on a kept route, or
+    a few parent links above it joining one (the joined route is kept too)."""
+    with _ROUTES_LOCK:
+        kept = list(routes)
+    for route, ids in reversed(kept):
+        k = ids.get(entry_id)
+        if k is not None:
+            return route[: k + 1]
+    if not kept:
+        return None
+    walked = _walk_up(session, entry_id, ROUTE_WALK)  # root first, at most ROUTE_WALK + 1
+    for i in range(len(walked) - 1, -1, -1):
+        for route, ids in reversed(kept):
+            k = ids.get(walked[i].entry_id)
+            if k is not None:
+                joined = route[: k + 1] + walked[i + 1 :]
+                _remember_route(routes, joined)
+                return joined
+    top = walked[0] if walked else None
+    if top is not None and len(walked) <= ROUTE_WALK:
+        # The walk reached the top before its limit: it is the whole route.
+        _remember_route(routes, walked)
+        return walked
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,15 +446,43 @@ def _read_labels(session: Session) -> dict[str, str]:
 
 
 def _last_position(session: Session) -> int:
+    """The session's newest file position, asked of the database once per session object
+    and length: every cached read of a request needs it for its key, and a request holds
+    one session object, so several builders must not each query it again. An append
+    through the engine raises ``entry_count`` on the object, which makes the memo stale."""
     last = getattr(session, "last_position", None)  # annotated by the session list
-    if last is None:
-        last = (
-            Entry.objects.filter(session=session)
-            .order_by("-position")
-            .values_list("position", flat=True)
-            .first()
-        )
-    return last or 0
+    if last is not None:
+        return last or 0
+    memo = getattr(session, "_explorer_last", None)
+    if memo is not None and memo[0] == session.entry_count:
+        return memo[1]
+    last = (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    ) or 0
+    session._explorer_last = (session.entry_count, last)
+    return last
+
+
+# The grown figures this process holds: key -> (stamp, upto, value, shared upto). A figure of
+# a 50,000-entry session is megabytes once pickled, and unpickling it, extending it and
+# pickling it back cost more than the page that wanted it; the process keeps its copy and
+# trusts it while the shared cache still names the same stamp (so a cleared or replaced
+# shared copy is never outlived by a process's own).
+_GROWN: OrderedDict[str, tuple[str, int, Any, int]] = OrderedDict()
+_GROWN_LOCK = threading.RLock()
+GROWN_KEPT = 16  # figures kept per process (a few per big session being read)
+# The shared copy is written again once the process's copy is this far ahead of it, so a
+# worker that starts later reads a bounded number of rows to catch up.
+GROWN_LAG = 2000
+
+
+def _grown_store(key: str, last: int, value: Any) -> str:
+    stamp = uuid.uuid4().hex
+    cache.set_many({key: (stamp, last, value), key + ":stamp": stamp}, TREE_CACHE_SECONDS)
+    return stamp
 
 
 def grown(
@@ -380,24 +498,41 @@ def grown(
     positions in (P, last] instead of ``build(last)`` reading every entry again. This is
     what keeps the first page after each write as cheap as a warm one on a 50,000-entry
     session. The cache key names the session's identity (pk, id, creation time), never its
-    length, so every worker that shares the cache extends the same value.
+    length, so every worker that shares the cache extends the same value. Each process
+    extends its own copy (:data:`_GROWN`) and writes the shared one back only when built or
+    :data:`GROWN_LAG` positions ahead of it: pickling a 50,000-row figure after every append
+    would cost more than reading it again.
     """
     created = session.created.timestamp() if session.created else 0
     raw = f"grown|{session.pk}:{session.session_id}:{created}|{name}"
     key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
     last = _last_position(session)
-    hit = cache.get(key)
-    if hit is not None:
-        upto, value = hit
-        if upto == last:
-            return value
-        if upto < last:
+    with _GROWN_LOCK:
+        stamp = cache.get(key + ":stamp")
+        mine = _GROWN.get(key)
+        if mine is not None and stamp is not None and mine[0] == stamp:
+            _GROWN.move_to_end(key)
+            _stamp, upto, value, shared = mine
+        else:
+            hit = cache.get(key)
+            if isinstance(hit, tuple) and len(hit) == 3:
+                stamp, upto, value = hit
+                shared = upto
+            else:
+                upto, value, shared = -1, None, -1
+        if value is not None and upto == last:
+            pass
+        elif value is not None and upto < last:
             value = extend(value, upto, last)
-            cache.set(key, (last, value), TREE_CACHE_SECONDS)
-            return value
-    value = build(last)
-    cache.set(key, (last, value), TREE_CACHE_SECONDS)
-    return value
+            if last - shared >= GROWN_LAG:
+                stamp, shared = _grown_store(key, last, value), last
+        else:
+            value = build(last)
+            stamp, shared = _grown_store(key, last, value), last
+        _GROWN[key] = (stamp, last, value, shared)
+        while len(_GROWN) > GROWN_KEPT:
+            _GROWN.popitem(last=False)
+        return value
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
@@ -421,13 +556,45 @@ def _skeleton(session: Session) -> list[tuple]:
     )
 
 
+def _graph_nodes(session: Session) -> dict[str, GraphNode]:
+    """Entry id → its :class:`GraphNode` without label or marks (the last row of a repeated
+    id winning, as in ``fold_tree``), kept and extended by the appended rows (:func:`grown`).
+
+    An extension makes a new dict: other requests of this process may be reading the kept
+    one."""
+
+    def add(into: dict[str, GraphNode], rows: Iterable[tuple]) -> dict[str, GraphNode]:
+        for r in rows:
+            into[r[0]] = GraphNode(r[0], r[1], r[2], r[3] or None)
+        return into
+
+    def read(into: dict[str, GraphNode], after: int, last: int) -> dict[str, GraphNode]:
+        return add(into, _skeleton_rows(session, after, last))
+
+    return grown(
+        session,
+        "graph-nodes",
+        lambda last: add({}, _skeleton(session)),
+        lambda nodes, after, last: read(dict(nodes), after, last),
+    )
+
+
 def _tree_shape(session: Session) -> TreeShape:
     """The session's :class:`TreeShape`, extended by the appended rows (:func:`grown`)."""
 
     def extend(shape: TreeShape, after: int, last: int) -> TreeShape:
         new = [(r[0], r[1]) for r in _skeleton_rows(session, after, last)]
-        if shape.extend(new):
-            return shape
+        # Extended on a copy: other requests of this process may be folding the kept one.
+        # The children lists a new record joins are copied; the rest are shared unchanged.
+        children = dict(shape.children)
+        for _nid, p in new:
+            if p in children:
+                children[p] = list(children[p])
+        copy = TreeShape(
+            children, list(shape.roots), dict(shape.sizes), dict(shape.parent), set(shape.missing)
+        )
+        if copy.extend(new):
+            return copy
         return TreeShape.build([(r[0], r[1]) for r in _skeleton(session)])
 
     return grown(
@@ -496,13 +663,27 @@ def _build_folded_tree(
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
     flags = path_flags(session, cursor, light)
-    nodes = [
-        GraphNode(
-            r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
-            flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
-        )
-        for r in _skeleton(session)
-    ]  # fmt: skip
+    nodes: list[GraphNode] | dict[str, GraphNode]
+    if root:
+        nodes = [
+            GraphNode(
+                r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
+                flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
+            )
+            for r in _skeleton(session)
+        ]  # fmt: skip
+    else:
+        # The kept nodes, with this request's labels and marks on the few entries that
+        # have one: the same nodes the list above gives, without making 50,000 of them.
+        nodes = dict(_graph_nodes(session))
+        for eid in labels.keys() | flags.keys():
+            node = nodes.get(eid)
+            if node is not None:
+                nodes[eid] = replace(
+                    node,
+                    label=labels.get(eid),
+                    flags=frozenset([flags[eid]]) if eid in flags else frozenset(),
+                )
     graph = fold_tree(
         nodes,
         active_path=path_ids,
@@ -893,9 +1074,10 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     """The engine's tree checks over the stored session (cached per session version).
 
     Only index columns are read for most entries; compactions and context edits, whose
-    checks look inside them, are parsed. The stubs grow with the session (:func:`grown`),
-    so after an append only the new rows are read before the checks run again."""
-    from explorer.analysis.integrity import tree_sections
+    checks look inside them, are parsed. The findings grow with the session (:func:`grown`,
+    :class:`~explorer.analysis.integrity.TreeFindings`): after an append only the new rows
+    are read and checked."""
+    from explorer.analysis.integrity import TreeFindings, sections_of
 
     def read(after: int, upto: int) -> tuple[list[dict[str, Any]], list[int]]:
         rows = list(
@@ -916,13 +1098,14 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
             entries.append(item)
         return entries, [r[4] for r in rows]
 
-    def extend(value, after: int, upto: int):
-        more, numbers = read(after, upto)
-        return value[0] + more, value[1] + numbers
-
     def build() -> list[dict[str, Any]]:
-        entries, numbers = grown(session, "integrity-stubs", lambda last: read(-1, last), extend)
-        return tree_sections(entries, numbers)
+        found = grown(
+            session,
+            "integrity-findings",
+            lambda last: TreeFindings.check(*read(-1, last)),
+            lambda found, after, upto: found.extended(*read(after, upto)),
+        )
+        return sections_of(found.problems)
 
     return cached(session, "integrity", build)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from explorer.session import jsonfmt
-from explorer.session.diagnostics import diagnose_tree
+from explorer.session.diagnostics import Problem, diagnose_tree
 
 LIMIT = 200
 
@@ -59,7 +60,11 @@ SECTIONS = (
 
 def tree_sections(entries: list[dict[str, Any]], numbers: list[int]) -> list[dict[str, Any]]:
     """The panel's sections: each the engine's findings of its codes (at most ``LIMIT``)."""
-    problems = diagnose_tree(entries, numbers)
+    return sections_of(diagnose_tree(entries, numbers))
+
+
+def sections_of(problems: Sequence[Problem]) -> list[dict[str, Any]]:
+    """The engine's tree findings grouped into the panel's sections (at most ``LIMIT`` each)."""
     out = []
     for key, title, help_text, codes in SECTIONS:
         items = [
@@ -69,6 +74,132 @@ def tree_sections(entries: list[dict[str, Any]], numbers: list[int]) -> list[dic
         ][:LIMIT]
         out.append({"key": key, "title": title, "help": help_text, "items": items})
     return out
+
+
+_LINKING = ("context_edit", "compaction")
+
+
+def _named(entry: dict[str, Any]) -> list[Any]:
+    """The ids an entry names besides itself: its parent and the target of its kind."""
+    kind = entry.get("type")
+    names = [entry.get("parentId")]
+    if kind in ("label", "context_edit"):
+        names.append(entry.get("targetId"))
+    elif kind == "compaction":
+        names.append(entry.get("firstKeptEntryId"))
+    return [n for n in names if jsonfmt.truthy(n) and jsonfmt.hashable(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeFindings:
+    """The engine's tree findings (``diagnose_tree``) over a session's stubs, kept with what
+    checking appended entries against them needs, so the Integrity tab of a 50,000-entry
+    session does not run every check over every entry again after each write.
+
+    An appended entry changes no earlier finding unless an earlier entry was waiting for
+    its id (a dangling parent, a missing target) or it repeats an id: then, and for
+    anything else unusual (a parent appended later in the batch, lines out of order), the
+    checks run again over everything. Otherwise the engine checks the new entries alone,
+    together with the stubs they refer to (their parents; for edits and compactions the
+    whole route above them, which their checks walk), and their findings are added. Tests
+    hold the result equal to a fresh ``diagnose_tree`` over the whole session.
+    """
+
+    entries: tuple[dict[str, Any], ...]
+    numbers: tuple[int, ...]
+    problems: tuple[Problem, ...]
+    index: dict[str, int]  # id -> index of the last entry with it
+    awaited: frozenset[Any]  # ids named by an entry but absent
+    last_line: int = 0  # the highest line number checked
+
+    @classmethod
+    def check(cls, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> TreeFindings:
+        """Every check over ``entries`` (file order) with their line ``numbers``."""
+        index: dict[str, int] = {}
+        for i, e in enumerate(entries):
+            if jsonfmt.hashable(e.get("id")):
+                index[e.get("id")] = i
+        awaited = frozenset(n for e in entries for n in _named(e) if n not in index)
+        problems = diagnose_tree(list(entries), list(numbers))
+        return cls(
+            tuple(entries), tuple(numbers), tuple(problems), index, awaited, max(numbers, default=0)
+        )
+
+    def extended(self, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> TreeFindings:
+        """These findings with appended ``entries`` checked; equal to :meth:`check` of all."""
+        if not entries:
+            return self
+        all_entries = self.entries + tuple(entries)
+        all_numbers = self.numbers + tuple(numbers)
+        if not self._appendable(entries, numbers):
+            return TreeFindings.check(all_entries, all_numbers)
+        new = {e["id"]: e for e in entries}
+        index = dict(self.index)
+        for k, e in enumerate(entries):
+            index[e["id"]] = len(self.entries) + k
+        # The stubs the new entries' checks look at, each once, in file order.
+        wanted: set[int] = set()
+        for e in entries:
+            for name in _named(e):
+                if name in self.index:
+                    wanted.add(self.index[name])
+            if e.get("type") in _LINKING:
+                wanted.update(self._route_above(e.get("parentId"), new))
+        old = sorted(wanted)
+        subset = [self.entries[i] for i in old] + list(entries)
+        lines = [self.numbers[i] for i in old] + list(numbers)
+        new_lines = set(numbers)
+        found = [p for p in diagnose_tree(subset, lines) if p.line in new_lines]
+        awaited = set(self.awaited)
+        awaited.update(n for e in entries for n in _named(e) if n not in index)
+        return TreeFindings(
+            all_entries,
+            all_numbers,
+            self.problems + tuple(found),
+            index,
+            frozenset(awaited),
+            numbers[-1],
+        )
+
+    def _appendable(self, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> bool:
+        """True when the new entries cannot change an earlier finding (see the class)."""
+        if self.numbers and min(numbers) <= self.last_line:
+            return False
+        if list(numbers) != sorted(set(numbers)):
+            return False
+        if not all(isinstance(e.get("id"), str) for e in entries):
+            return False
+        batch = {e["id"] for e in entries}
+        seen: set[str] = set()
+        for e in entries:
+            eid = e["id"]
+            if eid in self.index or eid in seen or eid in self.awaited:
+                return False
+            parent = e.get("parentId")
+            if parent == eid:
+                return False
+            if jsonfmt.hashable(parent) and parent in batch and parent not in seen:
+                return False  # a parent appended after its child: cycles need the full walk
+            seen.add(eid)
+        return True
+
+    def _route_above(self, parent: Any, new: dict[str, dict[str, Any]]) -> list[int]:
+        """Indexes of the stored stubs from ``parent`` up to its root, as the parent links
+        go, passing through the appended entries (``new``, by id) on the way; stops at a
+        repetition (a cycle, which the engine reports and walks stop at)."""
+        out: list[int] = []
+        seen: set[Any] = set()
+        while jsonfmt.truthy(parent) and jsonfmt.hashable(parent) and parent not in seen:
+            seen.add(parent)
+            if parent in new:
+                parent = new[parent].get("parentId")
+                continue
+            i = self.index.get(parent)
+            if i is None:
+                break
+            out.append(i)
+            parent = self.entries[i].get("parentId")
+        return out
 
 
 _CALL_ID = re.compile(r'"toolCallId":"((?:[^"\\]|\\.)*)"')

@@ -16,7 +16,7 @@ Pure functions over plain records: no Django, no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_MAX_NODES = 250
@@ -225,7 +225,7 @@ def _subtree_sizes(
 
 
 def fold_tree(
-    nodes: Sequence[GraphNode],
+    nodes: Sequence[GraphNode] | Mapping[str, GraphNode],
     *,
     active_path: Iterable[str] = (),
     cursor_id: str | None = None,
@@ -238,7 +238,10 @@ def fold_tree(
     """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
 
     `shape`: the nodes' :class:`TreeShape` when the caller keeps one (it must describe
-    exactly these nodes); used for the whole tree, not for a `root_id` subtree.
+    exactly these nodes); used for the whole tree, not for a `root_id` subtree. With a
+    shape, `nodes` may be a mapping id → node (the last record of a repeated id, as the
+    list would give), so a caller that keeps the nodes too need not rebuild 50,000 of them
+    per request; without one, a mapping folds as the list of its values.
 
     `active_path`: ids from the root to the cursor, highlighted and laid out first.
     `root_id`: draw only the subtree under this entry (on-demand loading of closed subtrees).
@@ -253,7 +256,7 @@ def fold_tree(
     roots: list[str]
     by_id: dict[str, GraphNode] = {}
     if shape is not None and not root_id:
-        by_id = {n.id: n for n in nodes}
+        by_id = nodes if isinstance(nodes, Mapping) else {n.id: n for n in nodes}
         if len(shape.parent) + len(shape.roots) != len(by_id):
             shape = None  # not these nodes' shape (e.g. read at another moment)
     else:
@@ -261,7 +264,8 @@ def fold_tree(
     if shape is not None:
         children, roots = shape.children, shape.roots
     else:
-        by_id, children, roots = _children_map(nodes)
+        listed = list(nodes.values()) if isinstance(nodes, Mapping) else nodes
+        by_id, children, roots = _children_map(listed)
     active = set(active_path)
     expanded_set = set(expanded)
     keep = set(pinned)

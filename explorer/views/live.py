@@ -88,7 +88,7 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     last = queries.last_position(session)  # read before the tip: a resume repeats, never skips
     newest = queries.default_leaf_id(session)
     context = session_frame(request, session, "live", cursor)
-    context |= graph_context(request, session, cursor)  # the Tree tab's text tree
+    context |= graph_context(request, session, cursor, svg=False)  # the Tree tab's text tree
     context |= tail_window(session, newest)
     summary = queries.projection_summary(
         session,

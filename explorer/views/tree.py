@@ -85,21 +85,29 @@ def _keep_params(
     return q
 
 
-def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    """One builder for the page and its graph/tree partials."""
+def graph_context(
+    request: HtmxHttpRequest, session, cursor: str | None, *, svg: bool = True, rows: bool = True
+) -> dict[str, Any]:
+    """One builder for the page and its graph/tree partials.
+
+    ``svg`` / ``rows``: whether the drawn graph and the text tree are wanted (the SVG
+    document needs no rows; the Live tab draws the graph from the SVG URL), so a request
+    never pays for a layout or rows it does not show."""
     params = _params(request)
     explicit_leaf = bool(request.GET.get("leaf"))
     # The drawn graph and the text tree depend only on the session version and these
-    # parameters, so both are cached together: repeated requests cost two cache reads.
-    key = "explorer:treepage2:" + hashlib.sha256(
+    # parameters, so each is cached under them: repeated requests cost two cache reads.
+    key = "explorer:treepage3:" + hashlib.sha256(
         "|".join(
             [queries.content_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
              params["selected"] or "", "1" if explicit_leaf else "", params["before"] or "",
              params["after"] or ""]
         ).encode()
     ).hexdigest()  # fmt: skip
-    built = cache.get(key)
-    if built is None:
+    parts = cache.get_many([key + ":graph"] + ([key + ":rows"] if rows else []))
+    built = parts.get(key + ":graph")
+    rows_built = parts.get(key + ":rows") if rows else ""
+    if built is None or (svg and built["svg"] is None) or rows_built is None:
         model = queries.folded_tree(
             session,
             cursor=cursor,
@@ -107,38 +115,22 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
             expanded=params["expanded"],
             selected=params["selected"],
         )
-        dot = to_dot(
-            model.graph,
-            href=_href_builder(session, cursor, params, explicit_leaf),
-            selected=params["selected"],
-        )
-        svg_error = None
-        try:
-            svg = dot_to_svg(dot)
-        except GraphRenderError as exc:
-            svg, svg_error = "", str(exc)
-        built = {
-            "svg": svg,
-            "error": svg_error,
-            "rows": str(html.render_tree_rows(
+        if built is None or (svg and built["svg"] is None):
+            built = _graph_part(session, cursor, params, explicit_leaf, model, svg)
+            cache.set(key + ":graph", built, queries.TREE_CACHE_SECONDS)
+        if rows_built is None:
+            rows_built = str(html.render_tree_rows(
                 session, model, params["selected"], cursor, before=params["before"],
                 after=params["after"], keep=_keep_params(params, cursor, explicit_leaf),
                 viewing=explicit_leaf,
-            )),
-            "graph": {"nodes": len(model.graph.items), "total_entries": model.graph.total_entries,
-                      "truncated": model.graph.truncated},
-            "path_ids": model.path_ids,
-        }  # fmt: skip
-        cache.set(key, built, queries.TREE_CACHE_SECONDS)
-    svg = html.trusted(built["svg"])
-    svg_error = built["error"]
-    rows_html = html.trusted(built["rows"])
+            ))  # fmt: skip
+            cache.set(key + ":rows", rows_built, queries.TREE_CACHE_SECONDS)
     q_base = [("leaf", cursor)] if explicit_leaf and cursor else []
     return {
-        "graph_svg": svg,
-        "graph_error": svg_error,
+        "graph_svg": html.trusted(built["svg"] or ""),
+        "graph_error": built["error"],
         "graph": built["graph"],
-        "tree_rows": rows_html,
+        "tree_rows": html.trusted(rows_built),
         "path_ids": built["path_ids"],
         "filters": FILTERS,
         "params": params,
@@ -153,6 +145,29 @@ def graph_context(request: HtmxHttpRequest, session, cursor: str | None) -> dict
         "reset_url": reverse("explorer:session_detail", args=[session.pk])
         + ("?" + urlencode(q_base) if q_base else ""),
     }
+
+
+def _graph_part(session, cursor, params, explicit_leaf, model, svg: bool) -> dict[str, Any]:
+    """The drawn graph (laid out only when ``svg``; None stands for "not drawn yet") and
+    the figures the page shows beside it."""
+    drawn, error = None, None
+    if svg:
+        dot = to_dot(
+            model.graph,
+            href=_href_builder(session, cursor, params, explicit_leaf),
+            selected=params["selected"],
+        )
+        try:
+            drawn = dot_to_svg(dot)
+        except GraphRenderError as exc:
+            drawn, error = "", str(exc)
+    return {
+        "svg": drawn,
+        "error": error,
+        "graph": {"nodes": len(model.graph.items), "total_entries": model.graph.total_entries,
+                  "truncated": model.graph.truncated},
+        "path_ids": model.path_ids,
+    }  # fmt: skip
 
 
 @viewer_required
@@ -201,7 +216,7 @@ def graph_svg(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The folded graph as a standalone SVG document (cached by content)."""
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
-    ctx = graph_context(request, session, cursor)
+    ctx = graph_context(request, session, cursor, rows=False)
     if ctx["graph_error"]:
         return HttpResponse(ctx["graph_error"], status=500, content_type="text/plain")
     body = str(ctx["graph_svg"])

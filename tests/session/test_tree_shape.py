@@ -36,7 +36,7 @@ def _fold(nodes, shape, cursor):
 
 
 def _path(nodes, leaf):
-    parent = {n.id: n.parent_id for n in nodes}
+    parent = {n.id: n.parent_id for n in (nodes.values() if isinstance(nodes, dict) else nodes)}
     out = []
     while leaf:
         out.append(leaf)
@@ -75,3 +75,14 @@ def test_a_shape_of_other_nodes_is_not_used():
     stale = TreeShape.build([(r[0], r[1]) for r in records[:40]])
     cursor = records[-1][0]
     assert _fold(nodes, stale, cursor) == _fold(nodes, None, cursor)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 300))
+def test_nodes_given_as_a_mapping_fold_like_the_list(seed, n):
+    records = _records(seed, n)
+    nodes = [GraphNode(i, p, t, r) for i, p, t, r in records]
+    by_id = {node.id: node for node in nodes}
+    shape = TreeShape.build([(r[0], r[1]) for r in records])
+    cursor = records[len(records) // 2][0]
+    assert _fold(by_id, shape, cursor) == _fold(nodes, shape, cursor) == _fold(nodes, None, cursor)

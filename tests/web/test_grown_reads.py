@@ -121,3 +121,88 @@ def test_every_entry_is_masked_while_the_findings_predate_the_rules(make_session
     shown = queries.load_entries(session, [row.entry_id])[row.entry_id]
     assert GITHUB_TOKEN not in shown["message"]["content"]
     assert "[REDACTED:" in shown["message"]["content"]
+
+
+def _fresh() -> None:
+    """Forget every kept figure: the shared cache and this process's copies."""
+    cache.clear()
+    queries._GROWN.clear()
+
+
+def _folded(session: Session, cursor: str | None) -> list[tuple]:
+    model = queries.folded_tree(session, cursor=cursor)
+    return [
+        (i.kind, i.entry_id, i.parent_key, i.count, i.leaves, i.node.label if i.node else None)
+        for i in model.graph.items
+    ]
+
+
+def test_the_tree_after_appends_folds_as_a_fresh_read(make_session):
+    session = make_session()
+    _fresh()
+    _folded(session, _tip(session))
+    for k in range(3):
+        services.append_message(session, None, _assistant(f"reply {k}", 0.1), leaf_id=_tip(session))
+        session.refresh_from_db()
+    services.set_label(session, None, _tip(session), "here")
+    session.refresh_from_db()
+    grown_tree = _folded(session, _tip(session))
+    assert any(row[5] == "here" for row in grown_tree)
+    _fresh()
+    assert _folded(session, _tip(session)) == grown_tree
+
+
+def test_a_process_copy_is_not_trusted_once_the_shared_cache_forgets_it(make_session):
+    session = make_session()
+    _fresh()
+    builds = []
+
+    def build(last: int) -> list[int]:
+        builds.append(last)
+        return [last]
+
+    def extend(value: list[int], after: int, last: int) -> list[int]:
+        return [*value, last]
+
+    assert queries.grown(session, "probe", build, extend) == builds
+    assert queries.grown(session, "probe", build, extend) == builds  # kept
+    assert len(builds) == 1
+    cache.clear()  # another worker's view: nothing is cached any more
+    queries.grown(session, "probe", build, extend)
+    assert len(builds) == 2
+
+
+def _routes_fresh(session: Session, leaves: list[str]) -> dict[str, list]:
+    queries._ROUTES.clear()
+    out = {}
+    for leaf in leaves:
+        out[leaf] = queries.light_path(session, leaf)
+        queries._ROUTES.clear()  # each read by the full route query
+    return out
+
+
+def test_routes_joined_to_kept_ones_are_the_route_query_s(make_session):
+    session = make_session()
+    _fresh()
+    tip = _tip(session)
+    base = queries.light_path(session, tip)
+    assert base and base[-1].entry_id == tip
+    # Grow the tip, and a branch off the middle of the route a few entries long.
+    for k in range(3):
+        services.append_message(session, None, _assistant(f"tip {k}", 0.1), leaf_id=_tip(session))
+        session.refresh_from_db()
+    middle = base[len(base) // 2].entry_id
+    branch = middle
+    for k in range(4):
+        result = services.append_message(
+            session, None, _assistant(f"side {k}", 0.1), leaf_id=branch
+        )
+        branch = result.entries[0].entry_id
+        session.refresh_from_db()
+    leaves = [_tip(session), branch, middle, base[0].entry_id, tip]
+    kept = {leaf: queries.light_path(session, leaf) for leaf in leaves}
+    assert kept == _routes_fresh(session, leaves)
+    assert [e.entry_id for e in kept[branch]][: len(base) // 2 + 1] == [
+        e.entry_id for e in base[: len(base) // 2 + 1]
+    ]
+    assert queries.light_path(session, "no-such-entry") == []
