@@ -715,12 +715,14 @@ class SessionManager:
         """(file entry, line text without newline) for every file entry, header first.
 
         A deferred entry comes as its full value, parsed from the line just read and not
-        kept: an import streams a multi-GB session with one body in memory at a time."""
+        kept: an import streams a multi-GB session with one body in memory at a time. A
+        lazy entry (default `open`) is adopted from the same line, so the file is read once."""
         deferred = self._deferred
         lazy = self._lazy
         for entry, raw in self._iter_line_bytes():
-            if lazy and id(entry) in lazy:
-                entry = self._adopt_full(entry, _load_or_none(raw))
+            position = lazy.get(id(entry)) if lazy else None
+            if position is not None:
+                entry = self._adopt_full(position, entry, _load_or_none(raw))
             elif deferred and id(entry) in deferred:
                 entry = load_line(raw)
             yield entry, raw.decode("utf-8", "replace")
@@ -881,14 +883,17 @@ class SessionManager:
                 for k in range(i, j + 1):
                     position = positions[k]
                     line = run[spans[2 * position] - start : spans[2 * position + 1] - start]
-                    self._adopt_full(entries[position], _load_or_none(line))
+                    self._adopt_full(position, entries[position], _load_or_none(line))
                 i = j + 1
 
-    def _adopt_full(self, skeleton: dict[str, Any], full: Any) -> dict[str, Any]:
-        """Put `full` where the lazy `skeleton` was (entry list, id index). The line must
-        still be the one that was read: the single writer only appends, so a different
-        entry there means the file was rewritten by someone else."""
-        position = self._lazy.pop(id(skeleton))
+    def _adopt_full(self, position: int, skeleton: dict[str, Any], full: Any) -> dict[str, Any]:
+        """Put `full` where the lazy `skeleton` at `position` was (entry list, id index).
+
+        The line must still be the one that was read: the single writer only appends, so a
+        different entry there means the file was rewritten by someone else. A skeleton that
+        another reader adopted meanwhile keeps that reader's entry."""
+        if self._lazy.pop(id(skeleton), None) is None:
+            return self._file_entries[position]
         if type(full) is not dict or full.get("id", _MISSING) != skeleton.get("id", _MISSING):
             self._lazy[id(skeleton)] = position
             raise SessionError(f"Session file changed while open: {self._raw_path}")
