@@ -107,7 +107,8 @@ class LoadedFile:
     """Lazy reads only: `id(skeleton)` -> position (in `entries`) of each entry kept as a
     lazy skeleton (`lazy_skeleton`); the full entry is `load_line` of the line's bytes at
     `spans`. Unlike deferred skeletons, every line is checked for valid UTF-8, so the
-    report is the same as a full read's."""
+    report is the same as a full read's. A manager adopting the file takes this dict over
+    and removes each entry from it as the full entry replaces the skeleton."""
 
 
 def _excerpt(line: str, limit: int = 80) -> str:
@@ -250,6 +251,7 @@ class _Parser:
         number = self.numbers.append
         entries = self.entries
         lazy = self.lazy_index
+        kept = len(entries)
         line_no = self.line_no
         pos = base + start
         lines = buf[start : end - 1].split(b"\n")  # the region ends with a newline
@@ -265,7 +267,8 @@ class _Parser:
                     value = None
             following = pos + len(raw)
             if value is not None:
-                lazy[id(value)] = len(entries)
+                lazy[id(value)] = kept
+                kept += 1
                 keep(value)
                 span(pos)
                 span(following)
@@ -275,6 +278,7 @@ class _Parser:
                 slow = _INDEX_KEY_BYTES.search(raw) is not None
                 self._line(memoryview(raw), slow, pos)
                 line_no = self.line_no
+                kept = len(entries)
             pos = following + 1
         self.line_no = line_no
 
