@@ -410,6 +410,8 @@ taken in the same run; the machine is shared with other work (2 CPUs, load avera
 Pi in Node and the engine, so both meet the same load; the row under it compares the orjson
 baseline, measured earlier in the run, with that Node time and moves the most. The leaf
 switch does not depend on the file size: it is one walk up the path through the id index.
+At 1-6 ms per switch it is the most load-sensitive figure: on 2026-12-01 (load average 6-9)
+back-to-back runs of the same code gave 0.3x to 3x, before the lazy open as after it.
 
 What the open does (`SessionManager.open` of a version-3 file, no `defer_bodies_over`):
 every line becomes a lazy skeleton, a dict of the few scalar fields the index, labels,
