@@ -15,8 +15,9 @@ Targets (from the issue), each measured against a baseline taken in the same run
    allocator slack are not counted). RSS (Linux VmHWM/VmRSS, in a second, untraced child) is
    printed too.
 
-Also measured, for information: the same open with deferred bodies
-(`defer_bodies_over=64 KiB`), and, only when the environment variable `PI_NODE_INSTALL`
+Also measured, for information: the open + context followed by `get_entries()` (the lazy
+open then parses every remaining body, as a page taking all entries makes it), the same
+open with deferred bodies (`defer_bodies_over=64 KiB`), and, only when the environment variable `PI_NODE_INSTALL`
 names a directory holding Pi 1.6.0's Node packages (`node_modules/@earendil-works/...`),
 Pi's own `SessionManager.open` + `buildSessionContext` on the same file, timed inside Node
 by `benchmarks/pi_node_open.mjs` (target: the engine at most 0.5x of Pi). CI never sets it.
@@ -127,6 +128,13 @@ def open_and_context(path: Path) -> Any:
     manager = SessionManager.open(str(path))
     context = manager.build_session_context()
     return manager, context
+
+
+def open_context_and_entries(path: Path) -> Any:
+    """Open + context, then every entry wholesale (as the tree page does): with the lazy
+    open this is where the remaining bodies are parsed."""
+    manager, context = open_and_context(path)
+    return manager, context, manager.get_entries()
 
 
 def open_deferred_and_context(path: Path) -> Any:
@@ -286,6 +294,12 @@ def run(
     base_d, deferred = _best_pair(
         lambda: baseline_orjson(big), lambda: open_deferred_and_context(big), repeat
     )
+    base_all, everything = _best_pair(
+        lambda: baseline_orjson(big), lambda: open_context_and_entries(big), repeat
+    )
+    results["all_baseline_s"] = base_all
+    results["open_all_s"] = everything
+    results["open_all_ratio"] = everything / base_all
     results["deferred_baseline_s"] = base_d
     results["open_deferred_s"] = deferred
     results["open_deferred_ratio"] = deferred / base_d
@@ -355,6 +369,8 @@ def report(r: dict[str, Any]) -> str:
         f"{r['switch_big_ms']:.2f} ms | same leaves in the file's first {r['small_entries']:,} "
         f"entries {r['switch_small_ms']:.2f} ms | {r['switch_ratio']:.2f}x | <= {TARGET_SWITCH}x | "
         f"{ok[r['switch_ratio'] <= TARGET_SWITCH]} |",
+        f"| (same, then `get_entries()`, every body parsed: {r['open_all_s'] * 1000:.0f} ms, "
+        f"against {r['all_baseline_s'] * 1000:.0f} ms) | | | {r['open_all_ratio']:.2f}x | (info) | |",
         f"| (same, deferred bodies over 64 KiB: {r['open_deferred_s'] * 1000:.0f} ms, against "
         f"{r['deferred_baseline_s'] * 1000:.0f} ms) | | | {r['open_deferred_ratio']:.2f}x | (info) | |",
         f"| (same, against orjson.loads of every line with results dropped: "
@@ -390,31 +406,44 @@ def report(r: dict[str, Any]) -> str:
 NOTES = """\
 How to read it. Timings are the best of several runs in one process, next to a baseline
 taken in the same run; the machine is shared with other work (2 CPUs, load average often
-4-6), so absolute numbers move between runs and the ratios somewhat: open + context measured
-1.4x-1.8x over repeated runs. The leaf switch does not depend on the file size: it is one
-walk up the path through the id index. Memory after open is the parsed entries (Python dicts
-and strings; a string with any non-ASCII character takes 2 or 4 bytes per character) plus an
-index; the manager keeps each line's byte span rather than its text, since the original bytes
-stay in the file.
+4-9), so absolute numbers move between runs and the ratios somewhat. The Pi row alternates
+Pi in Node and the engine, so both meet the same load; the row under it compares the orjson
+baseline, measured earlier in the run, with that Node time and moves the most. The leaf
+switch does not depend on the file size: it is one walk up the path through the id index.
+At 1-6 ms per switch it is the most load-sensitive figure: on 2026-12-01 (load average 6-9)
+back-to-back runs of the same code gave 0.3x to 3x, before the lazy open as after it.
 
-What dominates the remaining cost (cProfile of open + context on the 50,000-entry file):
-`orjson.loads` of every line is about a third of the engine's time and is the baseline's own
-work; per-line bookkeeping in the loader (slicing each line, byte offsets, line numbers) about
-a quarter; the scan for integer-like keys (JavaScript orders them first, so such lines take
-the standard-library parser) about an eighth; releasing the read buffers about 8%; the id
-index about 8%; the context itself 1-2%.
+What the open does (`SessionManager.open` of a version-3 file, no `defer_bodies_over`):
+every line becomes a lazy skeleton, a dict of the few scalar fields the index, labels,
+session name, path walk, compaction folding and settings replay read, decoded by msgspec
+into a TypedDict that skips every other field without building it. The full entry is
+parsed from its line (the manager keeps byte spans) and put in the skeleton's place, for
+good, when anything hands the entry out: `build_session_context` parses only the path from
+the latest compaction's kept entry on; `get_entries`, `by_id`, `file_entries`, the tree and
+`iter_lines` parse every remaining body (the `get_entries()` row: that is where a page
+that takes every entry pays, about 1.3x of the former eager open). A line whose kept field
+is not a scalar (an object label, a number orjson would give differently, invalid UTF-8
+anywhere, a lone surrogate) is read in full at once, so a skeleton's values are always the
+full entry's. The GC pause ends by promoting what it built into the oldest generation
+(`gc.freeze()` + `gc.unfreeze()`): re-enabling the collector used to cost a young
+collection that traversed every parsed object, measured at 20-25% of `orjson.loads`'s own
+time on this file.
 
-Pi 1.6.0 in Node (hand-run, `PI_NODE_INSTALL`): the goal of at most 0.5x of Pi's time is not
-met. Plain `orjson.loads` of every line alone already takes 0.4x-0.5x of Pi's time on this
-machine, which leaves a loader that builds every entry almost no room. What would: building
-bodies only when needed for *every* line, not only long ones. Measured on this file, a msgspec decoder
-into typed skeleton structs reads all lines in about half the time of `orjson.loads`, but
-turning those structs back into the dicts the engine and the site use costs more than it
-saved (skeleton dicts: 1.2x of `orjson.loads`). Meeting the Pi goal therefore needs entry
-skeletons as structs throughout the read paths (tree, index, settings replay), with dicts
-only for the context window: a change of the engine's data model, left for a follow-up. The
-deferred open (`defer_bodies_over=64 KiB`) is measured above: on this file few lines are that
-long, so it costs about the same as the full open."""
+What dominates now (cProfile of open + context on the 50,000-entry file): the msgspec
+skeleton decode about a quarter; the per-line loop (slicing, the UTF-8 check of non-ASCII
+lines, spans, line numbers) about a quarter; the id index about 15%; splitting the read
+chunks into lines about 9%; reading the file 3%; the context itself (parsing the 535 bodies
+it shows and projecting them) 3-5%.
+
+Tried and dropped, by measurement: one msgspec decode of the whole file as a JSON array
+(2.5x slower than decoding line by line); checking a read chunk's UTF-8 by decoding it whole
+(10x slower than `isascii` per line plus decoding only the non-ASCII lines, on a file whose
+non-ASCII text is scattered); building the id index with `map`/`zip` passes (slower than the
+plain loop); a cheaper scan for index-like keys (literal-prefixed and lookbehind patterns,
+`bytes.translate`, `bytes.find` per digit: none beat the current pattern, so the lazy open
+does not scan at all and each full load scans its own line). The deferred open
+(`defer_bodies_over=64 KiB`) is unchanged: on this file few lines are that long, so it is
+an eager open that also keeps spans."""
 
 
 def main(argv: list[str] | None = None) -> int:

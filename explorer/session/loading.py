@@ -17,7 +17,7 @@ import os
 import re
 from array import array
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import msgspec
 import orjson
@@ -33,6 +33,7 @@ __all__ = [
     "discover_header",
     "is_valid_header",
     "load_entries_from_file",
+    "lazy_skeleton",
     "load_line",
     "migrate_session_entries",
     "parse_bytes",
@@ -102,6 +103,12 @@ class LoadedFile:
     skeleton (`skeleton_of`) because their line was longer than the threshold; the full
     entry is `load_line` of the line's bytes at `spans`. `invalid_utf8` does not list
     deferred lines (their bodies are not decoded); validation reads files in full."""
+    lazy: dict[int, int] | None = None
+    """Lazy reads only: `id(skeleton)` -> position (in `entries`) of each entry kept as a
+    lazy skeleton (`lazy_skeleton`); the full entry is `load_line` of the line's bytes at
+    `spans`. Unlike deferred skeletons, every line is checked for valid UTF-8, so the
+    report is the same as a full read's. A manager adopting the file takes this dict over
+    and removes each entry from it as the full entry replaces the skeleton."""
 
 
 def _excerpt(line: str, limit: int = 80) -> str:
@@ -117,9 +124,14 @@ class _Parser:
     offsets are kept: the file itself holds the original text.
     """
 
-    def __init__(self, keep_raw: bool = True, defer_over: int | None = None) -> None:
+    def __init__(
+        self, keep_raw: bool = True, defer_over: int | None = None, lazy: bool = False
+    ) -> None:
         self.result = LoadedFile()
         self.keep_raw = keep_raw
+        # Lazy skeletons, like deferred ones, only in lean reads of version-3 files.
+        self.lazy = lazy and not keep_raw and defer_over is None
+        self.lazy_index: dict[int, int] = {}
         # Skeletons only in lean reads (the file keeps the text) of version-3 files (a
         # migration would rewrite entries that the file's lines no longer describe).
         self.defer_over = defer_over if not keep_raw else None
@@ -138,12 +150,31 @@ class _Parser:
         if self.stopped:
             self.line_no += buf.count(b"\n", start, end)
             return
+        if not self.have_header and not self.keep_raw:
+            # The header decides how the rest is read: take lines one by one until it is
+            # found, then the region's remainder the fast way.
+            view = memoryview(buf)
+            while start < end and not self.have_header:
+                nl = buf.find(b"\n", start, end)
+                slow = _INDEX_KEY_BYTES.search(buf, start, nl) is not None
+                self._line(view[start:nl], slow, base + start)
+                start = nl + 1
+                if self.stopped:
+                    self.line_no += buf.count(b"\n", start, end)
+                    return
         if self.defer_over is not None and self.have_header:
             self._region_deferring(buf, start, end, base)
+            return
+        if self.lazy and self.have_header:
+            if start < end:
+                self._region_lazy(buf, start, end, base)
             return
         slow: list[int] = []
         if _INDEX_KEY_BYTES.search(buf, start, end) is not None:
             slow = [m.start() for m in _INDEX_KEY_BYTES.finditer(buf, start, end)]
+        if not self.keep_raw and self.have_header:
+            self._region_lean(buf, start, end, base, slow)
+            return
         view = memoryview(buf)
         find = buf.find
         pos = start
@@ -159,6 +190,97 @@ class _Parser:
             if self.stopped:
                 self.line_no += buf.count(b"\n", pos, end)
                 return
+
+    def _region_lean(self, buf: bytes, start: int, end: int, base: int, slow: list[int]) -> None:
+        """`region` for a lean read after the header: the common line (an object that orjson
+        parses) is kept in a few local operations; anything else (blank, non-object, invalid,
+        index-like keys) takes the general `_line`. One function call per line less is a
+        tenth of the open's time on a 50,000-entry file."""
+        view = memoryview(buf)
+        find = buf.find
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        keep = self.entries.append
+        span = self.spans.append
+        number = self.numbers.append
+        slow.append(end)  # sentinel: no index-like key past the region
+        slow_i = 0
+        next_slow = slow[0]
+        line_no = self.line_no
+        pos = start
+        while pos < end:
+            nl = find(b"\n", pos, end)
+            line_no += 1
+            if next_slow < nl:
+                while slow[slow_i] < nl:
+                    slow_i += 1
+                next_slow = slow[slow_i]
+                is_slow = True
+            else:
+                is_slow = False
+                if nl > pos:
+                    try:
+                        value = loads(view[pos:nl])
+                    except decode_error:
+                        value = None
+                    if type(value) is dict:
+                        keep(value)
+                        span(base + pos)
+                        span(base + nl)
+                        number(line_no)
+                        pos = nl + 1
+                        continue
+            self.line_no = line_no - 1
+            self._line(view[pos:nl], is_slow, base + pos)
+            line_no = self.line_no
+            pos = nl + 1
+        self.line_no = line_no
+
+    def _region_lazy(self, buf: bytes, start: int, end: int, base: int) -> None:
+        """`region` for a lazy read after the header: each line that `lazy_skeleton` accepts
+        is kept as its skeleton, without building its bodies and without the scan for
+        index-like keys (a skeleton holds scalars only; the full load scans its own line).
+        A line with a non-ASCII byte is decoded once to check its UTF-8 (msgspec does not
+        check the strings it skips), so invalid bytes anywhere still take the full way and
+        are reported as in a full read."""
+        check_utf8 = not buf.isascii()
+        skeleton = _decode_lazy
+        refused = _LAZY_REFUSED
+        keep = self.entries.append
+        span = self.spans.append
+        number = self.numbers.append
+        entries = self.entries
+        lazy = self.lazy_index
+        kept = len(entries)
+        line_no = self.line_no
+        pos = base + start
+        lines = buf[start : end - 1].split(b"\n")  # the region ends with a newline
+        for raw in lines:
+            line_no += 1
+            value: Any = None
+            if raw:
+                try:
+                    if check_utf8 and not raw.isascii():
+                        str(raw, "utf-8")
+                    value = skeleton(raw)
+                except refused:
+                    value = None
+            following = pos + len(raw)
+            if value is not None:
+                lazy[id(value)] = kept
+                kept += 1
+                keep(value)
+                span(pos)
+                span(following)
+                number(line_no)
+            else:
+                self.line_no = line_no - 1
+                slow = _INDEX_KEY_BYTES.search(raw) is not None
+                self._line(memoryview(raw), slow, pos)
+                line_no = self.line_no
+                kept = len(entries)
+            pos = following + 1
+        self.line_no = line_no
 
     def _region_deferring(self, buf: bytes, start: int, end: int, base: int) -> None:
         """`region` when long lines become skeletons: those are not searched for index-like
@@ -242,6 +364,7 @@ class _Parser:
             self.have_header = True
             if value.get("version") != 3:
                 self.defer_over = None
+                self.lazy = False
         elif self.defer_over is not None and len(raw) > self.defer_over and line is None:
             self.deferred.append(len(self.entries))
             if not skeleton:
@@ -273,6 +396,8 @@ class _Parser:
                 result.spans = self.spans
             if self.defer_over is not None:
                 result.deferred = self.deferred
+            if self.lazy:
+                result.lazy = self.lazy_index
         return result
 
 
@@ -403,6 +528,66 @@ def _fast_skeleton(raw: memoryview) -> dict[str, Any] | None:
     return out
 
 
+# Lazy skeletons: the fields that the id index, the labels, the session name, the path walk,
+# the compaction folding and the settings replay read, typed as JSON scalars. A line whose
+# value for one of them is an object or an array (or a number the full read would not give
+# as the same Python value, or a string msgspec refuses) is refused and read in full, so a
+# skeleton's values are always exactly those of the full entry.
+_JSON_INT = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]  # within orjson's range
+_Scalar = str | _JSON_INT | float | bool | None
+
+
+class _LazyMessage(TypedDict, total=False):
+    role: _Scalar
+    provider: _Scalar
+    model: _Scalar
+    api: _Scalar
+    stopReason: _Scalar
+    timestamp: _Scalar
+    toolCallId: _Scalar
+    toolName: _Scalar
+    isError: _Scalar
+    customType: _Scalar
+    display: _Scalar
+
+
+class _LazyEntry(TypedDict, total=False):
+    type: _Scalar
+    id: _Scalar
+    parentId: _Scalar
+    timestamp: _Scalar
+    firstKeptEntryId: _Scalar
+    targetId: _Scalar
+    label: _Scalar
+    name: _Scalar
+    thinkingLevel: _Scalar
+    provider: _Scalar
+    modelId: _Scalar
+    model: _Scalar
+    customType: _Scalar
+    display: _Scalar
+    fromId: _Scalar
+    message: _LazyMessage
+
+
+_decode_lazy = msgspec.json.Decoder(_LazyEntry).decode
+_LAZY_REFUSED = (msgspec.DecodeError, ValueError, RecursionError)
+
+
+def lazy_skeleton(raw: bytes | memoryview) -> dict[str, Any] | None:
+    """The lazy skeleton of one line, or None when the line must be read in full.
+
+    msgspec checks the whole line's JSON syntax while skipping every field the skeleton
+    does not keep, without building it (message content, tool details, summaries); the
+    fields kept are scalars, so their values (and the absence of the others) are exactly
+    what the full read gives. Measured on the 50,000-entry benchmark file: about half the
+    time of `orjson.loads` of the same lines, and no scan for index-like keys."""
+    try:
+        return _decode_lazy(raw)
+    except _LAZY_REFUSED:
+        return None
+
+
 def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
     """Parse a whole file's content per SPEC section 1.7 steps 2-4, without side effects."""
     data = bytes(data)
@@ -419,15 +604,20 @@ def parse_bytes(data: bytes | bytearray | memoryview) -> LoadedFile:
 READ_CHUNK = 4 * 1024 * 1024
 
 
-def parse_file(path: str, *, keep_raw: bool = True, defer_over: int | None = None) -> LoadedFile:
+def parse_file(
+    path: str, *, keep_raw: bool = True, defer_over: int | None = None, lazy: bool = False
+) -> LoadedFile:
     """`parse_bytes` of a file, read in chunks so the whole file is never held as bytes.
 
     `keep_raw=False` keeps each kept line's byte span instead of its text (`spans`). With it,
     `defer_over` keeps an entry whose line is longer than that many bytes as a skeleton
     (`skeleton_of`, listed in `deferred`): a 2 GB file of multi-MB tool results then costs
     memory for its tree, not for its bodies. Version-3 files only; others load in full.
+    `lazy` (with `keep_raw=False`, without `defer_over`) keeps every entry it can as a lazy
+    skeleton (`lazy_skeleton`, listed in `lazy`): the open then costs a skeleton decode per
+    line instead of building every body.
     """
-    parser = _Parser(keep_raw, defer_over)
+    parser = _Parser(keep_raw, defer_over, lazy)
     size = 0
     consumed = 0
     pending: list[bytes] = []
@@ -443,15 +633,18 @@ def parse_file(path: str, *, keep_raw: bool = True, defer_over: int | None = Non
             if cut < 0:
                 pending.append(chunk)
                 continue
+            begin = 0
             if pending:
-                pending.append(chunk[: cut + 1])
+                # Only the line that straddles the chunks is joined, not the whole chunk.
+                begin = chunk.find(b"\n") + 1
+                pending.append(chunk[:begin])
                 buf = b"".join(pending)
                 parser.region(buf, 0, len(buf), consumed)
                 consumed += len(buf)
                 pending = []
-            else:
-                parser.region(chunk, 0, cut + 1, consumed)
-                consumed += cut + 1
+            if begin <= cut:
+                parser.region(chunk, begin, cut + 1, consumed - begin)
+                consumed += cut + 1 - begin
             if cut + 1 < len(chunk):
                 pending.append(chunk[cut + 1 :])
         if pending:

@@ -43,6 +43,7 @@ from .entries import (
     usage_entry,
 )
 from .errors import SessionError
+from .gcpause import gc_paused
 from .ids import (
     Clock,
     RandomSource,
@@ -68,6 +69,8 @@ DEFAULT_DEFER_BYTES = 64 * 1024
 """A sensible `defer_bodies_over`: lines above 64 KiB are rare (about 1% of real lines) but
 hold most of the bytes of a multi-GB session."""
 _FULL_CACHE_BYTES = 8 * 1024 * 1024  # of line bytes; parsed, up to 4x that (UCS-4 text)
+_UPGRADE_RUN_BYTES = 8 * 1024 * 1024  # one read while adopting lazy entries...
+_UPGRADE_GAP = 256 * 1024  # ...unless the next wanted line is further away than this
 
 StorageFactory = Callable[[str], SessionStorage]
 
@@ -171,6 +174,8 @@ class SessionManager:
         self._deferred: dict[int, int] = {}
         self._full_cache: OrderedDict[int, tuple[dict[str, Any], int]] = OrderedDict()
         self._full_cache_bytes = 0
+        # Lazy skeletons (default `open`): id(skeleton) -> its position; see `_upgrade`.
+        self._lazy: dict[int, int] = {}
         self._by_id: dict[Any, dict[str, Any]] = {}
         self._labels: dict[Any, Any] = {}
         self._label_timestamps: dict[Any, Any] = {}
@@ -226,12 +231,22 @@ class SessionManager:
         is read once: its first kept entry is the header that discovery would find.
         `defer_bodies_over` (bytes, e.g. `DEFAULT_DEFER_BYTES`) keeps longer lines of a
         version-3 file as skeletons until needed; see `full_entry`.
+
+        Without it, a version-3 file is read lazily: each entry starts as a skeleton and
+        becomes its full entry, once and for good, when anything hands it out (see
+        `_upgrade`), so every query answers as if the file had been read in full while
+        opening and building the context parse only the bodies the context shows.
         """
         resolved = resolve_path(path)
         preloaded: LoadedFile | None = None
         header: Any = None
         if os.path.exists(resolved):
-            preloaded = parse_file(resolved, keep_raw=False, defer_over=defer_bodies_over)
+            preloaded = parse_file(
+                resolved,
+                keep_raw=False,
+                defer_over=defer_bodies_over,
+                lazy=defer_bodies_over is None,
+            )
             if preloaded.valid:
                 header = preloaded.entries[0]
         cwd = cwd_override
@@ -484,7 +499,13 @@ class SessionManager:
         self.loaded_file = loaded
         if loaded.spans is not None:
             self._load_entries(
-                loaded.entries, None, None, loaded.spans, self._session_file, loaded.deferred
+                loaded.entries,
+                None,
+                None,
+                loaded.spans,
+                self._session_file,
+                loaded.deferred,
+                loaded.lazy,
             )
         else:
             self._load_entries(loaded.entries, loaded.raw_lines, None)  # type: ignore[arg-type]
@@ -498,6 +519,7 @@ class SessionManager:
         spans: Any = None,
         raw_path: str | None = None,
         deferred: Any = None,
+        lazy: Any = None,
     ) -> None:
         header = next((e for e in entries if type(e) is dict and e.get("type") == "session"), None)
         self._raw_spans = None
@@ -512,6 +534,8 @@ class SessionManager:
                 self._raw_path = raw_path
                 if deferred:
                     self._deferred = {id(entries[i]): i for i in deferred}
+                if lazy:
+                    self._lazy = lazy
             self._session_id = header.get("id")
             if migrate_session_entries(entries, self._migration_rng or self._rng):
                 # Only version-3 files defer bodies, and those never migrate.
@@ -691,10 +715,15 @@ class SessionManager:
         """(file entry, line text without newline) for every file entry, header first.
 
         A deferred entry comes as its full value, parsed from the line just read and not
-        kept: an import streams a multi-GB session with one body in memory at a time."""
+        kept: an import streams a multi-GB session with one body in memory at a time. A
+        lazy entry (default `open`) is adopted from the same line, so the file is read once."""
         deferred = self._deferred
+        lazy = self._lazy
         for entry, raw in self._iter_line_bytes():
-            if deferred and id(entry) in deferred:
+            position = lazy.get(id(entry)) if lazy else None
+            if position is not None:
+                entry = self._adopt_full(position, entry, _load_or_none(raw))
+            elif deferred and id(entry) in deferred:
                 entry = load_line(raw)
             yield entry, raw.decode("utf-8", "replace")
 
@@ -719,6 +748,8 @@ class SessionManager:
         bytes, and always the latest), so repeated reads of the same entries return the
         same objects without a second parse.
         """
+        if self._lazy:
+            entry = self._upgrade(entry)
         if not self._deferred:
             return entry
         position = self._deferred.get(id(entry))
@@ -755,7 +786,7 @@ class SessionManager:
         compaction itself) to the leaf: the entries whose bodies the context, the projection
         and a compaction preparation read. Older entries count only through the fields a
         skeleton keeps (type, ids, settings)."""
-        if not self._deferred:
+        if not self._deferred and not self._lazy:
             return path
         start = 0
         for i in range(len(path) - 1, -1, -1):
@@ -768,12 +799,18 @@ class SessionManager:
                         start = j
                         break
                 break
-        full = self.full_entry
-        return path[:start] + [full(e) for e in path[start:]]
+        tail = path[start:]
+        if self._lazy:
+            tail = self._upgrade_many(tail)
+        if self._deferred:
+            full = self.full_entry
+            tail = [full(e) for e in tail]
+        return path[:start] + tail
 
     def _materialize_all(self) -> None:
         """Replace every skeleton with its full entry (before anything copies or rewrites
         entries wholesale); the manager is then an ordinary eager one."""
+        self._upgrade_all()
         if not self._deferred:
             return
         entries = self._file_entries
@@ -787,9 +824,84 @@ class SessionManager:
         self._forget_deferred()
 
     def _forget_deferred(self) -> None:
+        self._lazy = {}
         self._deferred = {}
         self._full_cache = OrderedDict()
         self._full_cache_bytes = 0
+
+    # -- lazy skeletons (default `open` of a version-3 file) ----------------------------------
+
+    def _upgrade(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The full entry for `entry`, replacing its lazy skeleton everywhere it is held."""
+        position = self._lazy.get(id(entry))
+        if position is None:
+            return entry
+        self._upgrade_positions([position])
+        return self._file_entries[position]
+
+    def _upgrade_many(
+        self, entries: builtins.list[dict[str, Any]]
+    ) -> builtins.list[dict[str, Any]]:
+        """`entries` with every lazy skeleton replaced by its full entry (one file read)."""
+        lazy = self._lazy
+        positions = [lazy.get(id(e)) for e in entries]
+        wanted = [p for p in positions if p is not None]
+        if not wanted:
+            return entries
+        self._upgrade_positions(sorted(wanted))
+        file_entries = self._file_entries
+        return [
+            e if p is None else file_entries[p] for e, p in zip(entries, positions, strict=True)
+        ]
+
+    def _upgrade_all(self) -> None:
+        """Every lazy skeleton replaced by its full entry: the cost of a full read, paid only
+        by callers that take the entries wholesale (`file_entries`, `by_id`, the tree...)."""
+        if self._lazy:
+            self._upgrade_positions(sorted(self._lazy.values()))
+
+    def _upgrade_positions(self, positions: builtins.list[int]) -> None:
+        """Parse the lines at `positions` (ascending, all lazy) and adopt them, reading the
+        file in a few sequential runs rather than once per line."""
+        spans = self._raw_spans
+        assert spans is not None and self._raw_path is not None
+        entries = self._file_entries
+        count = len(positions)
+        with builtins.open(self._raw_path, "rb") as fh, gc_paused():
+            i = 0
+            while i < count:
+                start = spans[2 * positions[i]]
+                j = i
+                while (
+                    j + 1 < count
+                    and spans[2 * positions[j + 1] + 1] - start <= _UPGRADE_RUN_BYTES
+                    and spans[2 * positions[j + 1]] - spans[2 * positions[j] + 1] <= _UPGRADE_GAP
+                ):
+                    j += 1
+                fh.seek(start)
+                run = memoryview(fh.read(spans[2 * positions[j] + 1] - start))
+                for k in range(i, j + 1):
+                    position = positions[k]
+                    line = run[spans[2 * position] - start : spans[2 * position + 1] - start]
+                    self._adopt_full(position, entries[position], _load_or_none(line))
+                i = j + 1
+
+    def _adopt_full(self, position: int, skeleton: dict[str, Any], full: Any) -> dict[str, Any]:
+        """Put `full` where the lazy `skeleton` at `position` was (entry list, id index).
+
+        The line must still be the one that was read: the single writer only appends, so a
+        different entry there means the file was rewritten by someone else. A skeleton that
+        another reader adopted meanwhile keeps that reader's entry."""
+        if self._lazy.pop(id(skeleton), None) is None:
+            return self._file_entries[position]
+        if type(full) is not dict or full.get("id", _MISSING) != skeleton.get("id", _MISSING):
+            self._lazy[id(skeleton)] = position
+            raise SessionError(f"Session file changed while open: {self._raw_path}")
+        self._file_entries[position] = full
+        key = skeleton.get("id")
+        if self._by_id.get(key) is skeleton:
+            self._by_id[key] = full
+        return full
 
     # ------------------------------------------------------------------------------------------
     # Append methods (SPEC section 3.6)
@@ -932,15 +1044,20 @@ class SessionManager:
     def get_leaf_entry(self) -> dict[str, Any] | None:
         if not jsonfmt.truthy(self._leaf_id):
             return None
-        entry = _lookup(self._by_id, self._leaf_id)
-        return entry if entry is None or not self._deferred else self.full_entry(entry)
+        return self.get_entry(self._leaf_id)
 
     def get_entry(self, entry_id: Any) -> dict[str, Any] | None:
         entry = _lookup(self._by_id, entry_id)
-        return entry if entry is None or not self._deferred else self.full_entry(entry)
+        if entry is None:
+            return None
+        if self._lazy:
+            entry = self._upgrade(entry)
+        return entry if not self._deferred else self.full_entry(entry)
 
     def get_children(self, parent_id: Any) -> builtins.list[dict[str, Any]]:
         children = [e for e in self._by_id.values() if e.get("parentId", _MISSING) == parent_id]
+        if self._lazy:
+            children = self._upgrade_many(children)
         return [self.full_entry(e) for e in children] if self._deferred else children
 
     def get_label(self, entry_id: Any) -> Any:
@@ -952,6 +1069,8 @@ class SessionManager:
         With deferred bodies, the entries from the latest compaction's kept range on are
         full and older ones may be skeletons (`get_branch_skeleton` gives all skeletons)."""
         path = self.get_branch_skeleton(from_id)
+        if self._lazy:
+            path = self._upgrade_many(path)
         return self._materialize_path(path) if self._deferred else path
 
     def get_branch_skeleton(self, from_id: Any = None) -> builtins.list[dict[str, Any]]:
@@ -984,6 +1103,7 @@ class SessionManager:
         return None
 
     def get_entries(self) -> builtins.list[dict[str, Any]]:
+        self._upgrade_all()
         return [e for e in self._file_entries if type(e) is dict and e.get("type") != "session"]
 
     def get_entry_count(self) -> int:
@@ -1069,11 +1189,13 @@ class SessionManager:
     @property
     def by_id(self) -> dict[Any, dict[str, Any]]:
         """The id index (read-only by convention)."""
+        self._upgrade_all()
         return self._by_id
 
     @property
     def file_entries(self) -> builtins.list[Any]:
         """Header and entries in file order (read-only by convention)."""
+        self._upgrade_all()
         return self._file_entries
 
     def get_labels(self) -> dict[Any, Any]:
@@ -1095,19 +1217,19 @@ class SessionManager:
         return self._materialize_path(path)
 
     def build_context_entries(self) -> builtins.list[dict[str, Any]]:
-        if self._deferred:
+        if self._deferred or self._lazy:
             return _context.context_entries_from_path(self._context_path())
         return _context.build_context_entries(self._context_entries(), self._leaf_id, self._by_id)
 
     def build_session_projection(self) -> _context.SessionProjection:
-        if self._deferred:
+        if self._deferred or self._lazy:
             return _context.projection_from_path(self._context_path())
         return _context.build_session_projection(
             self._context_entries(), self._leaf_id, self._by_id
         )
 
     def build_session_context(self) -> _context.SessionContext:
-        if self._deferred:
+        if self._deferred or self._lazy:
             return _context.context_from_path(self._context_path())
         return _context.build_session_context(self._context_entries(), self._leaf_id, self._by_id)
 
@@ -1199,6 +1321,14 @@ class _FileSeededRng:
             if self._skip:
                 self._source(self._skip)
         return self._source(n)
+
+
+def _load_or_none(raw: bytes | memoryview) -> Any:
+    """`load_line`, or None for a line that no longer parses (the file was rewritten)."""
+    try:
+        return load_line(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _read_storage(storage: SessionStorage) -> LoadedFile:
