@@ -254,7 +254,7 @@ def fold_tree(
     """
     children: dict[str, list[str]]
     roots: list[str]
-    by_id: dict[str, GraphNode] = {}
+    by_id: Mapping[str, GraphNode] = {}
     if shape is not None and not root_id:
         by_id = nodes if isinstance(nodes, Mapping) else {n.id: n for n in nodes}
         if len(shape.parent) + len(shape.roots) != len(by_id):
@@ -435,7 +435,7 @@ def _emit_chain(
     attach: Callable[[FoldedItem, FoldedItem | None], None],
     side_branches: int = 0,
     user_turns: int = 0,
-    by_id: dict[str, GraphNode] | None = None,
+    by_id: Mapping[str, GraphNode] | None = None,
 ) -> FoldedItem:
     # Folding one entry hides it behind a "⋯ 1 entry" node that is no shorter than the entry
     # itself: draw it as the entry (unless it stands for side branches it does not draw).
