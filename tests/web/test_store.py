@@ -371,3 +371,49 @@ def test_another_history_under_the_same_id_is_refused(make_session):
     result = services.import_bytes(other)
     assert not result.ok and result.errors[0].code == "conflict"
     assert Entry.objects.filter(session=session).count() == 8
+
+
+def _custom(eid: str, parent: str | None) -> bytes:
+    line = {"type": "custom", "customType": "k", "id": eid, "parentId": parent, "timestamp": "t"}
+    return jsonfmt.dumps(line).encode() + b"\n"
+
+
+def test_a_batch_of_lines_stores_the_depths_and_counts_a_fresh_import_computes(make_session):
+    """One append of many lines (the follower's batches) is set-based; its depths, child
+    counts and leaf count must be those an import of the same bytes computes."""
+    session = make_session()
+    batch = (
+        _custom("77777771", "1b2c3d4e")  # under the stored tip
+        + _custom("77777772", "77777771")  # under a line of this batch
+        + _custom("77777773", "77777771")  # its second child: a branch inside the batch
+        + _custom("77777774", "a1b2c3d4")  # under a stored entry that has children already
+        + _custom("77777775", "0000dead")  # a dangling parent
+        + _custom("77777776", None)  # a new root
+    )
+    created = storage.append_lines(session, batch)
+    assert [r.entry_id for r in created] == [f"7777777{i}" for i in range(1, 7)]
+
+    def shape(s):
+        s.refresh_from_db()
+        rows = Entry.objects.filter(session=s).order_by("position")
+        entries = [(e.entry_id, e.position, e.depth, e.child_count) for e in rows]
+        return entries, s.entry_count, s.leaf_count
+
+    appended = shape(session)
+    data = files.export_bytes(session)
+    session.delete()
+    fresh = services.import_bytes(data).session
+    assert fresh is not None and shape(fresh) == appended
+
+
+def test_a_batch_with_a_taken_or_repeated_id_stores_nothing(make_session):
+    session = make_session()
+    before = Entry.objects.filter(session=session).count()
+    for batch, taken in (
+        (_custom("66666661", "1b2c3d4e") + _custom("a1b2c3d4", "66666661"), "a1b2c3d4"),
+        (_custom("66666662", "1b2c3d4e") + _custom("66666662", "1b2c3d4e"), "66666662"),
+    ):
+        with pytest.raises(storage.IdCollision) as refused:
+            storage.append_lines(session, batch)
+        assert str(refused.value) == taken
+    assert Entry.objects.filter(session=session).count() == before
