@@ -515,7 +515,7 @@ class _Writer:
             SecretFinding.objects.bulk_create(self.findings)
             self.findings = []
         if self.texts:
-            _insert_texts(self.texts)
+            store_search_rows(self.texts)
             self.texts = []
 
     def finish_child_counts(self) -> None:
@@ -1756,17 +1756,45 @@ def search_row(
     return (session_pk, v(entry_id), position, v(kind), v(role), v(text))
 
 
-def _insert_texts(batch: list[tuple]) -> None:
-    q = "?" if connection.vendor == "sqlite" else "%s"
+_FTS_TABLE = "explorer_entrytext_fts"  # SQLite's trigram index over EntryText (0008, 0012)
+
+
+def store_search_rows(rows: list[tuple]) -> None:
+    """Store these search rows (``search_row``'s tuples) and index them, as one step.
+
+    The only writer of ``EntryText``: every path that stores entries (the importer's batches,
+    and ``index_new_entries`` after web appends, follow and turns) comes through here, so
+    none can store text that search cannot find. On SQLite the FTS5 trigram table is filled with one ``INSERT …
+    SELECT`` over the rows just stored (migration 0012 dropped the per-row trigger, which
+    made every multi-MB text its own FTS5 insert and was most of a big import's time). The
+    rows are the ids above the highest one before the insert: the savepoint's write holds
+    SQLite's single write lock, so no other writer's rows can land in between (and a
+    writer that committed after this transaction's snapshot makes the insert fail instead).
+    PostgreSQL's pg_trgm index (0011) follows the table by itself.
+    """
+    if not rows:
+        return
+    sqlite = connection.vendor == "sqlite"
+    q = "?" if sqlite else "%s"
     table = connection.ops.quote_name(EntryText._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in _TEXT_COLUMNS)
     sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([q] * len(_TEXT_COLUMNS))})"
-    connection.ensure_connection()
-    cursor = connection.connection.cursor()
-    try:
-        cursor.executemany(sql, batch)
-    finally:
-        cursor.close()
+    with transaction.atomic():
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+        try:
+            if sqlite:
+                cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+                (before,) = cursor.fetchone()
+            cursor.executemany(sql, rows)
+            if sqlite:
+                cursor.execute(
+                    f"INSERT INTO {_FTS_TABLE}(rowid, text) SELECT id, text FROM {table}"
+                    " WHERE id > ?",
+                    (before,),
+                )
+        finally:
+            cursor.close()
 
 
 def index_new_entries(session: Session) -> int:
@@ -1798,10 +1826,10 @@ def index_new_entries(session: Session) -> int:
         if row is not None:
             batch.append(row)
         if len(batch) >= 500:
-            _insert_texts(batch)
+            store_search_rows(batch)
             added += len(batch)
             batch = []
     if batch:
-        _insert_texts(batch)
+        store_search_rows(batch)
         added += len(batch)
     return added
