@@ -451,7 +451,8 @@ class _Writer:
     ) -> None:
         if self.first_position is None:
             self.first_position = position
-        if "\\u" in raw:
+        escaped = "\\u" in raw
+        if escaped:
             # A \\u escape may decode to a lone surrogate or NUL, which the driver refuses.
             entry_id = jsonfmt.visible(entry_id)
             fields = {k: jsonfmt.visible(v) if type(v) is str else v for k, v in fields.items()}
@@ -486,7 +487,9 @@ class _Writer:
             self.findings.extend(
                 findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
             )
-            row_text = search_row(self.session.pk, entry_id, position, fields, value)
+            row_text = search_row(
+                self.session.pk, entry_id, position, fields, value, escaped=escaped
+            )
             if row_text is not None:
                 self.texts.append(row_text)
         self.buffered += len(raw)
@@ -1740,16 +1743,33 @@ _TEXT_COLUMNS = ("session_id", "entry_id", "position", "type", "role", "text")
 
 
 def search_row(
-    session_pk: int, entry_id: str, position: int, fields: dict[str, Any], value: Any
+    session_pk: int,
+    entry_id: str,
+    position: int,
+    fields: dict[str, Any],
+    value: Any,
+    *,
+    escaped: bool = True,
 ) -> tuple | None:
     """One search-index row for a parsed entry, or None when it shows no text.
 
     Secrets never enter the index: no query can match inside one or show it in a snippet.
     Raw SQL skips the fields' conversion, so lone surrogates / NUL show as U+FFFD here too.
+    ``escaped=False`` (the line has no ``\\u`` escape, so it cannot hold either) skips that
+    pass over texts of several MB.
     """
     text = redact_for_search(entry_text(value)) if isinstance(value, dict) else ""
     if not text:
         return None
+    if not escaped:
+        return (
+            session_pk,
+            entry_id,
+            position,
+            fields.get("type") or "",
+            fields.get("role") or "",
+            text,
+        )
     v = jsonfmt.visible
     kind = fields.get("type") or ""
     role = fields.get("role") or ""
