@@ -199,11 +199,14 @@ class _FileSource:
                 if not line:
                     return
                 pos += len(line)
-                if line.endswith(b"\n"):
-                    yield index, line[:-1], True
-                else:
+                if not line.endswith(b"\n"):
                     yield index, line, False
                     return
+                # Handed over, not kept: while the consumer works on a multi-MB line this
+                # frame holds no second copy of it (the consumer drops its own once decoded).
+                held = [line[:-1]]
+                del line
+                yield index, held.pop(), True
                 index += 1
 
 
@@ -970,7 +973,9 @@ def _scan_lines(
             )
             yield _Line(index, line, raw_bytes, value=None, kind="no_id", original=piece)
             continue
-        yield _Line(index, line, raw_bytes, value, "entry", nbytes=len(piece))
+        nbytes = len(piece)
+        del piece  # decoded and parsed: the bytes are not needed while the entry is stored
+        yield _Line(index, line, raw_bytes, value, "entry", nbytes=nbytes)
 
 
 def _store_lines(
