@@ -273,8 +273,30 @@ def run_stream(size_mb: int) -> str:
             f"{r['index_s']:.1f} s | orjson line by line {r['read_s']:.1f} s | "
             f"{r['read_s'] / r['index_s']:.3f}x | (the best any import that indexes its text "
             "at its commit can reach) | - |",
+            "",
+            STREAM_NOTE,
         ]
     )
+
+
+# What a profile of this import shows (written with the figures; update it with the code).
+STREAM_NOTE = """\
+Profile (cProfile of the same 277 MiB import, 2026-12-01, shared 2-core machine): the
+search index is about a third of the import: the FTS5 trigram table is filled by one
+`INSERT … SELECT` per batch of text rows since migration 0012 (the per-row trigger it
+replaced cost three to four times as much for the same rows), and the row above shows that filling it even in
+one statement after the import takes more than 4 times the orjson read on its own, so the
+0.25x throughput target cannot be met while search is complete at the import's commit
+(the trigram tokenizer folds case character by character over every visible character).
+The rest: the secret scan about 22 % (its walk over each parsed entry, the keyword
+automaton, the rules' patterns), the visible search text about 14 % (its own secret
+masking pass, and `jsonfmt.dumps` of tool-call arguments in pure Python), writing the
+entry and text rows about 11 %, the commit's WAL checkpoint about 5 %, reading and
+parsing the lines about 9 %. Memory: the peak was the secret scan lower-casing a
+multi-MB non-ASCII tool result whole (`str.lower` works in a buffer of 12 bytes per
+character); it now lower-cases 64K characters at a time, batches hold 4 MB of lines and
+text, and a line that would overflow a batch starts the next one. What remains is mostly
+the importer's per-entry id maps and the lines in flight."""
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
