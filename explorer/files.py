@@ -1797,12 +1797,13 @@ def store_search_rows(rows: list[tuple]) -> None:
 
     The only writer of ``EntryText``: every path that stores entries (the importer's batches,
     and ``index_new_entries`` after web appends, follow and turns) comes through here, so
-    none can store text that search cannot find. On SQLite the FTS5 trigram table is filled with one ``INSERT …
-    SELECT`` over the rows just stored (migration 0012 dropped the per-row trigger, which
-    made every multi-MB text its own FTS5 insert and was most of a big import's time). The
-    rows are the ids above the highest one before the insert: the savepoint's write holds
-    SQLite's single write lock, so no other writer's rows can land in between (and a
-    writer that committed after this transaction's snapshot makes the insert fail instead).
+    none can store text that search cannot find. On SQLite the FTS5 trigram table is filled
+    with one ``INSERT … SELECT`` over the rows just stored (migration 0012 dropped the
+    per-row trigger, which made every multi-MB text its own FTS5 insert and was most of a
+    big import's time). The rows are the ids above the highest one before the insert: the
+    transaction holds SQLite's single write lock (``BEGIN IMMEDIATE``; in a deferred one a
+    writer that committed after the read makes this insert fail), so no other writer's rows
+    can land in between.
     PostgreSQL's pg_trgm index (0011) follows the table by itself.
     """
     if not rows:
