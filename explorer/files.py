@@ -61,7 +61,10 @@ __all__ = [
 # file in memory); larger files rely on the streaming checks here alone.
 FULL_VALIDATION_LIMIT = 32 * 1024 * 1024
 MAX_PROBLEMS = 500
-_BATCH_BYTES = 8 * 1024 * 1024
+# Characters of stored lines plus their search text held before a batch is written: it bounds
+# the importer's memory (with the few lines in flight), not its speed (fewer rows per
+# statement cost nothing measurable above a few MB).
+_BATCH_BYTES = 4 * 1024 * 1024
 _BATCH_ROWS = 2000
 _JS_WS = jsonfmt.JS_WHITESPACE
 
@@ -196,11 +199,14 @@ class _FileSource:
                 if not line:
                     return
                 pos += len(line)
-                if line.endswith(b"\n"):
-                    yield index, line[:-1], True
-                else:
+                if not line.endswith(b"\n"):
                     yield index, line, False
                     return
+                # Handed over, not kept: while the consumer works on a multi-MB line this
+                # frame holds no second copy of it (the consumer drops its own once decoded).
+                held = [line[:-1]]
+                del line
+                yield index, held.pop(), True
                 index += 1
 
 
@@ -451,7 +457,12 @@ class _Writer:
     ) -> None:
         if self.first_position is None:
             self.first_position = position
-        if "\\u" in raw:
+        if self.rows and self.buffered + 2 * len(raw) > _BATCH_BYTES:
+            # A line that would overflow the batch goes into the next one: a multi-MB line
+            # is then scanned, held and written next to a few rows, not next to a full batch.
+            self.flush()
+        escaped = "\\u" in raw
+        if escaped:
             # A \\u escape may decode to a lone surrogate or NUL, which the driver refuses.
             entry_id = jsonfmt.visible(entry_id)
             fields = {k: jsonfmt.visible(v) if type(v) is str else v for k, v in fields.items()}
@@ -486,9 +497,12 @@ class _Writer:
             self.findings.extend(
                 findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
             )
-            row_text = search_row(self.session.pk, entry_id, position, fields, value)
+            row_text = search_row(
+                self.session.pk, entry_id, position, fields, value, escaped=escaped
+            )
             if row_text is not None:
                 self.texts.append(row_text)
+                self.buffered += len(row_text[5])  # the text is a second copy of the line
         self.buffered += len(raw)
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
@@ -515,7 +529,7 @@ class _Writer:
             SecretFinding.objects.bulk_create(self.findings)
             self.findings = []
         if self.texts:
-            _insert_texts(self.texts)
+            store_search_rows(self.texts)
             self.texts = []
 
     def finish_child_counts(self) -> None:
@@ -959,7 +973,9 @@ def _scan_lines(
             )
             yield _Line(index, line, raw_bytes, value=None, kind="no_id", original=piece)
             continue
-        yield _Line(index, line, raw_bytes, value, "entry", nbytes=len(piece))
+        nbytes = len(piece)
+        del piece  # decoded and parsed: the bytes are not needed while the entry is stored
+        yield _Line(index, line, raw_bytes, value, "entry", nbytes=nbytes)
 
 
 def _store_lines(
@@ -1740,33 +1756,79 @@ _TEXT_COLUMNS = ("session_id", "entry_id", "position", "type", "role", "text")
 
 
 def search_row(
-    session_pk: int, entry_id: str, position: int, fields: dict[str, Any], value: Any
+    session_pk: int,
+    entry_id: str,
+    position: int,
+    fields: dict[str, Any],
+    value: Any,
+    *,
+    escaped: bool = True,
 ) -> tuple | None:
     """One search-index row for a parsed entry, or None when it shows no text.
 
     Secrets never enter the index: no query can match inside one or show it in a snippet.
     Raw SQL skips the fields' conversion, so lone surrogates / NUL show as U+FFFD here too.
+    ``escaped=False`` (the line has no ``\\u`` escape, so it cannot hold either) skips that
+    pass over texts of several MB.
     """
     text = redact_for_search(entry_text(value)) if isinstance(value, dict) else ""
     if not text:
         return None
+    if not escaped:
+        return (
+            session_pk,
+            entry_id,
+            position,
+            fields.get("type") or "",
+            fields.get("role") or "",
+            text,
+        )
     v = jsonfmt.visible
     kind = fields.get("type") or ""
     role = fields.get("role") or ""
     return (session_pk, v(entry_id), position, v(kind), v(role), v(text))
 
 
-def _insert_texts(batch: list[tuple]) -> None:
-    q = "?" if connection.vendor == "sqlite" else "%s"
+_FTS_TABLE = "explorer_entrytext_fts"  # SQLite's trigram index over EntryText (0008, 0012)
+
+
+def store_search_rows(rows: list[tuple]) -> None:
+    """Store these search rows (``search_row``'s tuples) and index them, as one step.
+
+    The only writer of ``EntryText``: every path that stores entries (the importer's batches,
+    and ``index_new_entries`` after web appends, follow and turns) comes through here, so
+    none can store text that search cannot find. On SQLite the FTS5 trigram table is filled
+    with one ``INSERT … SELECT`` over the rows just stored (migration 0012 dropped the
+    per-row trigger, which made every multi-MB text its own FTS5 insert and was most of a
+    big import's time). The rows are the ids above the highest one before the insert: the
+    transaction holds SQLite's single write lock (``BEGIN IMMEDIATE``; in a deferred one a
+    writer that committed after the read makes this insert fail), so no other writer's rows
+    can land in between.
+    PostgreSQL's pg_trgm index (0011) follows the table by itself.
+    """
+    if not rows:
+        return
+    sqlite = connection.vendor == "sqlite"
+    q = "?" if sqlite else "%s"
     table = connection.ops.quote_name(EntryText._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(c) for c in _TEXT_COLUMNS)
     sql = f"INSERT INTO {table} ({columns}) VALUES ({', '.join([q] * len(_TEXT_COLUMNS))})"
-    connection.ensure_connection()
-    cursor = connection.connection.cursor()
-    try:
-        cursor.executemany(sql, batch)
-    finally:
-        cursor.close()
+    with transaction.atomic():
+        connection.ensure_connection()
+        cursor = connection.connection.cursor()
+        try:
+            if sqlite:
+                cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+                (before,) = cursor.fetchone()
+            cursor.executemany(sql, rows)
+            if sqlite:
+                cursor.execute(
+                    f"INSERT INTO {_FTS_TABLE}(rowid, text) SELECT id, text FROM {table}"
+                    " WHERE id > ?",
+                    (before,),
+                )
+        finally:
+            cursor.close()
 
 
 def index_new_entries(session: Session) -> int:
@@ -1798,10 +1860,10 @@ def index_new_entries(session: Session) -> int:
         if row is not None:
             batch.append(row)
         if len(batch) >= 500:
-            _insert_texts(batch)
+            store_search_rows(batch)
             added += len(batch)
             batch = []
     if batch:
-        _insert_texts(batch)
+        store_search_rows(batch)
         added += len(batch)
     return added

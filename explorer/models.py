@@ -262,9 +262,9 @@ class EntryTextManager(models.Manager):
 class EntryText(models.Model):
     """The visible text of one entry (what a reader sees, never its JSON keys), for search.
 
-    Filled when entries are imported or appended (``files.index_new_entries``). On SQLite a
-    trigram FTS5 table over ``text`` (kept in step by triggers, migration 0008) answers
-    substring queries; elsewhere the same rows are searched with ``icontains``."""
+    Filled when entries are imported or appended, only through ``files.store_search_rows``.
+    On SQLite a trigram FTS5 table over ``text`` (migration 0008; filled by that function
+    since 0012, deletes and updates followed by triggers) answers substring queries; elsewhere the same rows are searched with ``icontains``."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="texts")
     entry_id = models.CharField(max_length=200)

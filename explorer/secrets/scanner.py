@@ -181,6 +181,41 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _GENERIC = next(r for r, rule in enumerate(RULES) if rule.kind == "generic-secret")
 
 
+_KEYWORD_SPAN = 1 << 16  # characters lower-cased at once
+_KEYWORD_OVERLAP = max(len(k) for k in _KEYWORD_LIST) - 1
+
+
+def _keyword_hits(text: str) -> list[tuple[int, int, int]]:
+    """(keyword index, start, end) of every keyword occurrence in ``text``, case-insensitive.
+
+    Lower-cased a span at a time: ``str.lower`` of a non-ASCII string works in a buffer of
+    12 bytes per character, so a multi-MB tool result lowered whole briefly cost 15 times its
+    size (the biggest share of a big import's peak memory). Spans overlap by the longest
+    keyword less one character and each keeps the occurrences that start in its own part,
+    so every occurrence is found once. The keywords are ASCII and lower-casing is per
+    character for them, so where a span is cut changes nothing.
+    """
+    if len(text) <= _KEYWORD_SPAN:
+        return _span_hits(text)
+    found: list[tuple[int, int, int]] = []
+    for base in range(0, len(text), _KEYWORD_SPAN):
+        piece = text[base : base + _KEYWORD_SPAN + _KEYWORD_OVERLAP]
+        found.extend(
+            (index, start + base, end + base)
+            for index, start, end in _span_hits(piece)
+            if start < _KEYWORD_SPAN
+        )
+    return found
+
+
+def _span_hits(text: str) -> list[tuple[int, int, int]]:
+    lower = _lowered(text)
+    try:
+        return _KEYWORDS.find_matches_as_indexes(lower, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): same length
+        return _KEYWORDS.find_matches_as_indexes(_SURROGATE.sub("\ufffd", lower), overlapping=True)
+
+
 def _generic(rule: Rule, text: str, hits: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
     """`hits`: (start, end) of each keyword occurrence, from the keyword automaton."""
     seen: set[int] = set()
@@ -256,11 +291,7 @@ def scan_text(text: str) -> list[Match]:
     if len(text) < 8:
         return []
     # one pass finds every keyword of every rule; a rule runs only if one of its own occurs
-    lower = _lowered(text)
-    try:
-        found = _KEYWORDS.find_matches_as_indexes(lower, overlapping=True)
-    except UnicodeEncodeError:  # a lone surrogate (from a "\ud800" escape): same length
-        found = _KEYWORDS.find_matches_as_indexes(_SURROGATE.sub("\ufffd", lower), overlapping=True)
+    found = _keyword_hits(text)
     if not found:
         return []
     triggered = bytearray(len(RULES))
