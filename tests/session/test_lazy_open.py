@@ -316,7 +316,10 @@ def test_a_pause_leaves_objects_frozen_by_others_frozen() -> None:
         assert frozen > 0
         with gcpause.gc_paused():
             kept = [[i] for i in range(1000)]
-        assert gc.get_freeze_count() == frozen
+        # Neither thawed (an unfreeze would empty the frozen generation) nor joined by the
+        # 1,000 new lists (a freeze of our own). Not an exact count: other threads of the
+        # process (the broadcast worker, say) may free a frozen object meanwhile.
+        assert frozen - 500 < gc.get_freeze_count() < frozen + 500
         assert len(kept) == 1000
     finally:
         gc.unfreeze()
