@@ -475,17 +475,7 @@ def render_branches(results: list[dict], args) -> str:
         "p50 ms | p99 ms | mean ms | max ms |",
         "|---:|---:|:--|---:|---:|---:|---:|",
     ]
-    for r in results:
-        ok = (
-            f"{r['exact']}/{r['viewers']} viewers"
-            + ("" if r["in_order"] else ", OUT OF ORDER")
-            + (f", {r['duplicates']} duplicates" if r["duplicates"] else "")
-            + (f", {r['missing']} missing" if r["missing"] else "")
-        )
-        lines.append(
-            f"| {r['viewers']} | {r['entries']} | {ok} | {r['p50']:.1f} | "
-            f"{r['p99']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |"
-        )
+    lines += table_rows(results)
     lines += [
         "",
         f"Ratio {many['viewers']} viewers / 1 viewer: p50 × {many['p50'] / one['p50']:.2f}, "
@@ -499,19 +489,38 @@ def render_branches(results: list[dict], args) -> str:
     return "\n".join(lines)
 
 
+def table_rows(results: list[dict]) -> list[str]:
+    """One table row per run: viewers, entries, the delivery check and the latencies."""
+    rows = []
+    for r in results:
+        ok = (
+            f"{r['exact']}/{r['viewers']} viewers"
+            + ("" if r["in_order"] else ", OUT OF ORDER")
+            + (f", {r['duplicates']} duplicates" if r["duplicates"] else "")
+            + (f", {r['missing']} missing" if r["missing"] else "")
+        )
+        rows.append(
+            f"| {r['viewers']} | {r['entries']} | {ok} | {r['p50']:.1f} | "
+            f"{r['p99']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |"
+        )
+    return rows
+
+
 NOTE = (
-    "What dominates: the absolute latency is the follower falling behind, not the viewers: "
-    "on this loaded machine (the full test suite ran alongside this run) it stored the appe"
-    "nds in batches of hundreds of entries, seconds apart, so 1 viewer already waits ~20 s."
-    " What the viewers add is small, because each batch is rendered once by the broadcast w"
-    "orker, off the writer's path (the rows of the tip's new entries, its route map lengthe"
-    "ned in memory; a side branch's entries are only counted), and each viewer costs daphne"
-    " one frame per batch. Measured in isolation on the same session: a follower append 0.0"
-    "6-0.1 s, rendering a batch at a known tip about 0.05 s, the first walk of a new branch"
-    " 0.4 s (once per branch), the live meter 0.5-0.8 s per session version (so it is recom"
-    "puted for at most a quarter of the time). Before (issue 12: p50 7.7 s, p99 14.7 s for "
-    "100 viewers against 152 ms / 1.6 s for one) every off-tip entry ran a route query and "
-    "rebuilt the transcript per viewer, inside the writer's request."
+    "What dominates: the follower, more than the viewers. Until 2026-12-01 it stored each "
+    "line with four queries (one loaded the parent's whole row through a position-ordered "
+    "scan), about 50 entries/s on this session, so a single viewer waited about 24 s; "
+    "since `storage.append_lines` is set-based a follower batch of 100 lines takes about "
+    "50 ms and one viewer's p50 is under 3 s. What is left of the latency was not "
+    "profiled further; measured alone on the same session: the first walk of a new branch "
+    "0.4 s (once per branch), the live meter 0.5-0.8 s per session version (in its own "
+    "thread, at most a quarter of the time), rendering a batch at a known tip about 0.05 "
+    "s. What the viewers add is small, because each batch is rendered once by the "
+    "broadcast worker, off the writer's path (the rows of the tip's new entries, its "
+    "route map lengthened in memory; a side branch's entries are only counted), and each "
+    "viewer costs daphne one frame per batch. Before (issue 12: p50 7.7 s, p99 14.7 s for "
+    "100 viewers against 152 ms / 1.6 s for one) every off-tip entry ran a route query "
+    "and rebuilt the transcript per viewer, inside the writer's request."
 )
 
 
@@ -528,17 +537,7 @@ def render(results: list[dict], args) -> str:
         "| viewers | entries | every entry exactly once, in order | p50 ms | p99 ms | mean ms | max ms |",
         "|---:|---:|:--|---:|---:|---:|---:|",
     ]
-    for r in results:
-        ok = (
-            f"{r['exact']}/{r['viewers']} viewers"
-            + ("" if r["in_order"] else ", OUT OF ORDER")
-            + (f", {r['duplicates']} duplicates" if r["duplicates"] else "")
-            + (f", {r['missing']} missing" if r["missing"] else "")
-        )
-        lines.append(
-            f"| {r['viewers']} | {r['entries']} | {ok} | {r['p50']:.1f} | "
-            f"{r['p99']:.1f} | {r['mean']:.1f} | {r['max']:.1f} |"
-        )
+    lines += table_rows(results)
     lines += [
         "",
         f"Ratio {many['viewers']} viewers / 1 viewer: p50 × {many['p50'] / one['p50']:.2f}, "
