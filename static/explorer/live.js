@@ -4,6 +4,14 @@
   "use strict";
   let socket = null;
 
+  // Reconnect soon after the server is back: the extension's own backoff doubles up to
+  // a minute, so a page could sit "reconnecting…" long after a restart. Here the wait
+  // doubles from 0.5 s to at most 8 s, jittered so that many viewers do not arrive at once.
+  htmx.config.wsReconnectDelay = function (retry) {
+    const cap = Math.min(8000, 500 * Math.pow(2, Math.min(retry, 4)));
+    return cap / 2 + Math.random() * (cap / 2);
+  };
+
   function state() {
     return document.getElementById("live-state");
   }
