@@ -49,9 +49,32 @@ def can_admin(user) -> bool:
     return has_role(user, ADMIN)
 
 
+# What the admin role may do in the Django admin (migration 0005 granted the same when the
+# groups were first made): a group made again later (a restored or flushed database) must
+# not leave admins staff without the right to manage users.
+ADMIN_PERMISSIONS = (
+    ("auth", "user", ("add", "change", "delete", "view")),
+    ("auth", "group", ("view",)),
+    ("explorer", "session", ("view", "delete")),
+    ("explorer", "entry", ("view",)),
+    ("explorer", "importproblem", ("view",)),
+)
+
+
 def ensure_groups() -> None:
+    """The role groups exist, and a newly made admin group holds its permissions."""
+    from django.contrib.auth.models import Permission
+
     for name in ROLES:
-        Group.objects.get_or_create(name=name)
+        group, created = Group.objects.get_or_create(name=name)
+        if created and name == ADMIN:
+            for app_label, model, actions in ADMIN_PERMISSIONS:
+                codenames = [f"{action}_{model}" for action in actions]
+                group.permissions.add(
+                    *Permission.objects.filter(
+                        content_type__app_label=app_label, codename__in=codenames
+                    )
+                )
 
 
 def set_role(user, role: str | None) -> None:

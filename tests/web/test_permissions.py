@@ -279,3 +279,19 @@ def test_write_forms_are_not_offered_to_viewers(viewer_client, editor_client, ma
 def test_the_import_form_is_for_admins_only(editor_client, admin_client):
     assert editor_client.get(reverse("explorer:import")).status_code == 403
     assert admin_client.get(reverse("explorer:import")).status_code == 200
+
+
+def test_an_admin_group_made_again_holds_its_permissions(django_user_model):
+    """A database whose groups were lost (flushed, restored without them) gets them back on
+    the next role change, the admin group with its rights in the Django admin."""
+    from django.contrib.auth.models import Group
+
+    from explorer.permissions import set_role
+
+    Group.objects.all().delete()
+    user = django_user_model.objects.create_user(username="again", password="pw-again-12345")
+    set_role(user, "admin")
+    user = django_user_model.objects.get(pk=user.pk)  # no cached permissions
+    assert user.is_staff
+    assert user.has_perm("auth.view_user") and user.has_perm("auth.add_user")
+    assert user.has_perm("explorer.delete_session")
