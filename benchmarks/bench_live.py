@@ -38,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.results import write_section  # noqa: E402
 from tests.live.server import LiveServer  # noqa: E402
-from tests.live.wsclient import WSClient  # noqa: E402
+from tests.live.wsclient import WSClient, json_viewer  # noqa: E402
 
 # Issue 12: the p99 latency with many viewers within 3x of one viewer's, measured in one run.
 TARGET_P99_RATIO = 3.0
@@ -65,23 +66,30 @@ def header_line(session_id: str) -> str:
     )
 
 
-def entry_line(i: int, parent: str | None) -> tuple[str, str]:
-    entry_id = f"{i:08x}"
-    line = json.dumps(
+def message_line(
+    entry_id: str, parent: str | None, i: int, *, word: str = "entry", day: str = "2025-03-04"
+) -> str:
+    """One complete Pi message line (user and assistant alternating), as a writer appends."""
+    stamp = f"{day}T05:06:08.000Z"
+    return json.dumps(
         {
             "type": "message",
             "id": entry_id,
             "parentId": parent,
-            "timestamp": "2025-03-04T05:06:08.000Z",
+            "timestamp": stamp,
             "message": {
                 "role": "user" if i % 2 else "assistant",
-                "content": [{"type": "text", "text": f"entry {i}: " + "lorem ipsum " * 8}],
-                "timestamp": 1741064768000,
+                "content": [{"type": "text", "text": f"{word} {i}: " + "lorem ipsum " * 8}],
+                "timestamp": int(datetime.fromisoformat(stamp).timestamp() * 1000),
             },
         },
         separators=(",", ":"),
     )
-    return entry_id, line
+
+
+def entry_line(i: int, parent: str | None) -> tuple[str, str]:
+    entry_id = f"{i:08x}"
+    return entry_id, message_line(entry_id, parent, i)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -123,15 +131,7 @@ class Viewer:
 
 
 async def connect_viewer(server: LiveServer, pk: int) -> Viewer:
-    ws = await WSClient.connect(
-        f"{server.ws_base}/ws/sessions/{pk}/?format=json",
-        origin=server.base_url,
-        cookie=server.cookie("vera"),
-    )
-    await ws.send(json.dumps({"type": "resume", "after": "now"}))
-    while json.loads(await ws.recv(timeout=30))["type"] != "resumed":
-        pass
-    return Viewer(ws)
+    return Viewer(await json_viewer(server, pk))
 
 
 async def wait_for_session(server: LiveServer, session_id: str, timeout: float = 30) -> int:
@@ -228,23 +228,6 @@ ROW_ID = re.compile(r'<li id="e-[^"]*" data-entry="([^"]+)"')
 LAST_POSITION = re.compile(r'id="live-state"[^>]*data-last-position="(\d+)"')
 
 
-def bench_line(entry_id: str, parent: str, i: int) -> str:
-    return json.dumps(
-        {
-            "type": "message",
-            "id": entry_id,
-            "parentId": parent,
-            "timestamp": "2025-04-01T05:06:08.000Z",
-            "message": {
-                "role": "user" if i % 2 else "assistant",
-                "content": [{"type": "text", "text": f"live {i}: " + "lorem ipsum " * 8}],
-                "timestamp": 1743483968000,
-            },
-        },
-        separators=(",", ":"),
-    )
-
-
 class HtmlViewer:
     """A Live tab's websocket: the rows it is sent and when each position arrived."""
 
@@ -330,7 +313,9 @@ class BranchWriters:
                 self.counter += 1
                 branch = "tip" if self.counter % 2 else "side"
                 entry_id = f"b{self.counter:07x}"
-                line = bench_line(entry_id, self.heads[branch], self.counter)
+                line = message_line(
+                    entry_id, self.heads[branch], self.counter, word="live", day="2025-04-01"
+                )
                 written.append(
                     {
                         "id": entry_id,

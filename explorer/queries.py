@@ -117,10 +117,16 @@ ROUTE_SESSIONS_KEPT = 4  # sessions whose routes are kept
 ROUTE_WALK = 48  # entries walked up from a new leaf looking for a known route
 
 
-def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
+def _identity_key(session: Session, kind: str) -> str:
+    """A cache key for ``kind`` that names the session's identity (pk, id, creation time),
+    never its length: what it keys is extended as the session grows, not rebuilt."""
     created = session.created.timestamp() if session.created else 0
-    raw = f"routes|{session.pk}:{session.session_id}:{created}"
-    key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    raw = f"{kind}|{session.pk}:{session.session_id}:{created}"
+    return "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
+    key = _identity_key(session, "routes")
     stamp = cache.get(key)
     with _ROUTES_LOCK:
         mine = _ROUTES.get(key)
@@ -503,9 +509,7 @@ def grown(
     :data:`GROWN_LAG` positions ahead of it: pickling a 50,000-row figure after every append
     would cost more than reading it again.
     """
-    created = session.created.timestamp() if session.created else 0
-    raw = f"grown|{session.pk}:{session.session_id}:{created}|{name}"
-    key = "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+    key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
     with _GROWN_LOCK:
         stamp = cache.get(key + ":stamp")

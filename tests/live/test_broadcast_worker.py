@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from explorer import broadcast
 from tests.live.conftest import close_all
 from tests.live.server import LiveServer
-from tests.live.wsclient import WSClient
+from tests.live.wsclient import WSClient, json_viewer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,18 +137,6 @@ def test_a_burst_is_coalesced_into_one_frame(stored, editor_user, sent_broadcast
 
 # ---------------------------------------------------------------------------------------------
 # Real daphne: two writers, one on each branch, HTML and JSON viewers
-
-
-async def json_viewer(server: LiveServer, pk: int) -> WSClient:
-    ws = await WSClient.connect(
-        f"{server.ws_base}/ws/sessions/{pk}/?format=json",
-        origin=server.base_url,
-        cookie=server.cookie("vera"),
-    )
-    await ws.send(json.dumps({"type": "resume", "after": "now"}))
-    while json.loads(await ws.recv(timeout=30))["type"] != "resumed":
-        pass
-    return ws
 
 
 async def collect_json(ws: WSClient, count: int) -> list[dict]:

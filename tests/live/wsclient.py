@@ -117,3 +117,19 @@ class WSClient:
         self.writer.close()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.wait_closed()
+
+
+async def json_viewer(server, pk: int, user: str = "vera") -> WSClient:
+    """A logged-in viewer of session ``pk`` on a running ``LiveServer``, in the JSON format,
+    connected from now on (it has said ``resume`` and heard ``resumed``)."""
+    import json
+
+    ws = await WSClient.connect(
+        f"{server.ws_base}/ws/sessions/{pk}/?format=json",
+        origin=server.base_url,
+        cookie=server.cookie(user),
+    )
+    await ws.send(json.dumps({"type": "resume", "after": "now"}))
+    while json.loads(await ws.recv(timeout=30))["type"] != "resumed":
+        pass
+    return ws
