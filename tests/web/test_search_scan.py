@@ -1,0 +1,142 @@
+"""A small session's search scans its own rows; a big one's asks the index. Both must find
+exactly the same hits, whatever the letters: the scan exists only to spare a small session
+the whole corpus's index match, never to change what a search finds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from explorer import queries
+
+TEXTS = [
+    "Ärger im Büro, ärger noch",
+    "ÄRGER",
+    "abc FIX def",
+    "fixture fix-up Fixing",
+    "straße",
+    "STRASSE and Strasse",
+    "İstanbul istanbul ISTANBUL",
+    "ǅemal ǆ Ǆ",
+    "ΣΊΣΥΦΟΣ σίσυφος",
+    "emoji 🙂 here 🙂🙂",
+    "100% done_with a\\back slash",
+    "日本語のテキスト",
+    "tab\tand\nnew line",
+]
+QUERIES = [
+    "ärger",
+    "Ärger",
+    "ÄRG",
+    "fix",
+    "FIX",
+    "Fix",
+    "strasse",
+    "ß",
+    "İstanbul",
+    "istanbul",
+    "ǆ",
+    "σίσυφος",
+    "ΣΊΣ",
+    "🙂",
+    "🙂🙂",
+    "100%",
+    "done_with",
+    "a\\back",
+    "日本",
+    "テキスト",
+    "and new",
+    "nowhere at all",
+    "ix",
+]
+
+
+def _session_bytes() -> bytes:
+    lines: list[dict] = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "0195f3a2-7c41-7d2e-9b1a-5ea2c0000001",
+            "timestamp": "2025-03-04T05:06:07.089Z",
+            "cwd": "/home/ana/scan",
+        }
+    ]
+    parent = None
+    for k, text in enumerate(TEXTS):
+        eid = f"scan{k:04d}"
+        lines.append(
+            {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": "2025-03-04T05:06:08.000Z",
+                "message": {"role": "user", "content": text, "timestamp": 1741064768000 + k},
+            }
+        )
+        parent = eid
+    return ("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n").encode()
+
+
+def _hits(query: str, session) -> list[str]:
+    return sorted(queries._text_matches(query, session).values_list("entry_id", flat=True))
+
+
+@pytest.mark.django_db
+def test_the_scan_and_the_index_find_the_same_hits(make_session, monkeypatch):
+    session = make_session(_session_bytes())
+    make_session()  # another session in the corpus, whose rows neither way may return
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", 10**9)
+    scanned = {q: _hits(q, session) for q in QUERIES}
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    indexed = {q: _hits(q, session) for q in QUERIES}
+    assert scanned == indexed
+    # The comparison means something: hits were found, with ASCII case folded and the
+    # other letters as written.
+    assert scanned["fix"] == scanned["FIX"] == ["scan0002", "scan0003"]
+    assert scanned["Ärger"] == ["scan0000", "scan0001"]
+    assert scanned["🙂🙂"] == ["scan0009"]
+    assert scanned["nowhere at all"] == []
+    # Two CJK characters or one emoji: fewer than three characters, which the trigram index
+    # answered with nothing (not even a scan) before queries that short were scanned.
+    assert indexed["日本"] == ["scan0011"]
+    assert indexed["🙂"] == ["scan0009"]
+
+
+@pytest.mark.django_db
+def test_the_search_page_finds_two_cjk_characters_across_sessions(viewer_client, make_session):
+    from django.urls import reverse
+
+    make_session(_session_bytes())
+    make_session()
+    r = viewer_client.get(reverse("explorer:search"), {"q": "日本"})
+    assert r.status_code == 200
+    assert "<mark>日本</mark>語のテキスト" in r.content.decode()
+    assert "No matches" not in r.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_small_session_is_searched_without_the_corpus_index(make_session, monkeypatch):
+    session = make_session(_session_bytes())
+    assert session.entry_count <= queries.SEARCH_SCAN_ENTRIES
+    with CaptureQueriesContext(connection) as small:
+        found = queries.search_entries("fix", session=session)
+    assert found["total"] == 2
+    assert not any("_fts" in q["sql"] for q in small.captured_queries)
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    with CaptureQueriesContext(connection) as big:
+        assert queries.search_entries("fix", session=session)["total"] == 2
+    if connection.vendor == "sqlite":
+        assert any("_fts" in q["sql"] for q in big.captured_queries)
+
+
+@pytest.mark.django_db
+def test_find_in_route_uses_the_same_matching(make_session, monkeypatch):
+    session = make_session(_session_bytes())
+    leaf = queries.default_leaf_id(session)
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", 10**9)
+    scanned = queries.route_find(session, leaf, "Strasse")
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    assert queries.route_find(session, leaf, "Strasse") == scanned == ["scan0005"]
