@@ -336,6 +336,101 @@ def install_daphne_guard() -> None:
     WebRequest.handleContentChunk = guarded_chunk
     WebRequest.process = guarded_process
     WebRequest._explorer_guarded = True
+    _install_body_spool()
+
+
+# ---------------------------------------------------------------------------------------------
+# daphne: a large body reaches the application from disk, not from memory
+
+SPOOL_MESSAGE_BYTES = 1024 * 1024  # body bytes per message handed to the application
+
+
+class BodySpool:
+    """What daphne puts a request body into, in place of the application's queue.
+
+    daphne keeps an arriving body in a temporary file, then reads all of it and queues every
+    8 KiB chunk for the application in one go, before the application has read the first:
+    a 2 GB upload sat in the server's memory, once, however the rest streamed. Here each
+    chunk is written on to a temporary file instead, and the queue gets a small note per
+    :data:`SPOOL_MESSAGE_BYTES` (offset and length); the application's ``receive`` reads the
+    bytes back as it goes. A body of one chunk (every form post) passes through untouched.
+    Every other message (``http.disconnect``) passes through in order.
+    """
+
+    def __init__(self) -> None:
+        self.queue: Any = None  # daphne's queue, set once the application exists
+        self._file: Any = None
+        self._written = 0
+        self._noted = 0  # bytes already announced in a note
+
+    def put_nowait(self, message: Message) -> None:
+        body = message.get("body", b"") if message.get("type") == "http.request" else None
+        if body is None or (self._file is None and not message.get("more_body")):
+            self.queue.put_nowait(message)
+            return
+        if self._file is None:
+            import tempfile
+
+            # Closed when the application reads the last message (unlinked from the start).
+            self._file = tempfile.TemporaryFile(prefix="explorer-body-")  # noqa: SIM115
+        self._file.seek(self._written)
+        self._file.write(body)
+        self._written += len(body)
+        more = bool(message.get("more_body"))
+        if self._written - self._noted >= SPOOL_MESSAGE_BYTES or not more:
+            start, self._noted = self._noted, self._written
+            self.queue.put_nowait(
+                {"type": "http.request", "spooled": (start, self._written), "more_body": more}
+            )
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.queue, name)
+
+    async def receive(self) -> Message:
+        message = await self.queue.get()
+        span = message.get("spooled")
+        if span is None:
+            return message
+        start, end = span
+        self._file.seek(start)
+        body = self._file.read(end - start)
+        if not message["more_body"]:
+            self._file.close()
+        return {"type": "http.request", "body": body, "more_body": message["more_body"]}
+
+
+def _install_body_spool() -> None:
+    """Give every HTTP application daphne makes a :class:`BodySpool` in front of its queue:
+    daphne's queue is made and bound to the application inside ``create_application``, so
+    the application it calls is wrapped for that one call (the reactor's thread makes them
+    one at a time)."""
+    from daphne.server import Server
+
+    if getattr(Server, "_explorer_spooled", False):
+        return
+    create_application = Server.create_application
+
+    def spooled_create_application(self: Any, protocol: Any, scope: Scope) -> Any:
+        if scope.get("type") != "http":
+            return create_application(self, protocol, scope)
+        spool = BodySpool()
+        application = self.application
+
+        def with_spool(*, scope: Scope, receive: Receive, send: Send) -> Any:
+            return application(scope=scope, receive=spool.receive, send=send)
+
+        self.application = with_spool
+        try:
+            queue = create_application(self, protocol, scope)
+        finally:
+            self.application = application
+        if queue is None:
+            return None
+        spool.queue = queue
+        return spool
+
+    Server.create_application = spooled_create_application
+    Server._explorer_spooled = True
 
 
 # ---------------------------------------------------------------------------------------------
