@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import re
@@ -29,6 +30,7 @@ from django.template.backends.django import DjangoTemplates
 from django.template.backends.django import Template as DjangoTemplate
 from django.template.defaultfilters import stringfilter
 from django.template.defaultfilters import urlencode as django_urlencode
+from django.urls import get_script_prefix, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -93,10 +95,30 @@ def sanitize_html(html: str) -> SafeString:
     return mark_safe(cleaned)  # noqa: S308 - nh3 output is the safe form
 
 
+# Messages up to this many characters keep their rendered form in this process (at most
+# MARKDOWN_KEPT of them): a transcript page renders dozens of messages, the same ones on
+# every visit, and converting and sanitising them was a third of the page's time.
+MARKDOWN_KEEP_CHARS = 32 * 1024
+MARKDOWN_KEPT = 2048
+
+
 def render_markdown(text: Any) -> SafeString:
     """Markdown → sanitised HTML. Non-strings render as empty (malformed content)."""
     if not isinstance(text, str) or not text:
         return mark_safe("")
+    if len(text) <= MARKDOWN_KEEP_CHARS:
+        return mark_safe(_kept_markdown(text))  # noqa: S308 - sanitised when first made
+    return _markdown(text)
+
+
+@functools.lru_cache(maxsize=MARKDOWN_KEPT)
+def _kept_markdown(text: str) -> str:
+    """The rendering of one text, kept: the same text always renders the same (the
+    converter is reset after each use; the sanitiser's rules are constants)."""
+    return str(_markdown(text))
+
+
+def _markdown(text: str) -> SafeString:
     converter = _converter()
     try:
         html = converter.convert(visible(text))
@@ -242,6 +264,20 @@ register = Library()
 def urlencode(value: str, safe: str | None = None) -> str:
     """Django's ``urlencode`` of the visible form of ``value``."""
     return django_urlencode(visible(value), safe)
+
+
+@register.simple_tag
+def session_url(name: str, pk: int) -> str:
+    """``{% url name pk %}`` for a view of one session, reversed once per process: a
+    transcript page reverses the same few links for each of its dozens of items, and
+    resolving them was a tenth of the page's time. Keyed by the script prefix too, which a
+    proxy may set per request."""
+    return _session_url(get_script_prefix(), name, int(pk))
+
+
+@functools.lru_cache(maxsize=4096)
+def _session_url(prefix: str, name: str, pk: int) -> str:
+    return reverse(name, args=[pk])
 
 
 class VisibleJsonResponse(HttpResponse):
