@@ -281,7 +281,7 @@ def run_stream(size_mb: int) -> str:
 
 # What a profile of this import shows (written with the figures; update it with the code).
 STREAM_NOTE = """\
-Profile (cProfile of the same 277 MiB import, 2026-12-01, shared 2-core machine): the
+Profile (cProfile of a 277 MiB import of the same shapes, 2026-12-01, shared 2-core machine): the
 search index is about a third of the import: the FTS5 trigram table is filled by one
 `INSERT … SELECT` per batch of text rows since migration 0012 (the per-row trigger it
 replaced cost three to four times as much for the same rows), and the row above shows
@@ -296,9 +296,12 @@ parsing the lines about 9 %. Memory: the peak was the secret scan lower-casing a
 multi-MB non-ASCII tool result whole (`str.lower` works in a buffer of 12 bytes per
 character); it now lower-cases 64K characters at a time, batches hold 4 MB of lines and
 text, and a line that would overflow a batch starts the next one. What remains is mostly
-the importer's per-entry id maps and the lines in flight. The 2 GB run (`--stream-mb 2048`)
-was not made: about 10 minutes of import at this rate plus about 15 minutes to generate the
-file did not fit the time left on the shared machine."""
+the importer's per-entry id maps and the lines in flight. The 2 GB run (`--stream-mb 2048`,
+2026-12-01): peak +76 MiB (0.04x the file), at 1.1 MiB/s; it ran under `nice` beside three
+other engineers' test runs (load average 6-7 on 2 cores), so its throughput says less than
+the 277 MiB run's (3.6 MiB/s, 0.036x, on a quieter machine); the search index alone took
+355 s of it for 1.8 G characters of text, 19 times the orjson read.
+"""
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
