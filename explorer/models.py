@@ -163,6 +163,23 @@ class Entry(models.Model):
             models.Index(
                 fields=["session", "position"], name="entry_roots", condition=models.Q(depth=0)
             ),
+            # Covers the whole-session reads in file order (the tree skeleton, the integrity
+            # stubs): the raw line sits between these columns in each row, so without it the
+            # first read of a big session steps over every raw line (SQLite reads the whole
+            # table); with it the read never leaves the index.
+            models.Index(
+                fields=[
+                    "session",
+                    "position",
+                    "entry_id",
+                    "parent_id",
+                    "type",
+                    "role",
+                    "line_no",
+                    "target_id",
+                ],
+                name="entry_skeleton",
+            ),
         ]
 
     def __str__(self) -> str:
