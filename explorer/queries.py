@@ -1224,33 +1224,21 @@ def _context_summary(
 # Costs
 
 
-COSTED_TYPES = ("message", "usage", "compaction", "branch_summary")
-
-
 def entry_costs(session: Session) -> dict[str, float]:
     """Entry id → provider-reported cost, for every entry that has one.
 
     The one source of per-entry cost for the whole-session figures (abandoned and wasted
-    cost); user and tool messages are skipped by their role column, never parsed. Costs are
-    numbers, so the lines are parsed without the secret masking the pages need, and an
-    append parses only the new lines (:func:`grown`)."""
+    cost). The cost is stored with each entry when it is written (``files.entry_fields``
+    decides which entries have one) and read from the covering index, so no line is parsed
+    here; an append reads only the new rows (:func:`grown`)."""
 
     def read(after: int, upto: int) -> dict[str, float]:
-        rows = (
+        return dict(
             Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-            .filter(Q(type="message", role="assistant") | Q(type__in=COSTED_TYPES[1:]))
-            .values_list("entry_id", "raw")
+            .exclude(cost=0)
+            .order_by("position")
+            .values_list("entry_id", "cost")
         )
-        out: dict[str, float] = {}
-        for eid, raw in rows.iterator(500):
-            try:
-                data = jsonfmt.loads(raw)
-            except ValueError:
-                continue
-            c = cost_of(data) if isinstance(data, dict) else 0.0
-            if c:
-                out[eid] = c
-        return out
 
     return grown(
         session,

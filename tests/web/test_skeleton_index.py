@@ -1,6 +1,6 @@
 """Migration 0013: the covering index the whole-session reads in file order use.
 
-The skeleton and integrity reads must be answered from the index alone on SQLite (each
+The skeleton, integrity and cost reads must be answered from the index alone on SQLite (each
 row's raw line lies between their columns, so a table read steps over every raw line of
 a big session), and the migration must go forward and back."""
 
@@ -21,6 +21,7 @@ SKELETON_COLUMNS = [
     "role",
     "line_no",
     "target_id",
+    "cost",
 ]
 
 
@@ -51,7 +52,8 @@ def test_the_whole_session_reads_never_leave_the_index(make_session):
     )
     skeleton = base.values_list("entry_id", "parent_id", "type", "role")
     stubs = base.values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
-    for qs in (skeleton, stubs):
+    costs = base.exclude(cost=0).values_list("entry_id", "cost")
+    for qs in (skeleton, stubs, costs):
         plan = _plan(qs)
         assert "COVERING INDEX entry_skeleton" in plan, plan
 
@@ -61,7 +63,7 @@ def test_migration_0013_goes_forward_and_back(make_session):
     from django.db.migrations.executor import MigrationExecutor
 
     old = [("explorer", "0012_search_index_batch_fill")]
-    new = [("explorer", "0013_entry_skeleton_index")]
+    new = [("explorer", "0013_entry_cost_skeleton_index")]
     session = make_session()
     count = Entry.objects.filter(session=session).count()
     executor = MigrationExecutor(connection)
