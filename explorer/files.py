@@ -32,7 +32,7 @@ from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, Se
 from explorer.queries import path_pks
 from explorer.secrets import RULES_VERSION, redact_bytes, redact_for_search, scan_entry
 from explorer.session import jsonfmt
-from explorer.session.describe import entry_text
+from explorer.session.describe import cost_of, entry_text
 from explorer.session.diagnostics import ProblemsMixin
 from explorer.session.loading import is_falsy
 
@@ -314,8 +314,18 @@ def _text(value: Any, limit: int) -> str:
     return value if len(value) <= limit else value[:limit]
 
 
+# Entry types whose provider-reported cost counts besides assistant messages (user and tool
+# messages carry none, whatever their lines say).
+COSTED_TYPES = ("usage", "compaction", "branch_summary")
+
+
 def entry_fields(value: dict) -> dict[str, Any]:
-    """The indexed columns of one entry (what pages filter and sort on)."""
+    """The indexed columns of one entry (what pages filter and sort on), and its cost.
+
+    Every write of an entry (an import, an append through the engine) takes its columns
+    from here, so the stored cost is the one figure the whole-session sums read
+    (``queries.entry_costs``): the first page after an import adds up a column instead of
+    parsing every assistant line again."""
     get = value.get
     entry_type = get("type")
     role = ""
@@ -324,6 +334,7 @@ def entry_fields(value: dict) -> dict[str, Any]:
         if type(message) is dict:
             role = _text(message.get("role"), 64)
     parent = get("parentId")
+    costed = (entry_type == "message" and role == "assistant") or entry_type in COSTED_TYPES
     return {
         "type": _text(entry_type, 64),
         "parent_id": parent if type(parent) is str and parent else None,
@@ -331,6 +342,7 @@ def entry_fields(value: dict) -> dict[str, Any]:
         "role": role,
         "custom_type": _text(get("customType"), 200),
         "target_id": _text(get("targetId"), 200),
+        "cost": cost_of(value) if costed else 0.0,
     }
 
 
@@ -408,6 +420,7 @@ _ENTRY_COLUMNS = (
     "size",
     "child_count",
     "author_id",
+    "cost",
 )
 
 
@@ -490,6 +503,7 @@ class _Writer:
             size,
             0,
             self.author_id,
+            fields["cost"],
         ]
         self.rows.append(row)
         self.pending[entry_id] = row

@@ -131,6 +131,10 @@ class Entry(models.Model):
     target_id = VisibleCharField(max_length=200, blank=True, default="")
     size = models.IntegerField(default=0, help_text="Bytes of the raw line")
     child_count = models.IntegerField(default=0)
+    cost = models.FloatField(
+        default=0.0,
+        help_text="Provider-reported cost, stored when the line is (files.entry_fields)",
+    )
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -162,6 +166,24 @@ class Entry(models.Model):
             ),
             models.Index(
                 fields=["session", "position"], name="entry_roots", condition=models.Q(depth=0)
+            ),
+            # Covers the whole-session reads in file order (the tree skeleton, the integrity
+            # stubs, the per-entry costs): the raw line sits between these columns in each row, so without it the
+            # first read of a big session steps over every raw line (SQLite reads the whole
+            # table); with it the read never leaves the index.
+            models.Index(
+                fields=[
+                    "session",
+                    "position",
+                    "entry_id",
+                    "parent_id",
+                    "type",
+                    "role",
+                    "line_no",
+                    "target_id",
+                    "cost",
+                ],
+                name="entry_skeleton",
             ),
         ]
 

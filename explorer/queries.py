@@ -491,11 +491,21 @@ def _grown_store(key: str, last: int, value: Any) -> str:
     return stamp
 
 
+def _grown_stamp(key: str) -> str:
+    """The shared stamp of a figure each process keeps alone, made by the first worker to
+    build it (``add`` keeps a racing worker's) and adopted by the others, so their copies
+    do not disown each other, while a cleared cache still disowns them all."""
+    cache.add(key + ":stamp", uuid.uuid4().hex, TREE_CACHE_SECONDS)
+    return cache.get(key + ":stamp") or ""
+
+
 def grown(
     session: Session,
     name: str,
     build: Callable[[int], T],
     extend: Callable[[T, int, int], T],
+    *,
+    shared: bool = True,
 ) -> T:
     """A whole-session figure kept current by reading only what was appended since.
 
@@ -508,6 +518,11 @@ def grown(
     extends its own copy (:data:`_GROWN`) and writes the shared one back only when built or
     :data:`GROWN_LAG` positions ahead of it: pickling a 50,000-row figure after every append
     would cost more than reading it again.
+
+    ``shared=False`` is for figures derived in memory from a shared one (the graph nodes
+    and the tree shape, from the skeleton): building them again costs a worker no more than
+    unpickling them would, so only their stamp is shared, never the megabytes a first
+    request would otherwise pickle and compress into the cache.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
@@ -516,24 +531,27 @@ def grown(
         mine = _GROWN.get(key)
         if mine is not None and stamp is not None and mine[0] == stamp:
             _GROWN.move_to_end(key)
-            _stamp, upto, value, shared = mine
+            _stamp, upto, value, kept = mine
         else:
-            hit = cache.get(key)
+            hit = cache.get(key) if shared else None
             if isinstance(hit, tuple) and len(hit) == 3:
                 stamp, upto, value = hit
-                shared = upto
+                kept = upto
             else:
-                upto, value, shared = -1, None, -1
+                upto, value, kept = -1, None, -1
         if value is not None and upto == last:
             pass
         elif value is not None and upto < last:
             value = extend(value, upto, last)
-            if last - shared >= GROWN_LAG:
-                stamp, shared = _grown_store(key, last, value), last
+            if shared and last - kept >= GROWN_LAG:
+                stamp, kept = _grown_store(key, last, value), last
         else:
             value = build(last)
-            stamp, shared = _grown_store(key, last, value), last
-        _GROWN[key] = (stamp, last, value, shared)
+            if shared:
+                stamp, kept = _grown_store(key, last, value), last
+            else:
+                stamp, kept = _grown_stamp(key), last
+        _GROWN[key] = (stamp, last, value, kept)
         while len(_GROWN) > GROWN_KEPT:
             _GROWN.popitem(last=False)
         return value
@@ -580,6 +598,7 @@ def _graph_nodes(session: Session) -> dict[str, GraphNode]:
         "graph-nodes",
         lambda last: add({}, _skeleton(session)),
         lambda nodes, after, last: read(dict(nodes), after, last),
+        shared=False,
     )
 
 
@@ -606,6 +625,7 @@ def _tree_shape(session: Session) -> TreeShape:
         "tree-shape",
         lambda last: TreeShape.build([(r[0], r[1]) for r in _skeleton(session)]),
         extend,
+        shared=False,
     )
 
 
@@ -1204,33 +1224,21 @@ def _context_summary(
 # Costs
 
 
-COSTED_TYPES = ("message", "usage", "compaction", "branch_summary")
-
-
 def entry_costs(session: Session) -> dict[str, float]:
     """Entry id → provider-reported cost, for every entry that has one.
 
     The one source of per-entry cost for the whole-session figures (abandoned and wasted
-    cost); user and tool messages are skipped by their role column, never parsed. Costs are
-    numbers, so the lines are parsed without the secret masking the pages need, and an
-    append parses only the new lines (:func:`grown`)."""
+    cost). The cost is stored with each entry when it is written (``files.entry_fields``
+    decides which entries have one) and read from the covering index, so no line is parsed
+    here; an append reads only the new rows (:func:`grown`)."""
 
     def read(after: int, upto: int) -> dict[str, float]:
-        rows = (
+        return dict(
             Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-            .filter(Q(type="message", role="assistant") | Q(type__in=COSTED_TYPES[1:]))
-            .values_list("entry_id", "raw")
+            .exclude(cost=0)
+            .order_by("position")
+            .values_list("entry_id", "cost")
         )
-        out: dict[str, float] = {}
-        for eid, raw in rows.iterator(500):
-            try:
-                data = jsonfmt.loads(raw)
-            except ValueError:
-                continue
-            c = cost_of(data) if isinstance(data, dict) else 0.0
-            if c:
-                out[eid] = c
-        return out
 
     return grown(
         session,

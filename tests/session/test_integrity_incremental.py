@@ -105,3 +105,27 @@ def test_an_append_is_checked_alone_and_its_findings_are_added():
     all_entries = [*entries, *more, {"type": "message", "id": "gone", "parentId": None}]
     assert list(late.problems) == diagnose_tree(all_entries, numbers + [302, 303, 304, 305])
     assert not any(p.entry_id == "x3" and p.code == "dangling-parent" for p in late.problems)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    n=st.integers(1, 160),
+    odd=st.sampled_from([0.0, 0.1, 0.3]),
+    cuts=st.lists(st.integers(0, 400), max_size=4),
+)
+def test_awaited_ids_are_every_named_id_not_stored(seed, n, odd, cuts):
+    """The inline check of plain entries names what :func:`_named` names, odd parents
+    (numbers, objects, empty strings) included, in a fresh check and after extensions."""
+    from explorer.analysis.integrity import _named
+
+    entries = _entries(seed, n, odd)
+    rng = random.Random(seed)
+    for e in entries:
+        if rng.random() < odd:
+            e["parentId"] = rng.choice(["", 0, 7, {"id": "x"}, ["e1"], True, "ghost"])
+    numbers = list(range(2, len(entries) + 2))
+    ids = {e["id"] for e in entries}
+    expected = {x for e in entries for x in _named(e) if x not in ids}
+    assert TreeFindings.check(entries, numbers).awaited == expected
+    assert _grow(entries, numbers, cuts).awaited == expected

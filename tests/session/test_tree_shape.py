@@ -86,3 +86,39 @@ def test_nodes_given_as_a_mapping_fold_like_the_list(seed, n):
     shape = TreeShape.build([(r[0], r[1]) for r in records])
     cursor = records[len(records) // 2][0]
     assert _fold(by_id, shape, cursor) == _fold(nodes, shape, cursor) == _fold(nodes, None, cursor)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    links=st.dictionaries(
+        st.sampled_from([f"n{i}" for i in range(12)]),
+        st.lists(st.sampled_from([f"n{i}" for i in range(12)]), max_size=3),
+        max_size=12,
+    ),
+    starts=st.lists(st.sampled_from([f"n{i}" for i in range(12)]), max_size=4),
+)
+def test_subtree_sizes_agree_with_the_guarded_walk_on_any_links(links, starts):
+    """The breadth-first sizes equal the depth-first walk's, loops and repeats included
+    (they fall back to it), so the fast path changes no figure."""
+    from explorer.session.graph import _subtree_sizes, _subtree_sizes_walk
+
+    assert _subtree_sizes(starts, links) == _subtree_sizes_walk(starts, links)
+
+
+def test_subtree_sizes_of_a_deep_forest_are_counted_without_recursion():
+    from explorer.session.graph import _subtree_sizes
+
+    chain = {f"c{i}": [f"c{i + 1}"] for i in range(60_000)}
+    chain["c10"].append("side")
+    sizes = _subtree_sizes(["c0", "other"], chain)
+    assert sizes["c0"] == (60_002, 2) and sizes["other"] == (1, 1) and sizes["side"] == (1, 1)
+
+
+def test_graph_nodes_pickle_to_equal_nodes():
+    import pickle
+
+    plain = GraphNode("a", None, "message", "user")
+    marked = GraphNode("b", "a", "label", None, "mine", "a title", frozenset({"hidden"}))
+    back = pickle.loads(pickle.dumps({"a": plain, "b": marked}))
+    assert back == {"a": plain, "b": marked}
+    assert back["b"].flags == frozenset({"hidden"}) and back["b"].title == "a title"
