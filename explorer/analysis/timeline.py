@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from explorer.session.context import ProjectedEstimates
@@ -151,24 +152,41 @@ def timeline_svg_data(
         "marks": [
             {"x": x(m.index), "kind": m.kind, "label": m.label, "id": m.entry_id} for m in marks
         ],
-        "dots": [
-            {
-                "x": x(p.index),
-                "y": y(p.projected),
-                "id": p.entry_id,
-                "v": p.projected,
-                "r": p.reported,
-                "turn": p.turn,
-                "time": _clock(p.timestamp, True),
-            }
-            for p in dotted
-        ],
+        "dots": [_dot(p, str(x(p.index)), str(y(p.projected))) for p in dotted],
         "dots_shown": len(dotted),
         "left": pad_l,
         "right": width - pad_r,
         "bottom": pad_t + h,
         "top": pad_t,
     }
+
+
+def _dot(p: TimelinePoint, cx: str, cy: str) -> dict[str, Any]:
+    """One dot's link, its words made here once: a page draws up to 150 of them, and the
+    template's per-value lookups and number formatting cost more than the chart's maths."""
+    time = _clock(p.timestamp, True)
+    reported = "" if p.reported is None else _whole(p.reported)
+    label = f"Turn {p.turn}{' at ' + time if time else ''} ({p.entry_id}): projected {p.projected} tokens"
+    title = f"Turn {p.turn} · {p.entry_id}: projected {p.projected}"
+    if reported:
+        label += f", provider-reported {reported}"
+        title += f", reported {reported}"
+    return {
+        "x": cx,
+        "y": cy,
+        "id": p.entry_id,
+        "v": p.projected,
+        "r": p.reported,
+        "turn": p.turn,
+        "time": time,
+        "label": label,
+        "title": title,
+    }
+
+
+def _whole(v: float) -> str:
+    """``v`` rounded half up to a whole number, as the page has always written it."""
+    return str(Decimal(repr(float(v))).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def _nice(v: float) -> float:

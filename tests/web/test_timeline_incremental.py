@@ -50,3 +50,56 @@ def test_extending_after_an_append_equals_a_fresh_build(tmp_path):
         assert grown.marks == fresh.marks
     assert sampled_points(fresh.points, 50)[-1] == fresh.points[-1]
     assert len(sampled_points(fresh.points, 50)) <= 51
+
+
+def _reply(text: str) -> dict:
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "provider": "p",
+        "model": "m",
+        "usage": {"input": 900, "output": 5, "cacheRead": 0, "cacheWrite": 0},
+        "stopReason": "stop",
+        "timestamp": 1_760_000_000_000,
+    }
+
+
+def test_an_append_at_the_tip_extends_the_kept_timeline(db, make_session):
+    from django.core.cache import cache
+
+    from explorer import queries, services
+
+    session = make_session()
+    leaf = queries.default_leaf_id(session)
+    before = queries.timeline_figures(session, leaf)
+    (kept,) = queries._session_timelines(session)
+    route = queries.light_path(session, leaf)
+    first_user = next(e.entry_id for e in route if e.type == "message")
+    services.append_message(session, None, _reply("x" * 400), leaf_id=leaf)
+    services.add_context_edit(
+        session, None, first_user, None, leaf_id=queries.default_leaf_id(session)
+    )
+    services.append_message(session, None, _reply("done"), leaf_id=queries.default_leaf_id(session))
+    tip = queries.default_leaf_id(session)
+    after = queries.timeline_figures(session, tip)
+    # The kept figures were extended by the three entries, not built again.
+    assert queries._session_timelines(session) == [kept]
+    assert kept.fed == len(queries.light_path(session, tip)) == len(route) + 3
+    assert after["points"][: len(before["points"])] == before["points"]
+    assert len(after["points"]) == len(before["points"]) + 2
+    assert after["marks"][-1].kind == "edit"
+    cache.clear()  # forget everything: a fresh build gives the same figures
+    fresh = queries.timeline_figures(session, tip)
+    assert queries._session_timelines(session) != [kept]
+    assert fresh == after
+
+
+def test_the_window_start_moves_in_steps():
+    from explorer.queries import TIMELINE_MAX_PATH, TIMELINE_STEP, timeline_window
+
+    assert timeline_window(TIMELINE_MAX_PATH) == 0
+    assert timeline_window(TIMELINE_MAX_PATH + 1) == TIMELINE_STEP
+    assert timeline_window(TIMELINE_MAX_PATH + TIMELINE_STEP - 1) == TIMELINE_STEP
+    assert timeline_window(TIMELINE_MAX_PATH + TIMELINE_STEP) == 2 * TIMELINE_STEP
+    for n in range(TIMELINE_MAX_PATH + 1, TIMELINE_MAX_PATH + 3 * TIMELINE_STEP, 97):
+        assert TIMELINE_MAX_PATH - TIMELINE_STEP < n - timeline_window(n) <= TIMELINE_MAX_PATH
