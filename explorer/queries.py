@@ -29,6 +29,7 @@ from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
     sampled_points,
+    settled,
     timeline_svg_data,
 )
 from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
@@ -1806,7 +1807,7 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     light = light_path(session, cursor)
     kept = _timeline_state(session, light)
     with kept.lock:
-        points = sampled_points(kept.state.points)
+        points = settled(kept.state, sampled_points(kept.state.points))
         marks = list(kept.state.marks)
         length = len(kept.state.run)
     return {

@@ -36,6 +36,9 @@ class TimelineMark:
     label: str
 
 
+PENDING = -1  # a turn's projected context not computed yet (see `settled`)
+
+
 @dataclass
 class TimelineState:
     """Every turn's figures along a route so far, and the running estimate to go on with.
@@ -75,13 +78,26 @@ def extend_timeline(state: TimelineState, entries: Iterable[dict]) -> TimelineSt
             TimelinePoint(
                 i,
                 str(entry.get("id")),
-                int(finite(run.tokens())),
+                PENDING if run.exact else int(finite(run.tokens())),
                 provider_input_tokens(entry),
                 len(state.points) + 1,
                 ts if isinstance(ts, str) else "",
             )
         )
     return state
+
+
+def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[TimelinePoint]:
+    """``points`` with every :data:`PENDING` figure computed (and kept in ``state``).
+
+    A route whose ids are not unique is estimated per prefix by the engine; doing that for
+    every turn would cost turns × route, so only the turns a page shows are computed."""
+    out = []
+    for p in points:
+        if p.projected == PENDING:
+            p.projected = int(finite(state.run.tokens_at(p.index)))
+        out.append(p)
+    return out
 
 
 def sampled_points(points: Sequence[TimelinePoint], max_points: int = 240) -> list[TimelinePoint]:
@@ -99,7 +115,7 @@ def timeline(
     """Projected context per turn against the provider's reported input tokens (sampled to
     about ``max_points`` turns), and the compactions, edits and branch summaries."""
     state = extend_timeline(TimelineState(), path)
-    return sampled_points(state.points, max_points), list(state.marks)
+    return settled(state, sampled_points(state.points, max_points)), list(state.marks)
 
 
 def _dotted(points: Sequence[TimelinePoint], limit: int) -> list[TimelinePoint]:

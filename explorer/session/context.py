@@ -503,6 +503,19 @@ class ProjectedEstimates:
     def __len__(self) -> int:
         return len(self._path)
 
+    @property
+    def exact(self) -> bool:
+        """True once the path broke the unique-id rule: `tokens()` then projects the whole
+        prefix each time, so a caller wanting many figures should ask `tokens_at` for the
+        few it shows."""
+        return self._exact
+
+    def tokens_at(self, index: int) -> float:
+        """The engine's estimate of the prefix ending at ``index`` of the path fed so far,
+        projected afresh (the cost of the prefix, whatever came before)."""
+        prefix = self._path[: index + 1]
+        return estimate_projected_context(projection_from_path(prefix), prefix).tokens
+
     def feed(self, entry: dict[str, Any]) -> None:
         """Extend the path by one entry (the child of the previous one)."""
         i = len(self._path)
@@ -534,8 +547,7 @@ class ProjectedEstimates:
     def tokens(self) -> float:
         """The projected-context estimate of the path fed so far (NaN possible)."""
         if self._exact:
-            projection = projection_from_path(self._path)
-            return estimate_projected_context(projection, self._path).tokens
+            return self.tokens_at(len(self._path) - 1)
         if self._usage:
             k = self._usage[-1]
             entry_id = self._entries[k].get("id")

@@ -120,13 +120,18 @@ def _same(a: float, b: float) -> bool:
 @given(routes())
 def test_running_estimate_equals_each_prefix(path):
     run = ProjectedEstimates()
+    answers = []
     for i, entry in enumerate(path):
         run.feed(entry)
         prefix = path[: i + 1]
         expected = estimate_projected_context(projection_from_path(prefix), prefix).tokens
         got = run.tokens()
         assert _same(got, expected), (i, got, expected)
+        answers.append(expected)
     assert len(run) == len(path)
+    # Any earlier prefix can still be asked for afterwards.
+    assert all(_same(run.tokens_at(i), answers[i]) for i in range(len(path)))
+    assert run.exact == (len({e["id"] for e in path}) < len(path))
 
 
 def test_an_edit_of_an_earlier_entry_recounts_it():

@@ -7,6 +7,7 @@ import json
 
 from benchmarks.gen_session import generate_session
 from explorer.analysis.timeline import (
+    PENDING,
     TimelineState,
     extend_timeline,
     sampled_points,
@@ -103,3 +104,18 @@ def test_the_window_start_moves_in_steps():
     assert timeline_window(TIMELINE_MAX_PATH + TIMELINE_STEP) == 2 * TIMELINE_STEP
     for n in range(TIMELINE_MAX_PATH + 1, TIMELINE_MAX_PATH + 3 * TIMELINE_STEP, 97):
         assert TIMELINE_MAX_PATH - TIMELINE_STEP < n - timeline_window(n) <= TIMELINE_MAX_PATH
+
+
+def test_a_route_with_a_repeated_id_computes_only_the_turns_shown(tmp_path):
+    route = [dict(e) for e in _route(tmp_path, 1500)]
+    route[len(route) // 2]["id"] = route[3]["id"]  # the engine's per-prefix answer from here
+    state = extend_timeline(TimelineState(), route)
+    assert state.run.exact
+    pending = [p for p in state.points if p.projected == PENDING]
+    assert pending and pending[0].index > len(route) // 2
+    points, _marks = timeline(route, max_points=40)
+    assert all(p.projected != PENDING for p in points)
+    for p in points:
+        prefix = route[: p.index + 1]
+        expected = estimate_projected_context(projection_from_path(prefix), prefix).tokens
+        assert p.projected == int(finite(expected))
