@@ -25,6 +25,13 @@ from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Va
 from django.db.models.functions import Lower
 
 from explorer import conf
+from explorer.analysis.timeline import (
+    TimelineState,
+    extend_timeline,
+    sampled_points,
+    settled,
+    timeline_svg_data,
+)
 from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
@@ -1780,3 +1787,114 @@ def open_thread_count(session: Session) -> int:
     return ReviewComment.objects.filter(
         session=session, parent=None, resolved_at__isnull=True
     ).count()
+
+
+# ---------------------------------------------------------------------------------------------
+# The context-size timeline
+
+TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline reads
+# The window's start moves in steps this long, so an append at the tip extends the kept
+# figures instead of shifting every prefix by one entry.
+TIMELINE_STEP = 1000
+TIMELINES_KEPT = 4  # routes whose timeline a process keeps per session
+
+
+@dataclass
+class _KeptTimeline:
+    start: int  # the window's first index on the route
+    fed: int  # light entries of the window read so far
+    last_id: str  # the last of them
+    state: TimelineState
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_TIMELINES: OrderedDict[str, tuple[str, list[_KeptTimeline]]] = OrderedDict()
+_TIMELINES_LOCK = threading.Lock()
+
+
+def timeline_window(route_length: int) -> int:
+    """How many of a route's oldest entries the timeline leaves out: none up to
+    :data:`TIMELINE_MAX_PATH`, then a multiple of :data:`TIMELINE_STEP`, so the start stays
+    put while the route grows by up to a step."""
+    over = route_length - TIMELINE_MAX_PATH
+    return 0 if over <= 0 else (over // TIMELINE_STEP + 1) * TIMELINE_STEP
+
+
+def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
+    """The Timeline tab's figures (its page, htmx partial and JSON all use this).
+
+    Cached per session version; after an append at the tip, the per-process copy of the
+    route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
+    return cached(session, f"timeline:{cursor or ''}", lambda: _timeline_figures(session, cursor))
+
+
+def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
+    light = light_path(session, cursor)
+    kept = _timeline_state(session, light)
+    with kept.lock:
+        points = settled(kept.state, sampled_points(kept.state.points))
+        marks = list(kept.state.marks)
+        length = len(kept.state.run)
+    return {
+        "chart": timeline_svg_data(points, marks, length),
+        "points": points,
+        "marks": marks,
+        "clipped": kept.start,
+        "peak": max((p.projected for p in points), default=0),
+        "turns": len(points),
+        "path_length": len(light),
+    }
+
+
+def _session_timelines(session: Session) -> list[_KeptTimeline]:
+    # Tied to a stamp in the shared cache like the routes: a cleared cache forgets them too.
+    key = _identity_key(session, f"timeline|{mask_key(session)}")
+    stamp = cache.get(key)
+    with _TIMELINES_LOCK:
+        mine = _TIMELINES.get(key)
+        if mine is not None and stamp is not None and mine[0] == stamp:
+            _TIMELINES.move_to_end(key)
+            return mine[1]
+        stamp = uuid.uuid4().hex
+        cache.set(key, stamp, TREE_CACHE_SECONDS)
+        kept: list[_KeptTimeline] = []
+        _TIMELINES[key] = (stamp, kept)
+        while len(_TIMELINES) > ROUTE_SESSIONS_KEPT:
+            _TIMELINES.popitem(last=False)
+        return kept
+
+
+def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimeline:
+    """Every turn of the route's window, extended from a kept shorter route when this one
+    continues it (same window start, the kept last entry at the same place), else built.
+
+    A route is determined by its last entry, so a kept route whose last entry sits at the
+    same index here is this route's prefix, and its figures stay right."""
+    start = timeline_window(len(light))
+    kept = _session_timelines(session)
+    with _TIMELINES_LOCK:
+        candidates = list(kept)
+    for item in reversed(candidates):
+        with item.lock:  # checked under the lock: another request may be extending it
+            end = item.start + item.fed
+            if not (item.start == start and item.fed and end <= len(light)):
+                continue
+            if light[end - 1].entry_id != item.last_id:
+                continue
+            new = light[end:]
+            if new:
+                extend_timeline(item.state, full_path(session, new))
+                item.fed += len(new)
+                item.last_id = new[-1].entry_id
+        return item
+    window = light[start:]
+    item = _KeptTimeline(
+        start,
+        len(window),
+        window[-1].entry_id if window else "",
+        extend_timeline(TimelineState(), full_path(session, window)),
+    )
+    with _TIMELINES_LOCK:
+        kept.append(item)
+        del kept[:-TIMELINES_KEPT]
+    return item

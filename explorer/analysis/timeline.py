@@ -3,17 +3,17 @@ reported, with compactions and edits marked."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from explorer.session.context import projection_from_path
+from explorer.session.context import ProjectedEstimates
 from explorer.session.describe import (
     entry_role,
     finite,
     provider_input_tokens,
 )
-from explorer.session.tokens import estimate_projected_context
 
 # --- context-size timeline ---------------------------------------------------------------
 
@@ -36,66 +36,86 @@ class TimelineMark:
     label: str
 
 
-def timeline(
-    path: Sequence[dict], *, max_points: int = 240
-) -> tuple[list[TimelinePoint], list[TimelineMark]]:
-    """Projected context per turn against the provider's reported input tokens.
+PENDING = -1  # a turn's projected context not computed yet (see `settled`)
 
-    The projection is recomputed at each sampled turn from the path prefix that can still
-    reach the model (from the newest compaction's kept range on), so long paths stay cheap.
-    """
-    turns = [i for i, e in enumerate(path) if entry_role(e) == "assistant"]
-    turn_of = {i: k + 1 for k, i in enumerate(turns)}
-    if len(turns) > max_points:
-        step = len(turns) / max_points
-        sampled = sorted({turns[int(k * step)] for k in range(max_points)} | {turns[-1]})
-    else:
-        sampled = turns
-    marks = []
-    for i, e in enumerate(path):
-        t = e.get("type")
+
+@dataclass
+class TimelineState:
+    """Every turn's figures along a route so far, and the running estimate to go on with.
+
+    Sessions only grow: when the route gains entries at its tip, :func:`extend_timeline`
+    feeds just those and every earlier turn's figures stay as they are."""
+
+    run: ProjectedEstimates = field(default_factory=ProjectedEstimates)
+    points: list[TimelinePoint] = field(default_factory=list)  # every assistant turn
+    marks: list[TimelineMark] = field(default_factory=list)
+
+
+def extend_timeline(state: TimelineState, entries: Iterable[dict]) -> TimelineState:
+    """Feed ``entries`` (the next entries of the route, in order) into ``state``.
+
+    One walk along the route: each turn's projected context is the engine's estimate of the
+    route up to that reply (:class:`ProjectedEstimates` is proven equal to projecting each
+    prefix), so the cost is the route's length, not turns times prefix."""
+    run = state.run
+    for entry in entries:
+        i = len(run)
+        run.feed(entry)
+        t = entry.get("type")
         if t == "compaction":
-            marks.append(TimelineMark(i, str(e.get("id")), "compaction", "compaction"))
+            state.marks.append(TimelineMark(i, str(entry.get("id")), "compaction", "compaction"))
         elif t == "context_edit":
-            rep = e.get("replacement")
-            marks.append(
-                TimelineMark(i, str(e.get("id")), "edit", "hide" if rep is None else "replace")
-            )
+            label = "hide" if entry.get("replacement") is None else "replace"
+            state.marks.append(TimelineMark(i, str(entry.get("id")), "edit", label))
         elif t == "branch_summary":
-            marks.append(TimelineMark(i, str(e.get("id")), "branch_summary", "branch summary"))
-    points: list[TimelinePoint] = []
-    last_comp = -1
-    comp_positions = [m.index for m in marks if m.kind == "compaction"]
-    index_of = {e.get("id"): i for i, e in enumerate(path)}
-    settings_idx: list[int] = []
-    for i in sampled:
-        while comp_positions and comp_positions[0] <= i:
-            last_comp = comp_positions.pop(0)
-        prefix = _relevant_prefix(path, i, last_comp, index_of, settings_idx)
-        p = projection_from_path(prefix)
-        est = estimate_projected_context(p, prefix)
-        ts = path[i].get("timestamp")
-        points.append(
+            state.marks.append(
+                TimelineMark(i, str(entry.get("id")), "branch_summary", "branch summary")
+            )
+        if entry_role(entry) != "assistant":
+            continue
+        ts = entry.get("timestamp")
+        state.points.append(
             TimelinePoint(
                 i,
-                str(path[i].get("id")),
-                int(finite(est.tokens)),
-                provider_input_tokens(path[i]),
-                turn_of[i],
+                str(entry.get("id")),
+                PENDING if run.exact else int(finite(run.tokens())),
+                provider_input_tokens(entry),
+                len(state.points) + 1,
                 ts if isinstance(ts, str) else "",
             )
         )
-    return points, marks
+    return state
 
 
-def _relevant_prefix(
-    path: Sequence[dict], end: int, last_comp: int, index_of: dict, _cache: list[int]
-) -> list[dict]:
-    if last_comp < 0:
-        return list(path[: end + 1])
-    fk = index_of.get(path[last_comp].get("firstKeptEntryId"))
-    start = fk if fk is not None and fk < last_comp else last_comp
-    return list(path[start : end + 1])
+def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[TimelinePoint]:
+    """``points`` with every :data:`PENDING` figure computed (and kept in ``state``).
+
+    A route whose ids are not unique is estimated per prefix by the engine; doing that for
+    every turn would cost turns × route, so only the turns a page shows are computed."""
+    out = []
+    for p in points:
+        if p.projected == PENDING:
+            p.projected = int(finite(state.run.tokens_at(p.index)))
+        out.append(p)
+    return out
+
+
+def sampled_points(points: Sequence[TimelinePoint], max_points: int = 240) -> list[TimelinePoint]:
+    """At most about ``max_points`` turns, evenly spread, always with the last one."""
+    if len(points) <= max_points:
+        return list(points)
+    step = len(points) / max_points
+    picked = sorted({int(k * step) for k in range(max_points)} | {len(points) - 1})
+    return [points[k] for k in picked]
+
+
+def timeline(
+    path: Sequence[dict], *, max_points: int = 240
+) -> tuple[list[TimelinePoint], list[TimelineMark]]:
+    """Projected context per turn against the provider's reported input tokens (sampled to
+    about ``max_points`` turns), and the compactions, edits and branch summaries."""
+    state = extend_timeline(TimelineState(), path)
+    return settled(state, sampled_points(state.points, max_points)), list(state.marks)
 
 
 def _dotted(points: Sequence[TimelinePoint], limit: int) -> list[TimelinePoint]:
@@ -148,24 +168,41 @@ def timeline_svg_data(
         "marks": [
             {"x": x(m.index), "kind": m.kind, "label": m.label, "id": m.entry_id} for m in marks
         ],
-        "dots": [
-            {
-                "x": x(p.index),
-                "y": y(p.projected),
-                "id": p.entry_id,
-                "v": p.projected,
-                "r": p.reported,
-                "turn": p.turn,
-                "time": _clock(p.timestamp, True),
-            }
-            for p in dotted
-        ],
+        "dots": [_dot(p, str(x(p.index)), str(y(p.projected))) for p in dotted],
         "dots_shown": len(dotted),
         "left": pad_l,
         "right": width - pad_r,
         "bottom": pad_t + h,
         "top": pad_t,
     }
+
+
+def _dot(p: TimelinePoint, cx: str, cy: str) -> dict[str, Any]:
+    """One dot's link, its words made here once: a page draws up to 150 of them, and the
+    template's per-value lookups and number formatting cost more than the chart's maths."""
+    time = _clock(p.timestamp, True)
+    reported = "" if p.reported is None else _whole(p.reported)
+    label = f"Turn {p.turn}{' at ' + time if time else ''} ({p.entry_id}): projected {p.projected} tokens"
+    title = f"Turn {p.turn} · {p.entry_id}: projected {p.projected}"
+    if reported:
+        label += f", provider-reported {reported}"
+        title += f", reported {reported}"
+    return {
+        "x": cx,
+        "y": cy,
+        "id": p.entry_id,
+        "v": p.projected,
+        "r": p.reported,
+        "turn": p.turn,
+        "time": time,
+        "label": label,
+        "title": title,
+    }
+
+
+def _whole(v: float) -> str:
+    """``v`` rounded half up to a whole number, as the page has always written it."""
+    return str(Decimal(repr(float(v))).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def _nice(v: float) -> float:

@@ -12,7 +12,9 @@ messages are new dicts.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,7 +27,13 @@ from .messages import (
     session_entry_to_context_messages,
 )
 from .sentinel import UNSET
-from .tokens import message_problems
+from .tokens import (
+    estimate_context_tokens,
+    estimate_projected_context,
+    estimate_tokens,
+    get_assistant_usage,
+    message_problems,
+)
 
 # Absent keys compare equal only to each other, like two undefined values.
 _MISSING: Any = object()
@@ -39,6 +47,7 @@ __all__ = [
     "build_session_context",
     "build_session_path",
     "build_session_projection",
+    "ProjectedEstimates",
     "context_entries_from_path",
     "context_from_path",
     "find_path_cycle",
@@ -443,6 +452,170 @@ def build_session_context(
 ) -> SessionContext:
     """Messages and settings at the leaf (SPEC 4.5)."""
     return context_from_path(build_session_path(entries, leaf_id, by_id))
+
+
+# ---------------------------------------------------------------------------------------------
+# Running estimate along a path
+
+
+@dataclass(slots=True)
+class _Record:
+    """One context entry's share of the running estimate."""
+
+    messages: list[Any]
+    tokens: int  # estimated tokens of its non-system messages (NaN ones left out)
+    nans: int  # how many of those estimates are NaN
+    usage: int  # index in `messages` of the last one with valid usage, or -1
+    system: bool  # whether it contributes a system message
+
+
+class ProjectedEstimates:
+    """The projected-context estimate at every entry of a path, in one walk along it.
+
+    `tokens()` after feeding `path[:i + 1]` equals
+    ``estimate_projected_context(projection_from_path(path[:i + 1]), path[:i + 1]).tokens``
+    (NaN included); the point is to get that for every turn of a long route without
+    projecting each prefix again, and to go on from where a shorter route stopped when the
+    route has grown (sessions only grow, so the figures of the earlier entries stay right).
+
+    Within a compaction segment the context only grows, except that a context edit changes
+    the messages of its target: each context entry keeps its own share (token sum, NaN
+    count, last valid usage, system flag), so an edit re-counts one entry and a compaction
+    starts a new segment from its kept range. This relies on ids being unique strings
+    (what the agent writes); a path breaking that is estimated per prefix by the engine
+    itself from then on, so the answer is the engine's either way.
+    """
+
+    def __init__(self) -> None:
+        self._path: list[dict[str, Any]] = []
+        self._first: dict[str, int] = {}  # id -> index on the path
+        self._exact = False  # ids not unique strings: answer per prefix
+        self._invalidating = -1  # index of the newest context edit or compaction
+        self._entries: list[dict[str, Any]] = []  # the context entries (SPEC 4.3)
+        self._records: list[_Record] = []
+        self._where: dict[str, int] = {}  # id -> index in `_entries`
+        self._edits: dict[Any, dict[str, Any]] = {}
+        self._usage: list[int] = []  # sorted indices of records with valid usage
+        self._systems: set[int] = set()
+        self._tokens = 0
+        self._nans = 0
+
+    def __len__(self) -> int:
+        return len(self._path)
+
+    @property
+    def exact(self) -> bool:
+        """True once the path broke the unique-id rule: `tokens()` then projects the whole
+        prefix each time, so a caller wanting many figures should ask `tokens_at` for the
+        few it shows."""
+        return self._exact
+
+    def tokens_at(self, index: int) -> float:
+        """The engine's estimate of the prefix ending at ``index`` of the path fed so far,
+        projected afresh (the cost of the prefix, whatever came before)."""
+        prefix = self._path[: index + 1]
+        return estimate_projected_context(projection_from_path(prefix), prefix).tokens
+
+    def feed(self, entry: dict[str, Any]) -> None:
+        """Extend the path by one entry (the child of the previous one)."""
+        i = len(self._path)
+        self._path.append(entry)
+        if self._exact:
+            return
+        entry_id = entry.get("id")
+        if type(entry_id) is not str or entry_id in self._first:
+            self._exact = True
+            return
+        self._first[entry_id] = i
+        kind = entry.get("type")
+        if kind in ("context_edit", "compaction"):
+            self._invalidating = i
+        if kind == "compaction":
+            self._start_segment(entry, i)
+            return
+        self._add(entry)
+        if kind == "context_edit":
+            target = entry.get("targetId")
+            try:
+                self._edits[target] = entry
+                at = self._where.get(target) if type(target) is str else None
+            except TypeError:
+                return
+            if at is not None:
+                self._recount(at)
+
+    def tokens(self) -> float:
+        """The projected-context estimate of the path fed so far (NaN possible)."""
+        if self._exact:
+            return self.tokens_at(len(self._path) - 1)
+        if self._usage:
+            k = self._usage[-1]
+            entry_id = self._entries[k].get("id")
+            usage_index = self._first[entry_id] if truthy(entry_id) else -1
+            if usage_index > self._invalidating:
+                record = self._records[k]
+                tail = record.messages[record.usage :]
+                for later in self._records[k + 1 :]:
+                    tail.extend(later.messages)
+                return estimate_context_tokens(tail).tokens
+        system = get_current_system_message(
+            [m for k in sorted(self._systems) for m in self._records[k].messages]
+        )
+        tokens: float = estimate_tokens(system) if system is not None else 0
+        return tokens + (math.nan if self._nans else self._tokens)
+
+    def _start_segment(self, compaction: dict[str, Any], i: int) -> None:
+        # The fold of context_entries_from_path, with unique ids: the compaction is the
+        # newest and at `i`; its kept range starts at the first kept entry when it is before.
+        first_kept = compaction.get("firstKeptEntryId", _MISSING)
+        start = self._first.get(first_kept) if type(first_kept) is str else None
+        kept = []
+        if start is not None and start < i:
+            kept = [e for e in self._path[start:i] if not _is_system_message_entry(e)]
+        self._entries, self._records, self._where = [], [], {}
+        self._edits, self._usage, self._systems = {}, [], set()
+        self._tokens = self._nans = 0
+        context = [compaction, *kept]
+        self._edits = _edit_map(context)
+        for entry in context:
+            self._add(entry)
+
+    def _add(self, entry: dict[str, Any]) -> None:
+        k = len(self._entries)
+        self._entries.append(entry)
+        self._where[entry["id"]] = k
+        self._records.append(_Record([], 0, 0, -1, False))
+        self._recount(k)
+
+    def _recount(self, k: int) -> None:
+        old = self._records[k]
+        self._tokens -= old.tokens
+        self._nans -= old.nans
+        if old.usage >= 0:
+            self._usage.remove(k)
+        self._systems.discard(k)
+        messages = _entry_messages(self._entries[k], k, self._edits)
+        tokens = nans = 0
+        usage = -1
+        system = False
+        for n, message in enumerate(messages):
+            if isinstance(message, dict) and message.get("role") == "system":
+                system = True
+                continue
+            t = estimate_tokens(message)
+            if t != t:  # NaN
+                nans += 1
+            else:
+                tokens += t
+            if get_assistant_usage(message) is not None:
+                usage = n
+        self._records[k] = _Record(messages, tokens, nans, usage, system)
+        self._tokens += tokens
+        self._nans += nans
+        if usage >= 0:
+            bisect.insort(self._usage, k)
+        if system:
+            self._systems.add(k)
 
 
 # ---------------------------------------------------------------------------------------------
