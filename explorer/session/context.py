@@ -463,7 +463,7 @@ class _Record:
     """One context entry's share of the running estimate."""
 
     messages: list[Any]
-    tokens: int  # estimated tokens of its non-system messages (NaN ones left out)
+    tokens: float  # estimated tokens of its non-system messages (NaN ones left out)
     nans: int  # how many of those estimates are NaN
     usage: int  # index in `messages` of the last one with valid usage, or -1
     system: bool  # whether it contributes a system message
@@ -497,7 +497,7 @@ class ProjectedEstimates:
         self._edits: dict[Any, dict[str, Any]] = {}
         self._usage: list[int] = []  # sorted indices of records with valid usage
         self._systems: set[int] = set()
-        self._tokens = 0
+        self._tokens: float = 0
         self._nans = 0
 
     def __len__(self) -> int:
@@ -551,7 +551,7 @@ class ProjectedEstimates:
         if self._usage:
             k = self._usage[-1]
             entry_id = self._entries[k].get("id")
-            usage_index = self._first[entry_id] if truthy(entry_id) else -1
+            usage_index = self._first[entry_id] if type(entry_id) is str and entry_id else -1
             if usage_index > self._invalidating:
                 record = self._records[k]
                 tail = record.messages[record.usage :]
@@ -595,7 +595,8 @@ class ProjectedEstimates:
             self._usage.remove(k)
         self._systems.discard(k)
         messages = _entry_messages(self._entries[k], k, self._edits)
-        tokens = nans = 0
+        tokens: float = 0
+        nans = 0
         usage = -1
         system = False
         for n, message in enumerate(messages):
