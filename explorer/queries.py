@@ -626,6 +626,12 @@ def hidden_targets(
     return out
 
 
+# Items of the folded graph the Tree tab draws (graph and text tree). A small session
+# folds to well under this; a big one is cut to about it, so the page weighs about the same
+# whatever the session's size (the rest is one "subtree" or chain node away: expand, root=).
+TREE_BUDGET = 80
+
+
 @dataclass
 class TreeModel:
     graph: FoldedGraph
@@ -642,8 +648,12 @@ def folded_tree(
     root: str | None = None,
     expanded: Sequence[str] = (),
     selected: str | None = None,
-    max_nodes: int = 250,
+    max_nodes: int = TREE_BUDGET,
 ) -> TreeModel:
+    """The folded graph of the Tree tab at ``cursor``, cached per session version.
+
+    ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
+    chains unfold (``expanded``) and closed subtrees open on their own (``root``)."""
     params = "|".join(
         [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
     )
