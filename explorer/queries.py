@@ -1259,6 +1259,124 @@ def abandoned_cost(session: Session, cursor: str | None) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+# Compactions on a route
+
+REPLACED_SHOWN = 150  # the newest replaced entries listed and checked against the summary
+COMPACTIONS_LOOKBACK = 8  # kept lists looked for, newest compaction first, before a fresh build
+
+
+def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
+    # What a compaction's list item and detail say depends only on the route up to it,
+    # which is its own ancestors: keyed by the compaction alone, it survives appends.
+    return _identity_key(session, f"{kind}|{mask}|{entry_id}")
+
+
+def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
+    """Every compaction on the route ``light``, oldest first, as the Compactions tab lists it.
+
+    The list up to a compaction is kept (shared cache, per session identity) under that
+    compaction's id; the list of a route is the one kept for its newest compaction, plus
+    any compaction after the newest kept one. An append that adds no compaction costs a
+    scan of the route's types and one cache read, whatever the number of compactions.
+    """
+    from explorer.analysis.compactions import extend_compaction_ranges
+
+    comps = [i for i, e in enumerate(light) if e.type == "compaction"]
+    if not comps:
+        return []
+    mask = mask_key(session)
+    items: list[dict[str, Any]] = []
+    start, done = 0, 0
+    for j in range(len(comps) - 1, max(-1, len(comps) - 1 - COMPACTIONS_LOOKBACK), -1):
+        hit = cache.get(_upto_key(session, mask, "compactions-upto", light[comps[j]].entry_id))
+        if hit is not None:
+            items, start = list(hit[0]), hit[1]
+            done = j + 1
+            break
+    new = comps[done:]
+    if not new:
+        return items
+    data = load_entries(session, [light[i].entry_id for i in new])
+    index = {e.entry_id: i for i, e in enumerate(light)}
+    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in new]
+    ranges, start = extend_compaction_ranges(fks, index, start)
+    for ci, begin, fk in ranges:
+        comp = data.get(light[ci].entry_id, {})
+        items.append(
+            {
+                "id": light[ci].entry_id,
+                "index": ci,
+                "start": begin,
+                "first_kept_index": fk,
+                "replaced_count": (fk if fk is not None else ci) - begin,
+                "kept_count": (ci - fk) if fk is not None else 0,
+                "tokens_before": comp.get("tokensBefore"),
+                "first_kept": comp.get("firstKeptEntryId"),
+                "off_path": fk is None and comp.get("firstKeptEntryId") != light[ci].entry_id,
+                "timestamp": comp.get("timestamp", ""),
+            }
+        )
+    cache.set(
+        _upto_key(session, mask, "compactions-upto", items[-1]["id"]),
+        (items, start),
+        TREE_CACHE_SECONDS,
+    )
+    return items
+
+
+def compaction_detail(
+    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
+) -> dict[str, Any]:
+    """One compaction (an item of :func:`route_compactions` on ``light``) beside what it
+    replaced and kept, with the survival check: kept per compaction like the list, since
+    none of it changes when the route grows below the compaction."""
+    mask = mask_key(session)
+    key = _upto_key(session, mask, "compaction-detail", item["id"])
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    detail = _compaction_detail(session, light, item)
+    cache.set(key, detail, TREE_CACHE_SECONDS)
+    return detail
+
+
+def _compaction_detail(
+    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
+) -> dict[str, Any]:
+    from explorer.analysis.compactions import compaction_info, survival_for
+
+    ci, start, fk = item["index"], item["start"], item["first_kept_index"]
+    end = fk if fk is not None else ci
+    lo = max(start, end - REPLACED_SHOWN)
+    ids = [e.entry_id for e in light[lo : ci + 1]]
+    data = load_entries(session, ids)
+    sub = [data[i] for i in ids if i in data]
+    info = compaction_info(sub, ci - lo, 0, (fk - lo) if fk is not None else None)
+    summary = info.entry.get("summary")
+    return {
+        "info": info,
+        "summary": summary if isinstance(summary, str) else "",
+        "replaced": [
+            {
+                "id": e.get("id"),
+                "type": e.get("type"),
+                "title": entry_title(e, 140),
+                "role": (e.get("message") or {}).get("role")
+                if isinstance(e.get("message"), dict)
+                else "",
+            }
+            for e in info.replaced
+        ],
+        "kept": [
+            {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
+            for e in info.kept
+        ],
+        "hidden_before": lo - start,
+        "report": survival_for(info),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
 # Comparing two routes
 
 ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
