@@ -1,7 +1,8 @@
-"""What the Compactions tab keeps across appends equals what a fresh build gives.
+"""What the Compactions tab and the leaf picker keep across appends equal a fresh build.
 
 The list of a route's compactions and each compaction's detail are kept per compaction
-(they depend only on the route up to it), so a route that grew reuses them. Generated
+(they depend only on the route up to it), so a route that grew reuses them; the newest
+leaves are extended by the appended rows. Generated
 sessions are stored in part, then grown one entry at a time with every entry type (a
 compaction among them, branches back to earlier entries); after each append the kept
 answer is compared with one built from scratch without the kept state.
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 from explorer import queries, services
 from explorer.analysis.compactions import compaction_ranges
+from explorer.models import Entry
+from explorer.session.describe import entry_title
 from explorer.views import compaction_view
 
 pytestmark = pytest.mark.django_db
@@ -152,13 +155,29 @@ def _fresh_compactions(session, light) -> list[dict]:
     return out
 
 
+def _fresh_leaf_choices(session, limit: int = 200) -> list[dict]:
+    """The leaf picker as read from the child counts, without anything kept."""
+    rows = (
+        Entry.objects.filter(session=session, child_count=0)
+        .order_by("-position")
+        .values_list("entry_id", "type", "role")[:limit]
+    )
+    data = queries.load_entries(session, [r[0] for r in rows])
+    out = [{"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"} for r in rows]  # fmt: skip
+    out += [{"id": t, "title": f"\u2691 {text} ({t})"} for t, text in queries.current_labels(session).items()]  # fmt: skip
+    return out
+
+
 @settings(
     max_examples=6,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(seed=st.integers(0, 10_000), stored=st.integers(5, 40))
-def test_kept_compaction_lists_and_details_equal_a_fresh_build(make_session, seed, stored):
+def test_kept_compaction_lists_leaves_and_details_equal_a_fresh_build(
+    make_session, monkeypatch, seed, stored
+):
+    monkeypatch.setattr(queries, "LEAVES_KEPT", 6)  # a kept list shorter than the leaves
     entries = _entries(seed, stored + 40, stored)
     data = ("\n".join(_line(e) for e in [_header(), *entries[:stored]]) + "\n").encode()
     session = make_session(data)
@@ -168,6 +187,8 @@ def test_kept_compaction_lists_and_details_equal_a_fresh_build(make_session, see
         light = queries.light_path(session, leaf)
         kept = queries.route_compactions(session, light)  # keeps the list for the next round
         assert kept == _fresh_compactions(session, light)
+        assert queries.leaf_choices(session) == _fresh_leaf_choices(session)
+        assert queries.leaf_choices(session, 2) == _fresh_leaf_choices(session, 2)
         for item in kept[-2:]:
             assert queries.compaction_detail(session, light, item) == queries._compaction_detail(session, light, item)  # fmt: skip
         assert services.append_lines_verbatim(session, [_line(entries[k])], [entries[k]["id"]], source="test") == 1  # fmt: skip
