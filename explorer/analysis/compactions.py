@@ -252,6 +252,22 @@ def extend_compaction_ranges(
     return out, start
 
 
+def list_window(
+    n: int, shown: int, *, chosen: int | None, before: int | None, every: bool
+) -> tuple[int, int]:
+    """The stretch [lo, hi) of a route's ``n`` compactions (oldest first) a page lists, so
+    its weight does not grow with the route: the newest ``shown`` (reaching back to the
+    ``chosen`` one when it is older); for "show older", the ``shown`` before index
+    ``before``; ``every``: all of them (the "show older" link's target without script)."""
+    if every:
+        return 0, n
+    if before is not None:
+        hi = min(max(before, 0), n)
+        return max(0, hi - shown), hi
+    lo = max(0, n - shown)
+    return (lo if chosen is None else min(lo, chosen)), n
+
+
 def compaction_info(
     path: Sequence[dict], comp_index: int, start: int, fk: int | None
 ) -> CompactionInfo:

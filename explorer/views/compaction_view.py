@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import params, queries
+from explorer.analysis.compactions import list_window
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -42,21 +43,12 @@ def _compactions(session, cursor: str | None, asked: str | None) -> dict[str, An
 
 
 def _list_window(items: list[dict[str, Any]], older: str | None) -> dict[str, Any]:
-    """The stretch of the list the page shows: the newest LIST_SHOWN (down to the chosen
-    compaction, when it is older), or, for "show older" (``older=`` the index in the list
-    of the oldest one shown), the LIST_SHOWN before it; ``older=all`` lists every one (the
-    link's target without script)."""
+    """The part of the list the page shows (``older=``: "show older" asked, see
+    :func:`list_window`)."""
     n = len(items)
-    if older == "all":
-        lo, hi = 0, n
-    elif older is not None:
-        hi = params.int_param(older, n, 0, n)
-        lo = max(0, hi - LIST_SHOWN)
-    else:
-        hi = n
-        lo = max(0, n - LIST_SHOWN)
-        chosen = next((k for k, c in enumerate(items) if c["chosen"]), lo)
-        lo = min(lo, chosen)
+    before = None if older in (None, "all") else params.int_param(older, n, 0, n)
+    chosen = next((k for k, c in enumerate(items) if c["chosen"]), None)
+    lo, hi = list_window(n, LIST_SHOWN, chosen=chosen, before=before, every=older == "all")
     return {"shown_compactions": items[lo:hi], "older_count": lo, "older_page": min(lo, LIST_SHOWN)}
 
 

@@ -246,3 +246,14 @@ def test_the_compactions_page_weighs_the_same_for_few_and_many(viewer_client, ma
         sizes.append(len(body))
         services.delete_session(session, None)
     assert sizes[1] < sizes[0] * 1.1, sizes
+
+
+def test_the_listed_stretch_stays_the_same_size_however_many_compactions():
+    from explorer.analysis.compactions import list_window
+
+    assert list_window(4, 10, chosen=3, before=None, every=False) == (0, 4)
+    assert list_window(400, 10, chosen=399, before=None, every=False) == (390, 400)
+    assert list_window(400, 10, chosen=385, before=None, every=False) == (385, 400)
+    assert list_window(400, 10, chosen=None, before=390, every=False) == (380, 390)
+    assert list_window(400, 10, chosen=None, before=5, every=False) == (0, 5)
+    assert list_window(400, 10, chosen=None, before=None, every=True) == (0, 400)
