@@ -146,11 +146,12 @@ def route_entry_rows(
 
 def page_row(
     session, *, direction: str, count: int, anchor: str, stop: str, indent: int,
-    keep: list[tuple[str, str]],
+    keep: list[tuple[str, str]], users: int = 0,
 ) -> SafeString:  # fmt: skip
     """ "Show N earlier/later": loads the next page of the route in place (htmx), or opens the
     session page at that page (a plain link). `anchor` is the entry the page starts after
-    (later) or ends before (earlier); `stop` the last entry of the folded stretch."""
+    (later) or ends before (earlier); `stop` the last entry of the folded stretch; `users`
+    the user messages in it when known, said on the row as a folded chain says them."""
     side = "before" if direction == "earlier" else "after"
     detail = reverse("explorer:session_detail", args=[session.pk])
     chain_url = reverse("explorer:tree_chain", args=[session.pk])
@@ -165,6 +166,11 @@ def page_row(
     )  # fmt: skip
     if count > PAGE_ROWS:
         body = format_html('{}<span class="muted small"> of {}</span>', body, count)
+    if users:
+        body = format_html(
+            '{}<span class="muted small"> · {} user msg{} folded</span>',
+            body, users, "" if users == 1 else "s",
+        )  # fmt: skip
     return _li(
         ["tr", "tr-page", "active", f"tr-page-{direction}"], anchor, "page", "page", indent, body
     )
@@ -214,10 +220,13 @@ def render_tree_rows(
         span = spans.get(item.key)
         if span is not None and n not in hidden:
             a, b = span
+            ids = path[max(a, lo) : min(b, hi - 1) + 1]
+            # The chain's user messages outside the page, when they lie on one side of it.
+            outside = item.user_turns - sum(entry_role(data.get(i, {})) == "user" for i in ids)
             if a < lo:
                 out.append(page_row(session, direction="earlier", count=lo - a, anchor=path[lo],
-                                    stop=path[a], indent=indent, keep=keep))  # fmt: skip
-            ids = path[max(a, lo) : min(b, hi - 1) + 1]
+                                    stop=path[a], indent=indent, keep=keep,
+                                    users=outside if b < hi else 0))  # fmt: skip
             out.extend(
                 route_entry_rows(
                     session,
@@ -232,7 +241,8 @@ def render_tree_rows(
             )
             if b >= hi:
                 out.append(page_row(session, direction="later", count=b - hi + 1,
-                                    anchor=path[hi - 1], stop=path[b], indent=indent, keep=keep))  # fmt: skip
+                                    anchor=path[hi - 1], stop=path[b], indent=indent, keep=keep,
+                                    users=outside if a >= lo else 0))  # fmt: skip
             continue
         node = item.node
         role = (node.role or node.type) if node else item.kind

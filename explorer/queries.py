@@ -653,6 +653,12 @@ def hidden_targets(
     return out
 
 
+# Items of the folded graph the Tree tab draws (graph and text tree). A small session
+# folds to well under this; a big one is cut to about it, so the page weighs about the same
+# whatever the session's size (the rest is one "subtree" or chain node away: expand, root=).
+TREE_BUDGET = 80
+
+
 @dataclass
 class TreeModel:
     graph: FoldedGraph
@@ -669,8 +675,12 @@ def folded_tree(
     root: str | None = None,
     expanded: Sequence[str] = (),
     selected: str | None = None,
-    max_nodes: int = 250,
+    max_nodes: int = TREE_BUDGET,
 ) -> TreeModel:
+    """The folded graph of the Tree tab at ``cursor``, cached per session version.
+
+    ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
+    chains unfold (``expanded``) and closed subtrees open on their own (``root``)."""
     params = "|".join(
         [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
     )
@@ -1175,21 +1185,58 @@ def leaf_choices(session: Session, limit: int = 200) -> list[dict[str, str]]:
     return cached(session, f"leafchoices:{limit}", lambda: _leaf_choices(session, limit))
 
 
+LEAVES_KEPT = 400  # newest leaves kept, so the ones later appends end leave enough to list
+
+
 def _leaf_choices(session: Session, limit: int) -> list[dict[str, str]]:
-    rows = (
-        Entry.objects.filter(session=session, child_count=0)
-        .order_by("-position")
-        .values_list("entry_id", "type", "role")[:limit]
-    )
-    data = load_entries(session, [r[0] for r in rows])
-    out = [
-        {"id": r[0], "title": f"{r[0]} · {r[2] or r[1]} · {entry_title(data.get(r[0], {}), 50)}"}
-        for r in rows
-    ]
+    complete, leaves = _newest_leaves(session, limit)
+    out = [{"id": eid, "title": f"{eid} · {role or kind} · {title}"} for eid, kind, role, title in leaves[:limit]]  # fmt: skip
     out += [
         {"id": t, "title": f"\u2691 {text} ({t})"} for t, text in current_labels(session).items()
     ]
     return out
+
+
+def _newest_leaves(session: Session, limit: int) -> tuple[bool, list[tuple[str, str, str, str]]]:
+    """(all leaves listed, [(id, type, role, title)] newest first), kept current by the
+    appended rows (:func:`grown`): an append ends at most its parent's leafhood and adds its
+    own, so the list is the kept one less the new rows' parents plus the new childless rows.
+    Reading the leaves again would step over every raw line (the child count sits after it).
+    """
+
+    def titled(rows: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str, str]]:
+        data = load_entries(session, [r[0] for r in rows])
+        return [(r[0], r[1], r[2] or "", entry_title(data.get(r[0], {}), 50)) for r in rows]
+
+    def build(last: int, n: int = 0) -> tuple[bool, list[tuple[str, str, str, str]]]:
+        n = max(n, LEAVES_KEPT)
+        rows = list(
+            Entry.objects.filter(session=session, child_count=0, position__lte=last)
+            .order_by("-position")
+            .values_list("entry_id", "type", "role")[:n]
+        )
+        return len(rows) < n, titled(rows)
+
+    def extend(value: tuple, after: int, last: int) -> tuple[bool, list]:
+        complete, leaves = value
+        new = list(
+            Entry.objects.filter(session=session, position__gt=after, position__lte=last)
+            .order_by("-position")
+            .values_list("entry_id", "parent_id", "type", "role")
+        )
+        parents = {r[1] for r in new}
+        kept = [leaf for leaf in leaves if leaf[0] not in parents]
+        out = titled([(r[0], r[2], r[3]) for r in new if r[0] not in parents]) + kept
+        if not complete and len(out) < max(limit, LEAVES_KEPT // 2):
+            return build(last)  # too few of the kept ones left to be sure of the newest
+        if len(out) > LEAVES_KEPT:
+            return False, out[:LEAVES_KEPT]
+        return complete, out
+
+    complete, leaves = grown(session, f"leaves|{mask_key(session)}", build, extend)
+    if not complete and len(leaves) < limit:
+        return build(_last_position(session), limit)  # more asked for than are kept
+    return complete, leaves
 
 
 def context_summary(
@@ -1261,6 +1308,124 @@ def abandoned_cost(session: Session, cursor: str | None) -> float:
 
     costs = entry_costs(session)
     return off_route_cost(costs, [e.entry_id for e in light_path(session, cursor)], costs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Compactions on a route
+
+REPLACED_SHOWN = 150  # the newest replaced entries listed and checked against the summary
+COMPACTIONS_LOOKBACK = 8  # kept lists looked for, newest compaction first, before a fresh build
+
+
+def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
+    # What a compaction's list item and detail say depends only on the route up to it,
+    # which is its own ancestors: keyed by the compaction alone, it survives appends.
+    return _identity_key(session, f"{kind}|{mask}|{entry_id}")
+
+
+def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
+    """Every compaction on the route ``light``, oldest first, as the Compactions tab lists it.
+
+    The list up to a compaction is kept (shared cache, per session identity) under that
+    compaction's id; the list of a route is the one kept for its newest compaction, plus
+    any compaction after the newest kept one. An append that adds no compaction costs a
+    scan of the route's types and one cache read, whatever the number of compactions.
+    """
+    from explorer.analysis.compactions import extend_compaction_ranges
+
+    comps = [i for i, e in enumerate(light) if e.type == "compaction"]
+    if not comps:
+        return []
+    mask = mask_key(session)
+    items: list[dict[str, Any]] = []
+    start, done = 0, 0
+    for j in range(len(comps) - 1, max(-1, len(comps) - 1 - COMPACTIONS_LOOKBACK), -1):
+        hit = cache.get(_upto_key(session, mask, "compactions-upto", light[comps[j]].entry_id))
+        if hit is not None:
+            items, start = list(hit[0]), hit[1]
+            done = j + 1
+            break
+    new = comps[done:]
+    if not new:
+        return items
+    data = load_entries(session, [light[i].entry_id for i in new])
+    index = {e.entry_id: i for i, e in enumerate(light)}
+    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in new]
+    ranges, start = extend_compaction_ranges(fks, index, start)
+    for ci, begin, fk in ranges:
+        comp = data.get(light[ci].entry_id, {})
+        items.append(
+            {
+                "id": light[ci].entry_id,
+                "index": ci,
+                "start": begin,
+                "first_kept_index": fk,
+                "replaced_count": (fk if fk is not None else ci) - begin,
+                "kept_count": (ci - fk) if fk is not None else 0,
+                "tokens_before": comp.get("tokensBefore"),
+                "first_kept": comp.get("firstKeptEntryId"),
+                "off_path": fk is None and comp.get("firstKeptEntryId") != light[ci].entry_id,
+                "timestamp": comp.get("timestamp", ""),
+            }
+        )
+    cache.set(
+        _upto_key(session, mask, "compactions-upto", items[-1]["id"]),
+        (items, start),
+        TREE_CACHE_SECONDS,
+    )
+    return items
+
+
+def compaction_detail(
+    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
+) -> dict[str, Any]:
+    """One compaction (an item of :func:`route_compactions` on ``light``) beside what it
+    replaced and kept, with the survival check: kept per compaction like the list, since
+    none of it changes when the route grows below the compaction."""
+    mask = mask_key(session)
+    key = _upto_key(session, mask, "compaction-detail", item["id"])
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    detail = _compaction_detail(session, light, item)
+    cache.set(key, detail, TREE_CACHE_SECONDS)
+    return detail
+
+
+def _compaction_detail(
+    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
+) -> dict[str, Any]:
+    from explorer.analysis.compactions import compaction_info, survival_for
+
+    ci, start, fk = item["index"], item["start"], item["first_kept_index"]
+    end = fk if fk is not None else ci
+    lo = max(start, end - REPLACED_SHOWN)
+    ids = [e.entry_id for e in light[lo : ci + 1]]
+    data = load_entries(session, ids)
+    sub = [data[i] for i in ids if i in data]
+    info = compaction_info(sub, ci - lo, 0, (fk - lo) if fk is not None else None)
+    summary = info.entry.get("summary")
+    return {
+        "info": info,
+        "summary": summary if isinstance(summary, str) else "",
+        "replaced": [
+            {
+                "id": e.get("id"),
+                "type": e.get("type"),
+                "title": entry_title(e, 140),
+                "role": (e.get("message") or {}).get("role")
+                if isinstance(e.get("message"), dict)
+                else "",
+            }
+            for e in info.replaced
+        ],
+        "kept": [
+            {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
+            for e in info.kept
+        ],
+        "hidden_before": lo - start,
+        "report": survival_for(info),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ summary kept (the survival check)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from explorer.session.describe import (
     entry_message,
@@ -225,18 +226,46 @@ def compaction_ranges(path: Sequence[dict]) -> list[tuple[int, int, int | None]]
     is where its replaced range starts.
     """
     index = {e.get("id"): i for i, e in enumerate(path)}
+    comps = [
+        (i, e.get("firstKeptEntryId")) for i, e in enumerate(path) if e.get("type") == "compaction"
+    ]
+    return extend_compaction_ranges(comps, index, 0)[0]
+
+
+def extend_compaction_ranges(
+    comps: Sequence[tuple[int, Any]], index: Mapping[Any, int], start: int
+) -> tuple[list[tuple[int, int, int | None]], int]:
+    """The ranges of ``comps`` ((index on the path, firstKeptEntryId) in path order) and
+    where the next compaction's replaced range would start.
+
+    ``start``: where the first of them starts (0, or what an earlier call returned). A
+    range depends only on the path up to its compaction, so the ranges of a route that
+    grew are the kept ones plus those of its new compactions, started where they ended.
+    """
     out = []
-    prev_start = 0
-    for i, e in enumerate(path):
-        if e.get("type") != "compaction":
-            continue
-        fk = e.get("firstKeptEntryId")
+    for i, fk in comps:
         fk_i = index.get(fk)
         if fk_i is None or fk_i >= i:
             fk_i = None
-        out.append((i, prev_start, fk_i))
-        prev_start = fk_i if fk_i is not None else i + 1
-    return out
+        out.append((i, start, fk_i))
+        start = fk_i if fk_i is not None else i + 1
+    return out, start
+
+
+def list_window(
+    n: int, shown: int, *, chosen: int | None, before: int | None, every: bool
+) -> tuple[int, int]:
+    """The stretch [lo, hi) of a route's ``n`` compactions (oldest first) a page lists, so
+    its weight does not grow with the route: the newest ``shown`` (reaching back to the
+    ``chosen`` one when it is older); for "show older", the ``shown`` before index
+    ``before``; ``every``: all of them (the "show older" link's target without script)."""
+    if every:
+        return 0, n
+    if before is not None:
+        hi = min(max(before, 0), n)
+        return max(0, hi - shown), hi
+    lo = max(0, n - shown)
+    return (lo if chosen is None else min(lo, chosen)), n
 
 
 def compaction_info(
