@@ -1511,6 +1511,7 @@ def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, 
 
 
 SEARCH_PAGE = 50
+_HIT_FIELDS = ("session_id", "entry_id", "type", "role", "text")
 
 
 # A session-scoped search on SQLite scans the session's own text rows when it has at most
@@ -1573,6 +1574,8 @@ def search_entries(
     Returns ``total`` (every hit), ``sessions`` (each with its hit count, most hits first),
     ``hits`` (this page, in session then file order, with the text to make snippets from)
     and ``next_offset`` (None on the last page)."""
+    if session is not None:
+        return _session_search(query, session, entry_type, offset, limit)
     qs = _text_matches(query, session)
     if entry_type:
         qs = qs.filter(type=entry_type)
@@ -1581,11 +1584,7 @@ def search_entries(
     )
     total = sum(r["n"] for r in per_session)
     sessions = Session.objects.in_bulk([r["session_id"] for r in per_session])
-    page = list(
-        qs.order_by("session_id", "position").values(
-            "session_id", "entry_id", "type", "role", "text"
-        )[offset : offset + limit]
-    )
+    page = list(qs.order_by("session_id", "position").values(*_HIT_FIELDS)[offset : offset + limit])
     for hit in page:
         hit["session"] = sessions.get(hit["session_id"])
     return {
@@ -1595,6 +1594,35 @@ def search_entries(
             for r in per_session
             if r["session_id"] in sessions
         ],
+        "hits": page,
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
+
+
+def _session_search(
+    query: str, session: Session, entry_type: str, offset: int, limit: int
+) -> dict[str, Any]:
+    """:func:`search_entries` within one session: the ids of every hit, in file order, are
+    kept per session version (and mask), so the next page of the same search, or the same
+    search again, reads 50 rows by id instead of matching and counting every hit again (a
+    word in 20,000 entries of a big session cost about 0.4 s each time)."""
+
+    def hit_ids() -> list[int]:
+        qs = _text_matches(query, session)
+        if entry_type:
+            qs = qs.filter(type=entry_type)
+        return list(qs.order_by("position").values_list("id", flat=True))
+
+    ids = cached(session, f"search-ids:{entry_type}:{query}", hit_ids)
+    total = len(ids)
+    wanted = ids[offset : offset + limit]
+    page = list(EntryText.objects.filter(id__in=wanted).order_by("position").values(*_HIT_FIELDS))
+    for hit in page:
+        hit["session"] = session
+    return {
+        "total": total,
+        "sessions": [{"session": session, "hits": total}] if total else [],
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,

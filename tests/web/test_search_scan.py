@@ -119,6 +119,8 @@ def test_the_search_page_finds_two_cjk_characters_across_sessions(viewer_client,
 
 @pytest.mark.django_db
 def test_a_small_session_is_searched_without_the_corpus_index(make_session, monkeypatch):
+    from django.core.cache import cache
+
     session = make_session(_session_bytes())
     assert session.entry_count <= queries.SEARCH_SCAN_ENTRIES
     with CaptureQueriesContext(connection) as small:
@@ -126,6 +128,7 @@ def test_a_small_session_is_searched_without_the_corpus_index(make_session, monk
     assert found["total"] == 2
     assert not any("_fts" in q["sql"] for q in small.captured_queries)
     monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    cache.clear()  # the kept hits of the first search would answer
     with CaptureQueriesContext(connection) as big:
         assert queries.search_entries("fix", session=session)["total"] == 2
     if connection.vendor == "sqlite":
@@ -140,3 +143,45 @@ def test_find_in_route_uses_the_same_matching(make_session, monkeypatch):
     scanned = queries.route_find(session, leaf, "Strasse")
     monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
     assert queries.route_find(session, leaf, "Strasse") == scanned == ["scan0005"]
+
+
+def _append_text(session, text: str) -> None:
+    from explorer import services
+
+    leaf = queries.default_leaf_id(session)
+    services.append_message(session, None, {"role": "user", "content": text}, leaf_id=leaf)
+
+
+@pytest.mark.django_db
+def test_a_session_search_is_kept_per_version_and_sees_an_append(make_session):
+    from django.core.cache import cache
+
+    session = make_session(_session_bytes())
+    cache.clear()
+    first = queries.search_entries("fix", session=session)
+    with CaptureQueriesContext(connection) as again:
+        repeated = queries.search_entries("fix", session=session)
+    assert [h["entry_id"] for h in repeated["hits"]] == [h["entry_id"] for h in first["hits"]]
+    assert repeated["total"] == first["total"] == 2
+    # The kept ids answer: no text match runs again, only the page's rows are read by id.
+    assert not any("LIKE" in q["sql"] for q in again.captured_queries)
+    _append_text(session, "one more fix here")
+    grown = queries.search_entries("fix", session=session)
+    assert grown["total"] == 3
+    assert "one more fix here" in [h["text"] for h in grown["hits"]]
+
+
+@pytest.mark.django_db
+def test_session_search_pages_follow_file_order(make_session):
+    session = make_session(_session_bytes())
+    for k in range(7):
+        _append_text(session, f"paged fix number {k}")
+    seen = []
+    offset = 0
+    while offset is not None:
+        found = queries.search_entries("fix", session=session, offset=offset, limit=3)
+        assert found["total"] == 9
+        seen += [h["text"] for h in found["hits"]]
+        offset = found["next_offset"]
+    assert seen[:2] == [TEXTS[2], TEXTS[3]]
+    assert seen[2:] == [f"paged fix number {k}" for k in range(7)]
