@@ -117,7 +117,7 @@ def _walk_up(session: Session, entry_id: str, limit: int) -> list[LightEntry]:
 # (rows, id -> index) pair, newest last. Entries never change parent once stored, so a
 # route stays right for as long as its session exists; the stamp in the shared cache ties
 # the routes to it like the grown figures (a cleared cache forgets them too).
-_ROUTES: OrderedDict[str, tuple[str, list[tuple[list[LightEntry], dict[str, int]]]]] = OrderedDict()
+_ROUTES: OrderedDict[str, tuple[str, list]] = OrderedDict()
 _ROUTES_LOCK = threading.Lock()
 ROUTES_KEPT = 4  # routes kept per session
 ROUTE_SESSIONS_KEPT = 4  # sessions whose routes are kept
@@ -132,21 +132,33 @@ def _identity_key(session: Session, kind: str) -> str:
     return "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
-    key = _identity_key(session, "routes")
+def _stamped_list(
+    store: OrderedDict[str, tuple[str, list]], lock: threading.Lock, key: str
+) -> list:
+    """The list this process keeps under ``key`` in ``store``, while the shared cache still
+    holds the stamp it was made under; else a new empty one under a new stamp.
+
+    What a process keeps per session identity (routes read, timelines built) stays right as
+    the session grows, but a cleared or replaced shared cache must make every worker forget
+    it at once: the stamp in the shared cache is what they all check. At most
+    :data:`ROUTE_SESSIONS_KEPT` sessions are kept, the least recently used dropped."""
     stamp = cache.get(key)
-    with _ROUTES_LOCK:
-        mine = _ROUTES.get(key)
+    with lock:
+        mine = store.get(key)
         if mine is not None and stamp is not None and mine[0] == stamp:
-            _ROUTES.move_to_end(key)
+            store.move_to_end(key)
             return mine[1]
         stamp = uuid.uuid4().hex
         cache.set(key, stamp, TREE_CACHE_SECONDS)
-        routes: list[tuple[list[LightEntry], dict[str, int]]] = []
-        _ROUTES[key] = (stamp, routes)
-        while len(_ROUTES) > ROUTE_SESSIONS_KEPT:
-            _ROUTES.popitem(last=False)
-        return routes
+        kept: list = []
+        store[key] = (stamp, kept)
+        while len(store) > ROUTE_SESSIONS_KEPT:
+            store.popitem(last=False)
+        return kept
+
+
+def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
+    return _stamped_list(_ROUTES, _ROUTES_LOCK, _identity_key(session, "routes"))
 
 
 def _remember_route(routes: list, route: list[LightEntry]) -> None:
@@ -2001,7 +2013,7 @@ class _KeptTimeline:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_TIMELINES: OrderedDict[str, tuple[str, list[_KeptTimeline]]] = OrderedDict()
+_TIMELINES: OrderedDict[str, tuple[str, list]] = OrderedDict()
 _TIMELINES_LOCK = threading.Lock()
 
 
@@ -2042,19 +2054,7 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 def _session_timelines(session: Session) -> list[_KeptTimeline]:
     # Tied to a stamp in the shared cache like the routes: a cleared cache forgets them too.
     key = _identity_key(session, f"timeline|{mask_key(session)}")
-    stamp = cache.get(key)
-    with _TIMELINES_LOCK:
-        mine = _TIMELINES.get(key)
-        if mine is not None and stamp is not None and mine[0] == stamp:
-            _TIMELINES.move_to_end(key)
-            return mine[1]
-        stamp = uuid.uuid4().hex
-        cache.set(key, stamp, TREE_CACHE_SECONDS)
-        kept: list[_KeptTimeline] = []
-        _TIMELINES[key] = (stamp, kept)
-        while len(_TIMELINES) > ROUTE_SESSIONS_KEPT:
-            _TIMELINES.popitem(last=False)
-        return kept
+    return _stamped_list(_TIMELINES, _TIMELINES_LOCK, key)
 
 
 def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimeline:
