@@ -136,7 +136,8 @@ def _stamped_list(
     store: OrderedDict[str, tuple[str, list]], lock: threading.Lock, key: str
 ) -> list:
     """The list this process keeps under ``key`` in ``store``, while the shared cache still
-    holds the stamp it was made under; else a new empty one under a new stamp.
+    holds the stamp it was made under; else a new empty one under the shared stamp (made
+    now if the cache holds none).
 
     What a process keeps per session identity (routes read, timelines built) stays right as
     the session grows, but a cleared or replaced shared cache must make every worker forget
@@ -148,8 +149,7 @@ def _stamped_list(
         if mine is not None and stamp is not None and mine[0] == stamp:
             store.move_to_end(key)
             return mine[1]
-        stamp = uuid.uuid4().hex
-        cache.set(key, stamp, TREE_CACHE_SECONDS)
+        stamp = _shared_stamp(key)
         kept: list = []
         store[key] = (stamp, kept)
         while len(store) > ROUTE_SESSIONS_KEPT:
@@ -430,7 +430,10 @@ def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: in
     makes every cached figure of that session stale at once and nothing needs invalidating.
     ``timeout`` 0 means :data:`TREE_CACHE_SECONDS`.
     """
-    key = _cache_key(session, name)
+    return _through_cache(_cache_key(session, name), builder, timeout)
+
+
+def _through_cache(key: str, builder: Callable[[], T], timeout: int = 0) -> T:
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -510,12 +513,12 @@ def _grown_store(key: str, last: int, value: Any) -> str:
     return stamp
 
 
-def _grown_stamp(key: str) -> str:
-    """The shared stamp of a figure each process keeps alone, made by the first worker to
-    build it (``add`` keeps a racing worker's) and adopted by the others, so their copies
-    do not disown each other, while a cleared cache still disowns them all."""
-    cache.add(key + ":stamp", uuid.uuid4().hex, TREE_CACHE_SECONDS)
-    return cache.get(key + ":stamp") or ""
+def _shared_stamp(key: str) -> str:
+    """The shared stamp under ``key`` of what each process keeps alone, made by the first
+    worker that needs one (``add`` keeps a racing worker's) and adopted by the others, so
+    their copies do not disown each other, while a cleared cache still disowns them all."""
+    cache.add(key, uuid.uuid4().hex, TREE_CACHE_SECONDS)
+    return cache.get(key) or ""
 
 
 def grown(
@@ -569,7 +572,7 @@ def grown(
             if shared:
                 stamp, kept = _grown_store(key, last, value), last
             else:
-                stamp, kept = _grown_stamp(key), last
+                stamp, kept = _shared_stamp(key + ":stamp"), last
         _GROWN[key] = (stamp, last, value, kept)
         while len(_GROWN) > GROWN_KEPT:
             _GROWN.popitem(last=False)
@@ -1396,12 +1399,7 @@ def compaction_detail(
     none of it changes when the route grows below the compaction."""
     mask = mask_key(session)
     key = _upto_key(session, mask, "compaction-detail", item["id"])
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    detail = _compaction_detail(session, light, item)
-    cache.set(key, detail, TREE_CACHE_SECONDS)
-    return detail
+    return _through_cache(key, lambda: _compaction_detail(session, light, item))
 
 
 def _compaction_detail(
