@@ -76,29 +76,15 @@ def test_ordinary_requests_still_work(server):
 def test_an_admin_upload_is_not_parsed_by_twisted_in_memory(server, tmp_path):
     """daphne's Twisted would parse a multipart body itself (about ten copies of the file in
     memory, never used); with the guard the server grows far less than that."""
-    import http.client
-
-    from benchmarks.bench_upload_memory import BOUNDARY, multipart, rss_kib
+    from benchmarks.bench_upload_memory import rss_kib
     from benchmarks.gen_session import generate_session
 
     path = generate_session(tmp_path / "up.jsonl", entries=12_000, branch_points=10, seed=5)
     data = path.read_bytes()
-    token = "c" * 32
-    body, length = multipart(iter([data]), len(data), token)
     idle = rss_kib(server.proc.pid, "VmRSS")
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
-    conn.putrequest("POST", "/import/")
-    conn.putheader("Content-Length", str(length))
-    conn.putheader("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")
-    conn.putheader("Cookie", f"{server.cookie('ada')}; csrftoken={token}")
-    conn.putheader("X-CSRFToken", token)
-    conn.endheaders()
-    for piece in body:
-        conn.send(piece)
-    response = conn.getresponse()
-    assert response.status == 200, response.read()[:500]
-    assert b"Imported 12000 entries" in response.read()
-    conn.close()
+    status, page = _upload(server, data, "c" * 32)
+    assert status == 200, page[:500]
+    assert b"Imported 12000 entries" in page
     growth = (rss_kib(server.proc.pid, "VmHWM") - idle) * 1024
     # About 60 MB of the growth is fixed (the first import's code, caches, SQLite), so the
     # bound is loose for this 20 MB file; Twisted's own parse alone added about ten copies.
