@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from explorer import html, queries
+from explorer.analysis.compactions import kept_count, replaced_indices
 from explorer.rendering import image_data_uri, render_markdown
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -218,11 +219,8 @@ def window_items(
         if it["type"] == "compaction":
             rng = next((r for r in rmap.compactions if r[0] == i), None)
             if rng is not None:
-                stop = rng[2] if rng[2] is not None else rng[0]
-                it["replaced_count"] = sum(
-                    1 for j in range(rng[1], stop) if rmap.types[j] != "compaction"
-                )
-                it["kept_count"] = (rng[0] - rng[2]) if rng[2] is not None else 0
+                it["replaced_count"] = len(replaced_indices(rmap.types, rng))
+                it["kept_count"] = kept_count(rng)
                 it["replaced_url"] = transcript_url(session, leaf=rmap.leaf, replaced=it["id"])
     return items
 

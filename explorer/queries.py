@@ -1338,6 +1338,12 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
     return _identity_key(session, f"{kind}|{mask}|{entry_id}")
 
 
+# The kept lists' cache name; a new name whenever what an item holds changes meaning, so no
+# worker reads a list kept under the old meaning (the counts of replaced entries, once).
+_COMPACTIONS_UPTO = "compactions-upto-2"
+_COMPACTION_DETAIL = "compaction-detail-2"
+
+
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
     """Every compaction on the route ``light``, oldest first, as the Compactions tab lists it.
 
@@ -1346,16 +1352,21 @@ def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dic
     any compaction after the newest kept one. An append that adds no compaction costs a
     scan of the route's types and one cache read, whatever the number of compactions.
     """
-    from explorer.analysis.compactions import extend_compaction_ranges
+    from explorer.analysis.compactions import (
+        extend_compaction_ranges,
+        kept_count,
+        replaced_indices,
+    )
 
-    comps = [i for i, e in enumerate(light) if e.type == "compaction"]
+    types = [e.type for e in light]
+    comps = [i for i, t in enumerate(types) if t == "compaction"]
     if not comps:
         return []
     mask = mask_key(session)
     items: list[dict[str, Any]] = []
     start, done = 0, 0
     for j in range(len(comps) - 1, max(-1, len(comps) - 1 - COMPACTIONS_LOOKBACK), -1):
-        hit = cache.get(_upto_key(session, mask, "compactions-upto", light[comps[j]].entry_id))
+        hit = cache.get(_upto_key(session, mask, _COMPACTIONS_UPTO, light[comps[j]].entry_id))
         if hit is not None:
             items, start = list(hit[0]), hit[1]
             done = j + 1
@@ -1375,8 +1386,8 @@ def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dic
                 "index": ci,
                 "start": begin,
                 "first_kept_index": fk,
-                "replaced_count": (fk if fk is not None else ci) - begin,
-                "kept_count": (ci - fk) if fk is not None else 0,
+                "replaced_count": len(replaced_indices(types, (ci, begin, fk))),
+                "kept_count": kept_count((ci, begin, fk)),
                 "tokens_before": comp.get("tokensBefore"),
                 "first_kept": comp.get("firstKeptEntryId"),
                 "off_path": fk is None and comp.get("firstKeptEntryId") != light[ci].entry_id,
@@ -1384,7 +1395,7 @@ def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dic
             }
         )
     cache.set(
-        _upto_key(session, mask, "compactions-upto", items[-1]["id"]),
+        _upto_key(session, mask, _COMPACTIONS_UPTO, items[-1]["id"]),
         (items, start),
         TREE_CACHE_SECONDS,
     )
@@ -1398,7 +1409,7 @@ def compaction_detail(
     replaced and kept, with the survival check: kept per compaction like the list, since
     none of it changes when the route grows below the compaction."""
     mask = mask_key(session)
-    key = _upto_key(session, mask, "compaction-detail", item["id"])
+    key = _upto_key(session, mask, _COMPACTION_DETAIL, item["id"])
     return _through_cache(key, lambda: _compaction_detail(session, light, item))
 
 
@@ -1433,7 +1444,7 @@ def _compaction_detail(
             {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
             for e in info.kept
         ],
-        "hidden_before": lo - start,
+        "hidden_before": item["replaced_count"] - len(info.replaced),
         "report": survival_for(info),
     }
 

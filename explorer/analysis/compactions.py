@@ -268,12 +268,30 @@ def list_window(
     return (lo if chosen is None else min(lo, chosen)), n
 
 
+def replaced_indices(types: Sequence[str], rng: tuple[int, int, int | None]) -> list[int]:
+    """The path indices a compaction replaced, for every page that counts or lists them.
+
+    ``rng`` is one of :func:`compaction_ranges` over a path whose entry types are ``types``:
+    the stretch from its start up to the first kept entry (or up to the compaction itself
+    when nothing of the path is kept), without the earlier compactions lying in it, whose
+    summaries the new one carries forward rather than replaces as history of their own."""
+    ci, start, fk = rng
+    stop = fk if fk is not None else ci
+    return [j for j in range(start, stop) if types[j] != "compaction"]
+
+
+def kept_count(rng: tuple[int, int, int | None]) -> int:
+    """How many entries of the path a compaction kept verbatim (its first kept one up to it)."""
+    ci, _start, fk = rng
+    return ci - fk if fk is not None else 0
+
+
 def compaction_info(
     path: Sequence[dict], comp_index: int, start: int, fk: int | None
 ) -> CompactionInfo:
     comp = path[comp_index]
-    end = fk if fk is not None else comp_index
-    replaced = [e for e in path[start:end] if e.get("type") != "compaction"]
+    types = [e.get("type") for e in path]
+    replaced = [path[j] for j in replaced_indices(types, (comp_index, start, fk))]
     kept = list(path[fk:comp_index]) if fk is not None else []
     details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
     read = (

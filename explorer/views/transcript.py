@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from explorer import forms, html, queries
+from explorer.analysis.compactions import replaced_indices
 from explorer.items import transcript_url as _url
 from explorer.items import window_items
 from explorer.permissions import get_session_for_user, viewer_required
@@ -132,8 +133,7 @@ def _replaced(session, rmap: queries.RouteMap, comp_id: str) -> dict[str, Any]:
     rng = next((r for r in rmap.compactions if r[0] == i), None) if i is not None else None
     if rng is None:
         raise Http404("No such compaction on this route")
-    stop = rng[2] if rng[2] is not None else rng[0]
-    ids = [rmap.ids[j] for j in range(rng[1], stop) if rmap.types[j] != "compaction"]
+    ids = [rmap.ids[j] for j in replaced_indices(rmap.types, rng)]
     data = queries.load_entries(session, ids[:REPLACED_LIST])
     leaf_q = rmap.leaf
     rows = [

@@ -144,7 +144,12 @@ def _fresh_compactions(session, light) -> list[dict]:
                 "index": ci,
                 "start": start,
                 "first_kept_index": fk,
-                "replaced_count": (fk if fk is not None else ci) - start,
+                # the replaced stretch without the earlier compactions lying in it
+                "replaced_count": sum(
+                    1
+                    for e in light[start : (fk if fk is not None else ci)]
+                    if e.type != "compaction"
+                ),
                 "kept_count": (ci - fk) if fk is not None else 0,
                 "tokens_before": comp.get("tokensBefore"),
                 "first_kept": comp.get("firstKeptEntryId"),

@@ -1,0 +1,92 @@
+"""How many entries a compaction replaced is one figure on every page.
+
+A later compaction's stretch (from the previous compaction's first kept entry up to its
+own) holds that previous compaction entry; the Compactions list, its detail, its JSON, the
+Transcript's compaction card and its "replaced entries" list must count the same entries
+(`analysis.compactions.replaced_indices`). The list once counted the earlier compaction too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from explorer import services
+
+pytestmark = pytest.mark.django_db
+
+HEADER = {
+    "type": "session",
+    "version": 3,
+    "id": "7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b10",
+    "timestamp": "2025-03-04T05:06:07.089Z",
+    "cwd": "/home/ana/proj",
+}
+
+
+def _message(eid: str, parent: str | None, role: str, text: str, n: int) -> dict:
+    message: dict = {"role": role, "content": text, "timestamp": 1741064768000 + n}
+    if role == "assistant":
+        message["content"] = [{"type": "text", "text": text}]
+        message.update(api="anthropic-messages", provider="anthropic", model="m", stopReason="stop")
+        cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+        message["usage"] = {"input": 100 * n, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 100 * n + 5, "cost": cost}  # fmt: skip
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-03-04T05:07:{n:02d}.000Z", "message": message}  # fmt: skip
+
+
+def _compaction(eid: str, parent: str, kept: str, n: int) -> dict:
+    return {"type": "compaction", "id": eid, "parentId": parent, "timestamp": f"2025-03-04T05:07:{n:02d}.000Z", "summary": f"Summary {eid}", "firstKeptEntryId": kept, "tokensBefore": 5000 + n}  # fmt: skip
+
+
+def _session():
+    # route: u1 a1 u2 a2 c1(keeps u2) u3 a3 c2(keeps u3) u4
+    # c1 replaces u1 a1; c2's stretch is u2 a2 c1: it replaces u2 a2 (c1 is carried forward)
+    entries = [
+        _message("u1", None, "user", "first question", 1),
+        _message("a1", "u1", "assistant", "first answer", 2),
+        _message("u2", "a1", "user", "second question", 3),
+        _message("a2", "u2", "assistant", "second answer", 4),
+        _compaction("c1", "a2", "u2", 5),
+        _message("u3", "c1", "user", "third question", 6),
+        _message("a3", "u3", "assistant", "third answer", 7),
+        _compaction("c2", "a3", "u3", 8),
+        _message("u4", "c2", "user", "fourth question", 9),
+    ]
+    data = "".join(json.dumps(e) + "\n" for e in [HEADER, *entries]).encode()
+    result = services.import_bytes(data, source_path="counts.jsonl", user=None)
+    assert result.ok, [str(p) for p in result.problems]
+    return result.session
+
+
+EXPECTED = {"c1": (2, 2), "c2": (2, 2)}  # id -> (replaced, kept)
+
+
+def test_every_page_counts_the_same_replaced_entries(viewer_client):
+    session = _session()
+    url = reverse("explorer:compactions", args=[session.pk])
+    listed = viewer_client.get(url, {"format": "json"}).json()["compactions"]
+    assert {c["id"]: (c["replaced_count"], c["kept_count"]) for c in listed} == EXPECTED
+    for cid, (replaced, _kept) in EXPECTED.items():
+        detail = viewer_client.get(url, {"format": "json", "c": cid}).json()["detail"]
+        assert [e["id"] for e in detail["replaced"]] == (
+            ["u1", "a1"] if cid == "c1" else ["u2", "a2"]
+        )
+        assert detail["hidden_before"] == 0
+        assert detail["item"]["replaced_count"] == replaced == len(detail["replaced"])
+        page = viewer_client.get(url, {"c": cid}).content.decode()
+        assert f"{replaced} replaced · 2 kept" in page
+        shown = viewer_client.get(
+            reverse("explorer:transcript", args=[session.pk]),
+            {"replaced": cid},
+            HTTP_HX_REQUEST="true",  # the card's toggle asks for the list alone
+        )
+        rows = re.findall(r'href="[^"]*#e-([^"]+)"', shown.content.decode())
+        assert rows == [e["id"] for e in detail["replaced"]]
+    transcript = viewer_client.get(reverse("explorer:transcript", args=[session.pk]))
+    text = re.sub(r"\s+", " ", transcript.content.decode())
+    assert text.count("the model sees this summary instead of 2 entries") == 2
+    assert "Show the 2 replaced entries" in text
+    assert "instead of 3 entries" not in text
