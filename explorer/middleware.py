@@ -233,6 +233,27 @@ class WebsocketOriginGuard:
 
 
 # ---------------------------------------------------------------------------------------------
+# One read of each per-request figure
+
+
+class ReadMemoMiddleware:
+    """A GET or HEAD reads the session's false positives and newest entry once, however many
+    of the page's parts need them (``queries.read_memo``); other methods write, so they read
+    fresh each time."""
+
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        if request.method not in ("GET", "HEAD"):
+            return self.get_response(request)
+        from explorer import queries
+
+        with queries.read_memo():
+            return self.get_response(request)
+
+
+# ---------------------------------------------------------------------------------------------
 # Content-Security-Policy
 
 

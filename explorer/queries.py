@@ -15,7 +15,9 @@ import hashlib
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -209,14 +211,51 @@ def _known_route(session: Session, routes: list, entry_id: str) -> list[LightEnt
 # those marked false positive. The engine's own reads (`path_bytes`, storage) stay raw.
 
 
+# What one read-only request asks of the database more than once (every cache key of the
+# page needs the session's false positives and newest entry; the header, the panel and its
+# builders each ask). ``read_memo`` opens a memo for the length of a GET; outside one (writes,
+# commands, the live consumer) every call reads fresh.
+_READ_MEMO: ContextVar[dict[Any, Any] | None] = ContextVar("explorer_read_memo", default=None)
+
+
+@contextmanager
+def read_memo() -> Iterator[None]:
+    """Within this block each per-request read is asked of the database once."""
+    token = _READ_MEMO.set({})
+    try:
+        yield
+    finally:
+        _READ_MEMO.reset(token)
+
+
+def forget_reads() -> None:
+    """Drop what the open memo holds: called by every write, so a read after it is fresh."""
+    memo = _READ_MEMO.get()
+    if memo is not None:
+        memo.clear()
+
+
+def _once(key: tuple[Any, ...], read: Callable[[], T]) -> T:
+    memo = _READ_MEMO.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
 def allowed_fingerprints(session: Session | int) -> frozenset[str]:
     """Fingerprints shown in clear in this session: findings marked false positive. Read
-    fresh (a status change does not change the session version, so it is not cached)."""
+    fresh (a status change does not change the session version, so it is not cached),
+    once per read-only request."""
     pk = session if isinstance(session, int) else session.pk
-    return frozenset(
-        SecretFinding.objects.filter(
-            session_id=pk, status=SecretFinding.FALSE_POSITIVE
-        ).values_list("fingerprint", flat=True)
+    return _once(
+        ("allowed", pk),
+        lambda: frozenset(
+            SecretFinding.objects.filter(
+                session_id=pk, status=SecretFinding.FALSE_POSITIVE
+            ).values_list("fingerprint", flat=True)
+        ),
     )
 
 
@@ -346,23 +385,27 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
 def last_position(session: Session) -> int:
     """The file position of the session's newest entry (0 when it has none): where a live
     viewer resumes from, so nothing written after the page was drawn is missed."""
-    return (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
-    ) or 0
+    return _tip(session)[0]
 
 
 def default_leaf_id(session: Session) -> str | None:
     """The file's own leaf: its last entry in file order."""
-    e = (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("entry_id", flat=True)
-        .first()
-    )
-    return e
+    return _tip(session)[1]
+
+
+def _tip(session: Session) -> tuple[int, str | None]:
+    """(position, id) of the session's newest entry, once per read-only request."""
+
+    def read() -> tuple[int, str | None]:
+        row = (
+            Entry.objects.filter(session=session)
+            .order_by("-position")
+            .values_list("position", "entry_id")
+            .first()
+        )
+        return (row[0] or 0, row[1]) if row else (0, None)
+
+    return _once(("tip", session.pk, session.entry_count), read)
 
 
 def cursor_id(session: Session, user: Any) -> str | None:

@@ -86,8 +86,11 @@ def _lock_row(session: Session) -> Session:
 
 @contextmanager
 def _writer(session: Session) -> Iterator[Session]:
-    with session_lock(session.session_id), transaction.atomic():
-        yield _lock_row(session)
+    try:
+        with session_lock(session.session_id), transaction.atomic():
+            yield _lock_row(session)
+    finally:
+        queries.forget_reads()  # what this request read before the write is not read again
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,3 +58,33 @@ def test_the_session_list_reads_every_mask_key_in_one_query(
     with django_assert_max_num_queries(1 + 2 * len(sessions)):  # no per-row finding query
         totals = queries.list_path_totals(sessions)
     assert set(totals) == {s.pk for s in sessions}
+
+
+def test_a_page_reads_the_false_positives_and_the_newest_entry_once(seeded, viewer_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    session, _ = seeded
+    for name in ("session_detail", "transcript", "live"):
+        url = reverse(f"explorer:{name}", args=[session.pk])
+        viewer_client.get(url)
+        with CaptureQueriesContext(connection) as seen:
+            assert viewer_client.get(url).status_code == 200
+        sql = [q["sql"] for q in seen.captured_queries]
+        assert sum('FROM "explorer_secretfinding"' in q for q in sql) == 1, name
+        newest = [q for q in sql if 'ORDER BY "explorer_entry"."position" DESC' in q]
+        assert len(newest) <= 1, (name, newest)
+
+
+def test_a_write_inside_a_read_memo_makes_the_next_read_fresh(seeded, editor_user):
+    session, secrets = seeded
+    finding = SecretFinding.objects.get(session=session, kind="github-token", path="/label")
+    with queries.read_memo():
+        before = queries.allowed_fingerprints(session)
+        tip = queries.default_leaf_id(session)
+        assert finding.fingerprint not in before
+        services.set_finding_status(finding, editor_user, SecretFinding.FALSE_POSITIVE)
+        assert finding.fingerprint in queries.allowed_fingerprints(session)
+        services.rename_session(session, editor_user, "renamed", leaf_id=tip)
+        assert queries.default_leaf_id(session) != tip  # the rename's entry is the new tip
+    assert queries.allowed_fingerprints(session) == before | {finding.fingerprint}
