@@ -1586,7 +1586,9 @@ _HIT_FIELDS = ("session_id", "entry_id", "type", "role", "text")
 SEARCH_SCAN_ENTRIES = 5000
 
 
-def _text_matches(query: str, session: Session | None = None) -> QuerySet[EntryText]:
+def _text_matches(
+    query: str, session: Session | None = None, *, scan: bool = False
+) -> QuerySet[EntryText]:
     """Every indexed entry (of ``session``, if given) whose visible text contains ``query``
     (case-insensitive).
 
@@ -1599,14 +1601,14 @@ def _text_matches(query: str, session: Session | None = None) -> QuerySet[EntryT
     SQLite both ways end in the built-in ``LIKE`` (the index only narrows the rows it checks),
     so they find the same hits: ASCII letters fold, other letters match as written; a test
     compares them. Either way the match is on the text a reader sees, never on JSON keys or
-    ids."""
+    ids. ``scan``: the caller narrows the rows to a few itself (the entries of an append)."""
     from django.db.models.expressions import RawSQL
 
     query = jsonfmt.visible(query)  # the index holds the visible form of the text
     qs = EntryText.objects.all()
     if session is not None:
         qs = qs.filter(session=session)
-    small = session is not None and session.entry_count <= SEARCH_SCAN_ENTRIES
+    small = scan or (session is not None and session.entry_count <= SEARCH_SCAN_ENTRIES)
     # The trigram index serves only three characters or more; a shorter query of multi-byte
     # characters ("日本", an emoji) it answers with nothing at all rather than a scan.
     indexed = len(query) >= 3 and not any(c in query for c in "%_\\")
@@ -1668,17 +1670,11 @@ def _session_search(
     query: str, session: Session, entry_type: str, offset: int, limit: int
 ) -> dict[str, Any]:
     """:func:`search_entries` within one session: the ids of every hit, in file order, are
-    kept per session version (and mask), so the next page of the same search, or the same
-    search again, reads 50 rows by id instead of matching and counting every hit again (a
-    word in 20,000 entries of a big session cost about 0.4 s each time)."""
-
-    def hit_ids() -> list[int]:
-        qs = _text_matches(query, session)
-        if entry_type:
-            qs = qs.filter(type=entry_type)
-        return list(qs.order_by("position").values_list("id", flat=True))
-
-    ids = cached(session, f"search-ids:{entry_type}:{query}", hit_ids)
+    kept (so the next page of the same search, or the same search again, reads 50 rows by id
+    instead of matching and counting every hit again: a word in 20,000 entries of a big
+    session cost about 0.4 s each time), and after an append only the new entries' text is
+    matched (:func:`session_hit_ids`)."""
+    ids = session_hit_ids(query, session, entry_type)
     total = len(ids)
     wanted = ids[offset : offset + limit]
     page = list(EntryText.objects.filter(id__in=wanted).order_by("position").values(*_HIT_FIELDS))
@@ -1691,6 +1687,38 @@ def _session_search(
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
     }
+
+
+def session_hit_ids(query: str, session: Session, entry_type: str = "") -> list[int]:
+    """The search-text row ids of every hit of ``query`` in ``session``, in file order.
+
+    Search text is stored once per entry when the entry arrives (in the transaction that
+    stores it) and never changes, so the hits up to file position P stay the hits up to P:
+    the list is kept under the session's identity with the position it reached, and after
+    an append only the rows past it are matched, by a scan of those few rows (the trigram
+    index would answer for the whole corpus first). A hit list is read up to the position
+    read first, so a write landing in between is matched next time, never twice."""
+    key = _identity_key(session, f"search-hits|{mask_key(session)}|{entry_type}|{query}")
+    last = _last_position(session)
+    kept = cache.get(key)
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == last:
+        return kept[1]
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] < last:
+        upto, ids = kept
+        ids = ids + _hit_ids(query, session, entry_type, upto, last, scan=True)
+    else:
+        ids = _hit_ids(query, session, entry_type, -1, last, scan=False)
+    cache.set(key, (last, ids), TREE_CACHE_SECONDS)
+    return ids
+
+
+def _hit_ids(
+    query: str, session: Session, entry_type: str, after: int, upto: int, *, scan: bool
+) -> list[int]:
+    qs = _text_matches(query, session, scan=scan).filter(position__gt=after, position__lte=upto)
+    if entry_type:
+        qs = qs.filter(type=entry_type)
+    return list(qs.order_by("position").values_list("id", flat=True))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -185,3 +185,45 @@ def test_session_search_pages_follow_file_order(make_session):
         offset = found["next_offset"]
     assert seen[:2] == [TEXTS[2], TEXTS[3]]
     assert seen[2:] == [f"paged fix number {k}" for k in range(7)]
+
+
+def _say(session, text: str, k: int):
+    from explorer import services
+    from explorer.models import Session
+
+    message = {"role": "user", "content": text, "timestamp": 1741064900000 + k}
+    result = services.append_message(session, None, message, source="test")
+    assert result.entry is not None and result.entry.type == "message"
+    return Session.objects.get(pk=session.pk)
+
+
+@pytest.mark.django_db
+def test_after_an_append_only_the_new_entries_are_matched(make_session, monkeypatch):
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)  # the big-session way: the index
+    session = make_session(_session_bytes())
+    make_session()
+    first = queries.search_entries("fix", session=session)
+    assert first["total"] == 2
+    grown = session
+    additions = ["a new FIX here", "nothing to see", "fixed again, and fix", "ärger fix"]
+    for k, text in enumerate(additions):
+        grown = _say(grown, text, k)
+        with CaptureQueriesContext(connection) as seen:
+            kept = queries.session_hit_ids("fix", grown)
+        if connection.vendor == "sqlite":  # the new rows scanned, not the corpus index asked
+            assert not any("_fts" in q["sql"] for q in seen.captured_queries)
+        fresh = queries._hit_ids("fix", grown, "", -1, queries.last_position(grown), scan=False)
+        assert kept == fresh
+    texts = queries.search_entries("fix", session=grown)
+    assert texts["total"] == 2 + 3
+    assert [h["entry_id"] for h in texts["hits"]] == list(
+        queries.EntryText.objects.filter(id__in=kept)
+        .order_by("position")
+        .values_list("entry_id", flat=True)
+    )
+    # a type filter is kept on its own, and extended the same way
+    only_users = queries.search_entries("fix", session=grown, entry_type="message")
+    assert only_users["total"] == 5
+    grown = _say(grown, "last fix", 9)
+    assert queries.search_entries("fix", session=grown, entry_type="message")["total"] == 6
+    assert queries.search_entries("FIX", session=grown)["total"] == 6
