@@ -9,6 +9,7 @@ from django.http import (
     Http404,
     HttpResponse,
     HttpResponseNotAllowed,
+    HttpResponsePermanentRedirect,
     StreamingHttpResponse,
 )
 from django.shortcuts import redirect, render
@@ -35,6 +36,16 @@ PROBLEMS_SHOWN = 200
 @require_GET
 def healthz(request: HtmxHttpRequest) -> HttpResponse:
     return HttpResponse("ok", content_type="text/plain")
+
+
+@login_not_required
+@require_GET
+def favicon(request: HtmxHttpRequest) -> HttpResponse:
+    """Browsers ask for ``/favicon.ico`` by themselves (for a JSON or SVG answer opened on
+    its own, say); send them to the pages' own icon rather than a 404 in every console."""
+    from django.templatetags.static import static
+
+    return HttpResponsePermanentRedirect(static("explorer/favicon.svg"))
 
 
 @viewer_required
