@@ -1210,25 +1210,45 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
 
 
 def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
-    """Tool results without their call above them (reads every tool result; cached)."""
+    """Tool results without their call above them (:func:`~explorer.analysis.integrity.
+    unmatched_tool_results`), kept as the session grows (:func:`grown`): a result's answer
+    depends only on the entries above it, so after an append only the new results are
+    checked. A first build reads the head of every tool result's line, not its content."""
+    from django.db.models.functions import Substr
+
     from explorer.analysis import integrity
 
-    def load_raws(ids: Iterable[str]) -> dict[str, str]:
-        return dict(
-            Entry.objects.filter(session=session, entry_id__in=list(ids))
-            .order_by()
-            .values_list("entry_id", "raw")
-        )
+    def heads(ids: Iterable[str]) -> dict[str, str]:
+        rows = Entry.objects.filter(session=session, entry_id__in=list(ids)).order_by()
+        return dict(rows.values_list("entry_id", Substr("raw", 1, integrity.HEAD_CHARS)))
 
-    def build() -> list[dict[str, Any]]:
-        rows = list(
-            Entry.objects.filter(session=session)
+    def raws(ids: Iterable[str]) -> dict[str, str]:
+        rows = Entry.objects.filter(session=session, entry_id__in=list(ids)).order_by()
+        return dict(rows.values_list("entry_id", "raw"))
+
+    def check(after: int, upto: int, room: int) -> list[dict[str, Any]]:
+        results = list(
+            Entry.objects.filter(
+                session=session, role="toolResult", position__gt=after, position__lte=upto
+            )
             .order_by("position")
-            .values_list("entry_id", "parent_id", "role", "line_no")
+            .values_list("entry_id", "line_no")
         )
-        return integrity.unmatched_tool_results(rows, load_raws)
+        if not results or room <= 0:
+            return []
+        parent: dict[str, str | None] = {}
+        role: dict[str, str] = {}
+        for eid, par, _kind, rl in _skeleton(session):
+            parent[eid] = par
+            role[eid] = rl
+        return integrity.unmatched_tool_results(results, parent, role, heads, raws, room)
 
-    return cached(session, "integrity-tools", build)
+    return grown(
+        session,
+        "integrity-tools",
+        lambda last: check(-1, last, integrity.LIMIT),
+        lambda found, after, last: found + check(after, last, integrity.LIMIT - len(found)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

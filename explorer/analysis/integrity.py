@@ -9,7 +9,7 @@ in the assistant message above them), which needs the raw lines and runs on requ
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,23 +242,35 @@ def _call_ids(raw: str) -> set[str]:
     }
 
 
+HEAD_CHARS = 600  # how much of a tool result's line is read first for its call id
+
+
 def unmatched_tool_results(
-    rows: Sequence[tuple[str, str | None, str, int]],
+    results: Sequence[tuple[str, int]],
+    parent: Mapping[str, str | None],
+    role: Mapping[str, str],
+    load_heads: Callable[[Iterable[str]], dict[str, str]],
     load_raws: Callable[[Iterable[str]], dict[str, str]],
+    room: int = LIMIT,
 ) -> list[dict[str, Any]]:
-    """Tool results whose call id appears in no assistant message above them (within the
-    turn). ``rows``: (id, parent id, role, line) of every entry in file order; ``load_raws``
-    returns raw lines by id (called in chunks). Ids are matched on the JSON text, where both
-    sides are spelled the same way."""
-    parent = {r[0]: r[1] for r in rows}
-    role = {r[0]: r[2] for r in rows}
-    line = {r[0]: r[3] for r in rows}
+    """Of the tool results ``results`` ((id, line) in file order), those whose call id appears
+    in no assistant message above them (within the turn), at most ``room`` of them.
+
+    ``parent`` and ``role`` cover every entry up to the last result, so a result's answer
+    depends only on what lies above it and a list made up to some entry stays right as the
+    session grows. ``load_heads`` returns the first :data:`HEAD_CHARS` characters of raw
+    lines by id, ``load_raws`` the whole lines (both called in chunks): a result's call id
+    sits near the start of its line, before a content of maybe megabytes, and the leftmost
+    match in a line's head is its leftmost match (an id holds no bare quote, so no match
+    can start inside another); a head without one is read whole. Ids are matched on the
+    JSON text, where both sides are spelled the same way."""
     out: list[dict[str, Any]] = []
-    results = [r[0] for r in rows if r[2] == "toolResult"]
     for k in range(0, len(results), 2000):
+        if len(out) >= room:
+            break
         chunk = results[k : k + 2000]
         owner: dict[str, str | None] = {}
-        for rid in chunk:
+        for rid, _line in chunk:
             cur, steps, found = parent.get(rid), 0, None
             while cur and cur in parent and steps < 64:
                 if role.get(cur) == "assistant":
@@ -266,16 +278,20 @@ def unmatched_tool_results(
                     break
                 cur, steps = parent[cur], steps + 1
             owner[rid] = found
-        raws = load_raws(chunk + [a for a in owner.values() if a])
+        ids = [rid for rid, _line in chunk]
+        heads = load_heads(ids)
+        cids = {rid: _CALL_ID.search(heads.get(rid, "")) for rid in ids}
+        whole = load_raws([rid for rid in ids if cids[rid] is None])
+        for rid, raw in whole.items():
+            cids[rid] = _CALL_ID.search(raw)
+        raws = load_raws({a for a in owner.values() if a})
         calls: dict[str, set[str]] = {}
-        for rid in chunk:
-            m = _CALL_ID.search(raws.get(rid, ""))
+        for rid, line in chunk:
+            m = cids[rid]
             cid = m.group(1) if m else None
             a = owner[rid]
             if a is not None and a not in calls:
                 calls[a] = _call_ids(raws.get(a, ""))
-            if (a is None or cid not in calls[a]) and len(out) < LIMIT:
-                out.append(
-                    {"id": rid, "line": line[rid], "detail": f"no assistant call {cid} above it"}
-                )
+            if (a is None or cid not in calls[a]) and len(out) < room:
+                out.append({"id": rid, "line": line, "detail": f"no assistant call {cid} above it"})
     return out
