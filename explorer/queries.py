@@ -1218,29 +1218,36 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
 
     from explorer.analysis import integrity
 
-    def heads(ids: Iterable[str]) -> dict[str, str]:
-        rows = Entry.objects.filter(session=session, entry_id__in=list(ids)).order_by()
-        return dict(rows.values_list("entry_id", Substr("raw", 1, integrity.HEAD_CHARS)))
-
     def raws(ids: Iterable[str]) -> dict[str, str]:
         rows = Entry.objects.filter(session=session, entry_id__in=list(ids)).order_by()
         return dict(rows.values_list("entry_id", "raw"))
 
     def check(after: int, upto: int, room: int) -> list[dict[str, Any]]:
-        results = list(
+        if room <= 0:
+            return []
+        rows = (
             Entry.objects.filter(
                 session=session, role="toolResult", position__gt=after, position__lte=upto
             )
             .order_by("position")
-            .values_list("entry_id", "line_no")
+            .values_list("entry_id", "line_no", Substr("raw", 1, integrity.HEAD_CHARS))
         )
-        if not results or room <= 0:
+        results: list[tuple[str, int]] = []
+        head: dict[str, str] = {}
+        for eid, line, text in rows:  # the heads come with the rows: no lookup by id
+            results.append((eid, line))
+            head[eid] = text
+        if not results:
             return []
         parent: dict[str, str | None] = {}
         role: dict[str, str] = {}
         for eid, par, _kind, rl in _skeleton(session):
             parent[eid] = par
             role[eid] = rl
+
+        def heads(ids: Iterable[str]) -> dict[str, str]:
+            return {i: head[i] for i in ids}
+
         return integrity.unmatched_tool_results(results, parent, role, heads, raws, room)
 
     return grown(
