@@ -22,6 +22,7 @@ from .entries import (
     session_version,
     version_number,
 )
+from .gcpause import gc_paused
 from .ids import deterministic_rng
 from .loading import LoadedFile, parse_bytes
 
@@ -410,10 +411,11 @@ def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Pro
     """
     report = ValidationReport(path="")
     chk = _Checker(None, report)  # type: ignore[arg-type]
-    by_id = index_ids(entries)
-    up = _parents(chk, entries, numbers, by_id)
-    _check_cycles(chk, entries, numbers, by_id, up)
-    _check_links(chk, entries, numbers, by_id, up)
+    with gc_paused():  # the position lists are short-lived but would trigger full passes
+        by_id = index_ids(entries)
+        up = _parents(chk, entries, numbers, by_id)
+        _check_cycles(chk, entries, numbers, by_id, up)
+        _check_links(chk, entries, numbers, by_id, up)
     return _finish(report).problems
 
 
