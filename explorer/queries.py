@@ -38,7 +38,15 @@ from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
-from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, TreeShape, fold_tree
+from explorer.session.gcpause import gc_paused
+from explorer.session.graph import (
+    FoldedGraph,
+    FoldedItem,
+    GraphNode,
+    NodeTable,
+    TreeShape,
+    fold_tree,
+)
 
 T = TypeVar("T")
 
@@ -623,11 +631,14 @@ def grown(
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
-    return list(
-        Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-        .order_by("position")
-        .values_list("entry_id", "parent_id", "type", "role")
-    )
+    """The rows are kept (:func:`_skeleton`): the collector is paused while 50,000 of them
+    are made, or its passes over the growing heap cost as much as reading them."""
+    with gc_paused():
+        return list(
+            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+            .order_by("position")
+            .values_list("entry_id", "parent_id", "type", "role")
+        )
 
 
 def _skeleton(session: Session) -> list[tuple]:
@@ -643,26 +654,18 @@ def _skeleton(session: Session) -> list[tuple]:
     )
 
 
-def _graph_nodes(session: Session) -> dict[str, GraphNode]:
+def _graph_nodes(session: Session) -> NodeTable:
     """Entry id → its :class:`GraphNode` without label or marks (the last row of a repeated
-    id winning, as in ``fold_tree``), kept and extended by the appended rows (:func:`grown`).
+    id winning, as in ``fold_tree``), made on demand from the skeleton rows
+    (:class:`NodeTable`) and extended by the appended rows (:func:`grown`).
 
-    An extension makes a new dict: other requests of this process may be reading the kept
+    An extension makes a new table: other requests of this process may be reading the kept
     one."""
-
-    def add(into: dict[str, GraphNode], rows: Iterable[tuple]) -> dict[str, GraphNode]:
-        for r in rows:
-            into[r[0]] = GraphNode(r[0], r[1], r[2], r[3] or None)
-        return into
-
-    def read(into: dict[str, GraphNode], after: int, last: int) -> dict[str, GraphNode]:
-        return add(into, _skeleton_rows(session, after, last))
-
     return grown(
         session,
         "graph-nodes",
-        lambda last: add({}, _skeleton(session)),
-        lambda nodes, after, last: read(dict(nodes), after, last),
+        lambda last: NodeTable.of(_skeleton(session)),
+        lambda nodes, after, last: nodes.extended(_skeleton_rows(session, after, last)),
         shared=False,
     )
 
@@ -683,12 +686,12 @@ def _tree_shape(session: Session) -> TreeShape:
         )
         if copy.extend(new):
             return copy
-        return TreeShape.build([(r[0], r[1]) for r in _skeleton(session)])
+        return TreeShape.build(_skeleton(session))
 
     return grown(
         session,
         "tree-shape",
-        lambda last: TreeShape.build([(r[0], r[1]) for r in _skeleton(session)]),
+        lambda last: TreeShape.build(_skeleton(session)),
         extend,
         shared=False,
     )
@@ -762,7 +765,7 @@ def _build_folded_tree(
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
     flags = path_flags(session, cursor, light)
-    nodes: list[GraphNode] | dict[str, GraphNode]
+    nodes: list[GraphNode] | NodeTable
     if root:
         nodes = [
             GraphNode(
@@ -774,15 +777,16 @@ def _build_folded_tree(
     else:
         # The kept nodes, with this request's labels and marks on the few entries that
         # have one: the same nodes the list above gives, without making 50,000 of them.
-        nodes = dict(_graph_nodes(session))
+        table = _graph_nodes(session)
+        marks: dict[str, GraphNode] = {}
         for eid in labels.keys() | flags.keys():
-            node = nodes.get(eid)
-            if node is not None:
-                nodes[eid] = replace(
-                    node,
+            if eid in table:
+                marks[eid] = replace(
+                    table[eid],
                     label=labels.get(eid),
                     flags=frozenset([flags[eid]]) if eid in flags else frozenset(),
                 )
+        nodes = table.marked(marks)
     graph = fold_tree(
         nodes,
         active_path=path_ids,

@@ -16,7 +16,7 @@ Pure functions over plain records: no Django, no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .gcpause import gc_paused
@@ -49,6 +49,73 @@ class GraphNode:
             GraphNode,
             (self.id, self.parent_id, self.type, self.role, self.label, self.title, self.flags),
         )
+
+
+class NodeTable(Mapping[str, GraphNode]):
+    """Entry id → :class:`GraphNode`, each node made from its ``(id, parent id, type, role)``
+    row the first time it is asked for.
+
+    ``fold_tree`` with a kept :class:`TreeShape` looks at the entries it walks (the active
+    path, the first segments of each branch) and at nothing below a closed subtree, so on a
+    50,000-entry session most nodes are never wanted: making them all up front was a
+    quarter of a cold tree page. The made nodes are kept with the rows and shared by the
+    tables :meth:`marked` and :meth:`extended` derive (a repeated id appended later drops
+    its made node), so each is made at most once per process. The last row of a repeated
+    id wins, as in a dict of the nodes."""
+
+    __slots__ = ("_made", "_marks", "_rows")
+
+    def __init__(
+        self,
+        rows: Mapping[str, Sequence[str | None]],
+        made: dict[str, GraphNode] | None = None,
+        marks: Mapping[str, GraphNode] | None = None,
+    ) -> None:
+        self._rows = rows
+        self._made = {} if made is None else made
+        self._marks = marks or {}
+
+    @classmethod
+    def of(cls, rows: Iterable[Sequence[str | None]]) -> NodeTable:
+        """A table of ``(id, parent id, type, role)`` rows in file order."""
+        return cls({r[0]: r for r in rows})  # type: ignore[misc]
+
+    def __getitem__(self, key: str) -> GraphNode:
+        if self._marks:
+            marked = self._marks.get(key)
+            if marked is not None:
+                return marked
+        node = self._made.get(key)
+        if node is None:
+            r = self._rows[key]
+            node = GraphNode(r[0], r[1], r[2], r[3] or None)  # type: ignore[arg-type]
+            self._made[key] = node
+        return node
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def marked(self, marks: Mapping[str, GraphNode]) -> NodeTable:
+        """This table with ``marks`` (nodes carrying a label or flags) in place of the
+        plain nodes of their ids; ids it does not hold are ignored."""
+        return NodeTable(self._rows, self._made, {k: v for k, v in marks.items() if k in self})
+
+    def extended(self, rows: Iterable[Sequence[str | None]]) -> NodeTable:
+        """A new table with appended rows (this one is left as it is: other readers may be
+        folding it)."""
+        more = {r[0]: r for r in rows}
+        if not more:
+            return self
+        made = self._made
+        if any(k in self._rows for k in more):
+            made = {k: v for k, v in made.items() if k not in more}
+        return NodeTable({**self._rows, **more}, made)  # type: ignore[dict-item]
 
 
 @dataclass(slots=True)
