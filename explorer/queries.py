@@ -1183,23 +1183,35 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     from explorer.analysis.integrity import TreeFindings, sections_of
 
     def read(after: int, upto: int) -> tuple[list[dict[str, Any]], list[int]]:
-        rows = list(
-            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-            .order_by("position")
-            .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
-        )
-        full = load_entries(session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")])
-        entries: list[dict[str, Any]] = []
-        for eid, parent, kind, role, _line, target in rows:
-            item = full.get(eid)
-            if item is None:
-                item = {"type": kind, "id": eid, "parentId": parent}
-                if kind == "message":
-                    item["message"] = {"role": role}
+        # The stubs are kept (and shared), so the collector is paused while they are made;
+        # messages of one role share one ``{"role": ...}`` (the checks only read it), which
+        # halves what is made and what the shared copy pickles.
+        with gc_paused():
+            rows = list(
+                Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+                .order_by("position")
+                .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
+            )
+            full = load_entries(
+                session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")]
+            )
+            roles: dict[Any, dict[str, Any]] = {}
+            entries: list[dict[str, Any]] = []
+            add = entries.append
+            for eid, parent, kind, role, _line, target in rows:
+                item = full.get(eid) if full else None
+                if item is not None:
+                    add(item)
+                elif kind == "message":
+                    message = roles.get(role)
+                    if message is None:
+                        message = roles[role] = {"role": role}
+                    add({"type": kind, "id": eid, "parentId": parent, "message": message})
                 elif kind == "label":
-                    item["targetId"] = target
-            entries.append(item)
-        return entries, [r[4] for r in rows]
+                    add({"type": kind, "id": eid, "parentId": parent, "targetId": target})
+                else:
+                    add({"type": kind, "id": eid, "parentId": parent})
+            return entries, [r[4] for r in rows]
 
     def build() -> list[dict[str, Any]]:
         found = grown(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.session import jsonfmt
-from explorer.session.diagnostics import Problem, diagnose_tree
+from explorer.session.diagnostics import Problem, diagnose_tree, index_ids
 
 LIMIT = 200
 
@@ -135,10 +135,7 @@ class TreeFindings:
     @classmethod
     def check(cls, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> TreeFindings:
         """Every check over ``entries`` (file order) with their line ``numbers``."""
-        index: dict[str, int] = {}
-        for i, e in enumerate(entries):
-            if jsonfmt.hashable(e.get("id")):
-                index[e.get("id")] = i
+        index = index_ids(entries)
         awaited = frozenset(_awaited(entries, index))
         problems = diagnose_tree(list(entries), list(numbers))
         return cls(

@@ -12,6 +12,7 @@ Severity: "error" when Pi would refuse the file, or when our importer cannot tru
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -419,7 +420,7 @@ def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Pro
     return _finish(report).problems
 
 
-def index_ids(entries: list[Any]) -> dict[Any, int]:
+def index_ids(entries: Sequence[Any]) -> dict[Any, int]:
     """Entry id → index of the last entry carrying it (ids that cannot key a dict are left
     out, as the tree walk leaves them). String ids, nearly all of them, skip the hash probe."""
     by_id: dict[Any, int] = {}
