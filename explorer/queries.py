@@ -592,10 +592,10 @@ def grown(
     :data:`GROWN_LAG` positions ahead of it: pickling a 50,000-row figure after every append
     would cost more than reading it again.
 
-    ``shared=False`` is for figures derived in memory from a shared one (the graph nodes
-    and the tree shape, from the skeleton): building them again costs a worker no more than
-    unpickling them would, so only their stamp is shared, never the megabytes a first
-    request would otherwise pickle and compress into the cache.
+    ``shared=False`` is for figures a worker builds again for no more than unpickling them
+    would cost (the skeleton, read from its covering index, and the graph nodes and the
+    tree shape derived from it in memory): only their stamp is shared, never the megabytes
+    a first request would otherwise pickle and compress into the cache.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
@@ -644,13 +644,16 @@ def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
 def _skeleton(session: Session) -> list[tuple]:
     """(id, parent, type, role) of every entry in file order, for the graph.
 
-    The role sits after the payload, so a full read steps over every raw line; it is paid
-    once per session, and an append reads only the new rows (:func:`grown`)."""
+    Read once per session and process from the covering index (migration 0013), and an
+    append reads only the new rows (:func:`grown`). Each process keeps its own copy: on a
+    50,000-entry session pickling the rows into the shared cache cost a first request
+    twice what reading them from the index costs a second worker."""
     return grown(
         session,
         "skeleton",
         lambda last: _skeleton_rows(session, -1, last),
         lambda rows, after, last: rows + _skeleton_rows(session, after, last),
+        shared=False,
     )
 
 

@@ -400,7 +400,9 @@ def _check_contents(chk: _Checker, entries: list[Any], numbers: list[int]) -> No
                 _check_sections(chk, line, key, system)
 
 
-def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Problem]:
+def diagnose_tree(
+    entries: list[dict[str, Any]], numbers: list[int], *, index: dict[Any, int] | None = None
+) -> list[Problem]:
     """The tree checks of Appendix D over entries already stored: dangling parents, parent
     cycles, compactions whose first kept entry is off their path, edits and labels whose
     target is missing, off the path or not editable.
@@ -408,12 +410,13 @@ def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Pro
     ``entries`` (file order, no header) need only ``id``, ``parentId``, ``type``, a
     message's ``role``, and ``targetId`` / ``replacement`` / ``firstKeptEntryId`` where they
     apply; ``numbers`` are their line numbers. The same functions as ``validate_bytes`` run,
-    so a stored session and its file report the same problems.
+    so a stored session and its file report the same problems. ``index``: the entries'
+    :func:`index_ids`, when the caller has made it already (it costs a pass over them).
     """
     report = ValidationReport(path="")
     chk = _Checker(None, report)  # type: ignore[arg-type]
     with gc_paused():  # the position lists are short-lived but would trigger full passes
-        by_id = index_ids(entries)
+        by_id = index_ids(entries) if index is None else index
         up = _parents(chk, entries, numbers, by_id)
         _check_cycles(chk, entries, numbers, by_id, up)
         _check_links(chk, entries, numbers, by_id, up)
