@@ -58,10 +58,10 @@ class NodeTable(Mapping[str, GraphNode]):
     ``fold_tree`` with a kept :class:`TreeShape` looks at the entries it walks (the active
     path, the first segments of each branch) and at nothing below a closed subtree, so on a
     50,000-entry session most nodes are never wanted: making them all up front was a
-    quarter of a cold tree page. The made nodes are kept with the rows and shared by the
-    tables :meth:`marked` and :meth:`extended` derive (a repeated id appended later drops
-    its made node), so each is made at most once per process. The last row of a repeated
-    id wins, as in a dict of the nodes."""
+    quarter of a cold tree page. The made nodes are kept with the rows, shared with the
+    tables :meth:`marked` lays over them and copied into the ones :meth:`extended` makes
+    (without a repeated id's node, made again from its new row). The last row of a
+    repeated id wins, as in a dict of the nodes."""
 
     __slots__ = ("_made", "_marks", "_rows")
 
@@ -112,9 +112,11 @@ class NodeTable(Mapping[str, GraphNode]):
         more = {r[0]: r for r in rows}
         if not more:
             return self
-        made = self._made
+        # The made nodes are copied, not shared: this table must not answer for the new ids.
         if any(k in self._rows for k in more):
-            made = {k: v for k, v in made.items() if k not in more}
+            made = {k: v for k, v in self._made.items() if k not in more}
+        else:
+            made = dict(self._made)
         return NodeTable({**self._rows, **more}, made)  # type: ignore[dict-item]
 
 

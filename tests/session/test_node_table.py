@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +84,13 @@ def test_an_extended_table_equals_a_fresh_one_and_a_repeated_id_is_made_again():
     assert grown == _plain(rows + more)
     assert grown[rows[5][0]].type == "compaction" and table[rows[5][0]] is old_node
     assert len(table) == 200 and table.extended([]) is table
+
+
+def test_an_earlier_table_does_not_answer_for_ids_appended_after_it():
+    rows = _rows(11, 100)
+    table = NodeTable.of(rows)
+    table[rows[3][0]]
+    grown = table.extended(_rows(12, 10, start=100))  # no repeated id: the made nodes copy
+    assert grown["e105"].id == "e105" and "e105" not in table
+    with pytest.raises(KeyError):
+        table["e105"]
