@@ -237,9 +237,11 @@ class TreeFindings:
 
 
 _STUB_KEYS = ("type", "id", "parentId")
+# Types, ids, parent ids, roles or targets; the entries of another shape by position.
+_Columns = tuple[list[Any], list[Any], list[Any], list[Any], dict[int, dict[str, Any]]]
 
 
-def _stub_columns(entries: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
+def _stub_columns(entries: Sequence[dict[str, Any]]) -> _Columns:
     """``entries`` as columns (type, id, parentId, and the role or target of a message or
     label stub) plus the positions and dicts of every entry of another shape, kept whole."""
     kinds: list[Any] = []
@@ -272,7 +274,7 @@ def _stub_columns(entries: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
     return kinds, ids, parents, extras, whole
 
 
-def _stubs_of(columns: tuple[list[Any], ...]) -> tuple[dict[str, Any], ...]:
+def _stubs_of(columns: _Columns) -> tuple[dict[str, Any], ...]:
     """The entries :func:`_stub_columns` took apart, equal to them (messages of one role
     share one role dict again, as the reader made them)."""
     kinds, ids, parents, extras, whole = columns
@@ -296,7 +298,7 @@ def _stubs_of(columns: tuple[list[Any], ...]) -> tuple[dict[str, Any], ...]:
 
 
 def _restore_findings(
-    columns: tuple[list[Any], ...],
+    columns: _Columns,
     numbers: tuple[int, ...],
     problems: tuple[Problem, ...],
     awaited: frozenset[Any],

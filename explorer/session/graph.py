@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .gcpause import gc_paused
 
@@ -236,7 +237,7 @@ class TreeShape:
     missing: set[str]  # parent ids named but not present (their children are roots)
 
     @classmethod
-    def build(cls, records: Sequence[Sequence[str | None]]) -> TreeShape:
+    def build(cls, records: Sequence[Sequence[Any]]) -> TreeShape:
         """The shape of ``(id, parent id, ...)`` records in file order (fields after the
         first two are ignored, so the stored skeleton rows serve as they are).
 
@@ -249,7 +250,7 @@ class TreeShape:
             return cls._build(records)
 
     @classmethod
-    def _build(cls, records: Sequence[Sequence[str | None]]) -> TreeShape:
+    def _build(cls, records: Sequence[Sequence[Any]]) -> TreeShape:
         ids = {r[0] for r in records}
         children: dict[str, list[str]] = {}
         roots: list[str] = []
@@ -257,7 +258,8 @@ class TreeShape:
         missing: set[str] = set()
         seen: set[str] | None = set() if len(ids) != len(records) else None
         for r in records:
-            nid, p = r[0], r[1]
+            nid: str = r[0]
+            p: str | None = r[1]
             if seen is not None:
                 if nid in seen:  # a repeated id: attached once, but its parent may be missing
                     if p and p != nid and p not in ids:
