@@ -38,7 +38,15 @@ from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
-from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, TreeShape, fold_tree
+from explorer.session.gcpause import gc_paused
+from explorer.session.graph import (
+    FoldedGraph,
+    FoldedItem,
+    GraphNode,
+    NodeTable,
+    TreeShape,
+    fold_tree,
+)
 
 T = TypeVar("T")
 
@@ -584,10 +592,10 @@ def grown(
     :data:`GROWN_LAG` positions ahead of it: pickling a 50,000-row figure after every append
     would cost more than reading it again.
 
-    ``shared=False`` is for figures derived in memory from a shared one (the graph nodes
-    and the tree shape, from the skeleton): building them again costs a worker no more than
-    unpickling them would, so only their stamp is shared, never the megabytes a first
-    request would otherwise pickle and compress into the cache.
+    ``shared=False`` is for figures a worker builds again for no more than unpickling them
+    would cost (the skeleton, read from its covering index, and the graph nodes and the
+    tree shape derived from it in memory): only their stamp is shared, never the megabytes
+    a first request would otherwise pickle and compress into the cache.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
@@ -623,46 +631,44 @@ def grown(
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
-    return list(
-        Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-        .order_by("position")
-        .values_list("entry_id", "parent_id", "type", "role")
-    )
+    """The rows are kept (:func:`_skeleton`): the collector is paused while 50,000 of them
+    are made, or its passes over the growing heap cost as much as reading them."""
+    with gc_paused():
+        return list(
+            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+            .order_by("position")
+            .values_list("entry_id", "parent_id", "type", "role")
+        )
 
 
 def _skeleton(session: Session) -> list[tuple]:
     """(id, parent, type, role) of every entry in file order, for the graph.
 
-    The role sits after the payload, so a full read steps over every raw line; it is paid
-    once per session, and an append reads only the new rows (:func:`grown`)."""
+    Read once per session and process from the covering index (migration 0013), and an
+    append reads only the new rows (:func:`grown`). Each process keeps its own copy: on a
+    50,000-entry session pickling the rows into the shared cache cost a first request
+    twice what reading them from the index costs a second worker."""
     return grown(
         session,
         "skeleton",
         lambda last: _skeleton_rows(session, -1, last),
         lambda rows, after, last: rows + _skeleton_rows(session, after, last),
+        shared=False,
     )
 
 
-def _graph_nodes(session: Session) -> dict[str, GraphNode]:
+def _graph_nodes(session: Session) -> NodeTable:
     """Entry id → its :class:`GraphNode` without label or marks (the last row of a repeated
-    id winning, as in ``fold_tree``), kept and extended by the appended rows (:func:`grown`).
+    id winning, as in ``fold_tree``), made on demand from the skeleton rows
+    (:class:`NodeTable`) and extended by the appended rows (:func:`grown`).
 
-    An extension makes a new dict: other requests of this process may be reading the kept
+    An extension makes a new table: other requests of this process may be reading the kept
     one."""
-
-    def add(into: dict[str, GraphNode], rows: Iterable[tuple]) -> dict[str, GraphNode]:
-        for r in rows:
-            into[r[0]] = GraphNode(r[0], r[1], r[2], r[3] or None)
-        return into
-
-    def read(into: dict[str, GraphNode], after: int, last: int) -> dict[str, GraphNode]:
-        return add(into, _skeleton_rows(session, after, last))
-
     return grown(
         session,
         "graph-nodes",
-        lambda last: add({}, _skeleton(session)),
-        lambda nodes, after, last: read(dict(nodes), after, last),
+        lambda last: NodeTable.of(_skeleton(session)),
+        lambda nodes, after, last: nodes.extended(_skeleton_rows(session, after, last)),
         shared=False,
     )
 
@@ -683,12 +689,12 @@ def _tree_shape(session: Session) -> TreeShape:
         )
         if copy.extend(new):
             return copy
-        return TreeShape.build([(r[0], r[1]) for r in _skeleton(session)])
+        return TreeShape.build(_skeleton(session))
 
     return grown(
         session,
         "tree-shape",
-        lambda last: TreeShape.build([(r[0], r[1]) for r in _skeleton(session)]),
+        lambda last: TreeShape.build(_skeleton(session)),
         extend,
         shared=False,
     )
@@ -762,7 +768,7 @@ def _build_folded_tree(
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
     flags = path_flags(session, cursor, light)
-    nodes: list[GraphNode] | dict[str, GraphNode]
+    nodes: list[GraphNode] | NodeTable
     if root:
         nodes = [
             GraphNode(
@@ -774,15 +780,16 @@ def _build_folded_tree(
     else:
         # The kept nodes, with this request's labels and marks on the few entries that
         # have one: the same nodes the list above gives, without making 50,000 of them.
-        nodes = dict(_graph_nodes(session))
+        table = _graph_nodes(session)
+        marks: dict[str, GraphNode] = {}
         for eid in labels.keys() | flags.keys():
-            node = nodes.get(eid)
-            if node is not None:
-                nodes[eid] = replace(
-                    node,
+            if eid in table:
+                marks[eid] = replace(
+                    table[eid],
                     label=labels.get(eid),
                     flags=frozenset([flags[eid]]) if eid in flags else frozenset(),
                 )
+        nodes = table.marked(marks)
     graph = fold_tree(
         nodes,
         active_path=path_ids,
@@ -1179,23 +1186,35 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     from explorer.analysis.integrity import TreeFindings, sections_of
 
     def read(after: int, upto: int) -> tuple[list[dict[str, Any]], list[int]]:
-        rows = list(
-            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-            .order_by("position")
-            .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
-        )
-        full = load_entries(session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")])
-        entries: list[dict[str, Any]] = []
-        for eid, parent, kind, role, _line, target in rows:
-            item = full.get(eid)
-            if item is None:
-                item = {"type": kind, "id": eid, "parentId": parent}
-                if kind == "message":
-                    item["message"] = {"role": role}
+        # The stubs are kept (and shared), so the collector is paused while they are made;
+        # messages of one role share one ``{"role": ...}`` (the checks only read it), which
+        # halves what is made and what the shared copy pickles.
+        with gc_paused():
+            rows = list(
+                Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+                .order_by("position")
+                .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
+            )
+            full = load_entries(
+                session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")]
+            )
+            roles: dict[Any, dict[str, Any]] = {}
+            entries: list[dict[str, Any]] = []
+            add = entries.append
+            for eid, parent, kind, role, _line, target in rows:
+                item = full.get(eid) if full else None
+                if item is not None:
+                    add(item)
+                elif kind == "message":
+                    message = roles.get(role)
+                    if message is None:
+                        message = roles[role] = {"role": role}
+                    add({"type": kind, "id": eid, "parentId": parent, "message": message})
                 elif kind == "label":
-                    item["targetId"] = target
-            entries.append(item)
-        return entries, [r[4] for r in rows]
+                    add({"type": kind, "id": eid, "parentId": parent, "targetId": target})
+                else:
+                    add({"type": kind, "id": eid, "parentId": parent})
+            return entries, [r[4] for r in rows]
 
     def build() -> list[dict[str, Any]]:
         found = grown(

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.session import jsonfmt
-from explorer.session.diagnostics import Problem, diagnose_tree
+from explorer.session.diagnostics import Problem, diagnose_tree, index_ids
+from explorer.session.gcpause import gc_paused
 
 LIMIT = 200
 
@@ -132,15 +133,28 @@ class TreeFindings:
     awaited: frozenset[Any]  # ids named by an entry but absent
     last_line: int = 0  # the highest line number checked
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickle the stubs as columns (:func:`_stub_columns`) and leave the index out (it
+        is :func:`index_ids` of the entries): the shared copy of a 50,000-entry session's
+        findings took a first request longer to pickle and compress than to check, and a
+        second worker longer to load than to read again."""
+        return (
+            _restore_findings,
+            (
+                _stub_columns(self.entries),
+                self.numbers,
+                self.problems,
+                self.awaited,
+                self.last_line,
+            ),
+        )
+
     @classmethod
     def check(cls, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> TreeFindings:
         """Every check over ``entries`` (file order) with their line ``numbers``."""
-        index: dict[str, int] = {}
-        for i, e in enumerate(entries):
-            if jsonfmt.hashable(e.get("id")):
-                index[e.get("id")] = i
+        index = index_ids(entries)
         awaited = frozenset(_awaited(entries, index))
-        problems = diagnose_tree(list(entries), list(numbers))
+        problems = diagnose_tree(list(entries), list(numbers), index=index)
         return cls(
             tuple(entries), tuple(numbers), tuple(problems), index, awaited, max(numbers, default=0)
         )
@@ -220,6 +234,79 @@ class TreeFindings:
             out.append(i)
             parent = self.entries[i].get("parentId")
         return out
+
+
+_STUB_KEYS = ("type", "id", "parentId")
+# Types, ids, parent ids, roles or targets; the entries of another shape by position.
+_Columns = tuple[list[Any], list[Any], list[Any], list[Any], dict[int, dict[str, Any]]]
+
+
+def _stub_columns(entries: Sequence[dict[str, Any]]) -> _Columns:
+    """``entries`` as columns (type, id, parentId, and the role or target of a message or
+    label stub) plus the positions and dicts of every entry of another shape, kept whole."""
+    kinds: list[Any] = []
+    ids: list[Any] = []
+    parents: list[Any] = []
+    extras: list[Any] = []
+    whole: dict[int, dict[str, Any]] = {}
+    names: dict[Any, Any] = {}  # one object per type name: the pickle writes each once
+    for at, e in enumerate(entries):
+        n = len(e)
+        kind = e.get("type")
+        if type(kind) is str:
+            kind = names.setdefault(kind, kind)
+        if n == 3 and kind not in ("message", "label") and tuple(e) == _STUB_KEYS:
+            extra = None
+        elif n == 4 and kind == "message" and tuple(e)[:3] == _STUB_KEYS and "message" in e:
+            message = e["message"]
+            if type(message) is not dict or len(message) != 1 or "role" not in message:
+                whole[at] = e
+            extra = message.get("role") if type(message) is dict else None
+        elif n == 4 and kind == "label" and tuple(e)[:3] == _STUB_KEYS and "targetId" in e:
+            extra = e["targetId"]
+        else:
+            whole[at] = e
+            extra = None
+        kinds.append(kind)
+        ids.append(e.get("id"))
+        parents.append(e.get("parentId"))
+        extras.append(extra)
+    return kinds, ids, parents, extras, whole
+
+
+def _stubs_of(columns: _Columns) -> tuple[dict[str, Any], ...]:
+    """The entries :func:`_stub_columns` took apart, equal to them (messages of one role
+    share one role dict again, as the reader made them)."""
+    kinds, ids, parents, extras, whole = columns
+    roles: dict[Any, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    add = out.append
+    for at, kind in enumerate(kinds):
+        if whole and at in whole:
+            add(whole[at])
+        elif kind == "message":
+            role = extras[at]
+            message = roles.get(role)
+            if message is None:
+                message = roles[role] = {"role": role}
+            add({"type": kind, "id": ids[at], "parentId": parents[at], "message": message})
+        elif kind == "label":
+            add({"type": kind, "id": ids[at], "parentId": parents[at], "targetId": extras[at]})
+        else:
+            add({"type": kind, "id": ids[at], "parentId": parents[at]})
+    return tuple(out)
+
+
+def _restore_findings(
+    columns: _Columns,
+    numbers: tuple[int, ...],
+    problems: tuple[Problem, ...],
+    awaited: frozenset[Any],
+    last_line: int,
+) -> TreeFindings:
+    with gc_paused():
+        entries = _stubs_of(columns)
+        return TreeFindings(entries, numbers, problems, index_ids(entries), awaited, last_line)
 
 
 _CALL_ID = re.compile(r'"toolCallId":"((?:[^"\\]|\\.)*)"')

@@ -12,6 +12,7 @@ Severity: "error" when Pi would refuse the file, or when our importer cannot tru
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -22,10 +23,19 @@ from .entries import (
     session_version,
     version_number,
 )
+from .gcpause import gc_paused
 from .ids import deterministic_rng
 from .loading import LoadedFile, parse_bytes
 
-__all__ = ["KNOWN_ENTRY_TYPES", "Problem", "ValidationReport", "validate_bytes", "validate_file"]
+__all__ = [
+    "KNOWN_ENTRY_TYPES",
+    "Problem",
+    "ValidationReport",
+    "diagnose_tree",
+    "index_ids",
+    "validate_bytes",
+    "validate_file",
+]
 
 Severity = Literal["error", "warning"]
 
@@ -255,15 +265,15 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
                 chk.add(line, "warning", "extra-header", "a second session header inside the file")
             continue
         count += 1
-        if "id" not in entry or not isinstance(entry.get("id"), str):
+        key = entry.get("id")
+        if type(key) is not str:
             chk.add(
                 line,
                 "warning",
                 "bad-id",
-                f"entry id is missing or not a string: {_short(entry.get('id'))}",
+                f"entry id is missing or not a string: {_short(key)}",
             )
-        key = entry.get("id")
-        if jsonfmt.hashable(key):
+        if type(key) is str or jsonfmt.hashable(key):
             if key in first_line:
                 chk.add(
                     line,
@@ -291,10 +301,10 @@ def _check_entries(chk: _Checker, entries: list[Any], numbers: list[int]) -> Non
             bad_timestamps.add(index)
     chk.report.entry_count = count
 
-    parent_of = _parents(chk, entries, numbers, by_id)
-    _check_cycles(chk, entries, numbers, by_id, parent_of)
-    _check_siblings(chk, entries, numbers, parent_of, bad_timestamps)
-    _check_links(chk, entries, numbers, by_id, parent_of)
+    up = _parents(chk, entries, numbers, by_id)
+    _check_cycles(chk, entries, numbers, by_id, up)
+    _check_siblings(chk, entries, numbers, up, bad_timestamps)
+    _check_links(chk, entries, numbers, by_id, up)
     _check_contents(chk, entries, numbers)
 
 
@@ -303,11 +313,14 @@ def _check_links(
     entries: list[Any],
     numbers: list[int],
     by_id: dict[Any, int],
-    parent_of: dict[int, Any],
+    up: list[int],
 ) -> None:
     """What entries say about other entries: edits and labels name a target, a compaction
-    names its first kept entry. Needs only ids, parents, types, roles and those fields."""
-    tin, tout = _euler(by_id, parent_of)
+    names its first kept entry. Needs only ids, parents, types, roles and those fields.
+
+    The entry and exit times that answer "is this an ancestor?" are computed on the first
+    question only: most sessions hold no edit and few compactions."""
+    times: list[list[int]] = []
 
     def on_path(target: Any, index: int) -> bool:
         """Is `target` the entry itself or an ancestor of entries[index] (as the walk sees it)?"""
@@ -316,25 +329,27 @@ def _check_links(
             return True
         if not jsonfmt.hashable(target) or target not in by_id:
             return False
-        parent_key = parent_of.get(index)
-        if parent_key is None:
+        b = up[index]
+        if b < 0:
             return False
-        a, b = by_id[target], by_id[parent_key]
-        if a not in tin or b not in tin:
+        if not times:
+            times.extend(_euler(by_id, up))
+        tin, tout = times
+        a = by_id[target]
+        if tin[a] < 0 or tin[b] < 0:
             return False
         return tin[a] <= tin[b] and tout[b] <= tout[a]
 
     for index, entry in enumerate(entries):
         kind = entry.get("type")
-        line = numbers[index]
-        key = entry.get("id")
         if kind == "context_edit":
-            _check_edit(chk, line, key, entry, entries, by_id, on_path, index)
+            _check_edit(chk, numbers[index], entry.get("id"), entry, entries, by_id, on_path, index)
         elif kind == "compaction":
+            key = entry.get("id")
             first_kept = entry.get("firstKeptEntryId")
             if first_kept != key and not on_path(first_kept, index):
                 chk.add(
-                    line,
+                    numbers[index],
                     "warning",
                     "first-kept-not-on-path",
                     f"firstKeptEntryId {_short(first_kept)} is not before the compaction on its "
@@ -343,13 +358,13 @@ def _check_links(
                 )
         elif kind == "label":
             target = entry.get("targetId")
-            if not jsonfmt.hashable(target) or target not in by_id:
+            if not (type(target) is str or jsonfmt.hashable(target)) or target not in by_id:
                 chk.add(
-                    line,
+                    numbers[index],
                     "warning",
                     "label-unknown-target",
                     f"label target {_short(target)} is not an entry",
-                    key,
+                    entry.get("id"),
                 )
 
 
@@ -385,7 +400,9 @@ def _check_contents(chk: _Checker, entries: list[Any], numbers: list[int]) -> No
                 _check_sections(chk, line, key, system)
 
 
-def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Problem]:
+def diagnose_tree(
+    entries: list[dict[str, Any]], numbers: list[int], *, index: dict[Any, int] | None = None
+) -> list[Problem]:
     """The tree checks of Appendix D over entries already stored: dangling parents, parent
     cycles, compactions whose first kept entry is off their path, edits and labels whose
     target is missing, off the path or not editable.
@@ -393,33 +410,55 @@ def diagnose_tree(entries: list[dict[str, Any]], numbers: list[int]) -> list[Pro
     ``entries`` (file order, no header) need only ``id``, ``parentId``, ``type``, a
     message's ``role``, and ``targetId`` / ``replacement`` / ``firstKeptEntryId`` where they
     apply; ``numbers`` are their line numbers. The same functions as ``validate_bytes`` run,
-    so a stored session and its file report the same problems.
+    so a stored session and its file report the same problems. ``index``: the entries'
+    :func:`index_ids`, when the caller has made it already (it costs a pass over them).
     """
     report = ValidationReport(path="")
     chk = _Checker(None, report)  # type: ignore[arg-type]
+    with gc_paused():  # the position lists are short-lived but would trigger full passes
+        by_id = index_ids(entries) if index is None else index
+        up = _parents(chk, entries, numbers, by_id)
+        _check_cycles(chk, entries, numbers, by_id, up)
+        _check_links(chk, entries, numbers, by_id, up)
+    return _finish(report).problems
+
+
+def index_ids(entries: Sequence[Any]) -> dict[Any, int]:
+    """Entry id → index of the last entry carrying it (ids that cannot key a dict are left
+    out, as the tree walk leaves them). String ids, nearly all of them, skip the hash probe."""
     by_id: dict[Any, int] = {}
     for index, entry in enumerate(entries):
-        if jsonfmt.hashable(entry.get("id")):
-            by_id[entry.get("id")] = index
-    parent_of = _parents(chk, entries, numbers, by_id)
-    _check_cycles(chk, entries, numbers, by_id, parent_of)
-    _check_links(chk, entries, numbers, by_id, parent_of)
-    return _finish(report).problems
+        key = entry.get("id")
+        if type(key) is str or jsonfmt.hashable(key):
+            by_id[key] = index
+    return by_id
 
 
 def _parents(
     chk: _Checker, entries: list[Any], numbers: list[int], by_id: dict[Any, int]
-) -> dict[int, Any]:
-    """index → the parent key the path walk follows (only when it resolves)."""
-    parent_of: dict[int, Any] = {}
+) -> list[int]:
+    """index → index of the parent the path walk follows, -1 when it does not resolve.
+
+    Positions in a list instead of a dict of parent ids: every later check walks these
+    links, and on a 50,000-entry session the dict probes were most of their time. A string
+    parent (nearly every entry's) is looked up directly; only odd values go through the
+    JavaScript truthiness and hashability helpers."""
+    up = [-1] * len(entries)
+    get = by_id.get
     for index, entry in enumerate(entries):
-        if entry.get("type") == "session":
-            continue
         parent = entry.get("parentId")
-        if not jsonfmt.truthy(parent):
+        if parent is None or entry.get("type") == "session":
             continue
-        if jsonfmt.hashable(parent) and parent in by_id:
-            parent_of[index] = parent
+        if type(parent) is str:
+            if not parent:
+                continue
+            found = get(parent)
+        elif not jsonfmt.truthy(parent):
+            continue
+        else:
+            found = get(parent) if jsonfmt.hashable(parent) else None
+        if found is not None:
+            up[index] = found
         else:
             chk.add(
                 numbers[index],
@@ -428,40 +467,46 @@ def _parents(
                 f"parentId {_short(parent)} names no entry: this entry is a root and its path stops here",
                 entry.get("id"),
             )
-    return parent_of
+    return up
 
 
-def _euler(
-    by_id: dict[Any, int], parent_of: dict[int, Any]
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Entry/exit times over the indexed tree (cycles are never reached)."""
-    children: dict[int, list[int]] = {}
+def _euler(by_id: dict[Any, int], up: list[int]) -> tuple[list[int], list[int]]:
+    """Entry/exit times over the indexed tree, -1 for entries no root reaches (cycles and
+    what hangs below them).
+
+    Children are threaded through two position lists (first child, next sibling) rather
+    than a list per entry, and the stack holds plain ints (``~node`` marks an exit), so a
+    50,000-entry chain costs no allocation per entry. Each indexed entry has one parent, so
+    what the roots reach is a forest and no entry is met twice."""
+    n = len(up)
+    head = [-1] * n
+    sibling = [-1] * n
     roots: list[int] = []
     for index in by_id.values():
-        parent_key = parent_of.get(index)
-        if parent_key is None:
+        p = up[index]
+        if p < 0:
             roots.append(index)
         else:
-            children.setdefault(by_id[parent_key], []).append(index)
-    tin: dict[int, int] = {}
-    tout: dict[int, int] = {}
+            sibling[index] = head[p]
+            head[p] = index
+    tin = [-1] * n
+    tout = [-1] * n
     clock = 0
     for root in roots:
-        stack: list[tuple[int, bool]] = [(root, False)]
+        stack = [root]
         while stack:
-            node, done = stack.pop()
-            if done:
-                tout[node] = clock
+            node = stack.pop()
+            if node < 0:
+                tout[~node] = clock
                 clock += 1
-                continue
-            if node in tin:
                 continue
             tin[node] = clock
             clock += 1
-            stack.append((node, True))
-            for child in children.get(node, ()):
-                if child not in tin:
-                    stack.append((child, False))
+            stack.append(~node)
+            child = head[node]
+            while child >= 0:
+                stack.append(child)
+                child = sibling[child]
     return tin, tout
 
 
@@ -470,20 +515,19 @@ def _check_cycles(
     entries: list[Any],
     numbers: list[int],
     by_id: dict[Any, int],
-    parent_of: dict[int, Any],
+    up: list[int],
 ) -> None:
-    state: dict[int, int] = {}  # 1 = on the current walk, 2 = finished
+    state = bytearray(len(up))  # 1 = on the current walk, 2 = finished
     for start in by_id.values():
-        if start in state:
+        if state[start]:
             continue
         walk: list[int] = []
-        node: int | None = start
-        while node is not None and node not in state:
+        node = start
+        while node >= 0 and not state[node]:
             state[node] = 1
             walk.append(node)
-            parent_key = parent_of.get(node)
-            node = by_id[parent_key] if parent_key is not None else None
-        if node is not None and state.get(node) == 1:
+            node = up[node]
+        if node >= 0 and state[node] == 1:
             members = walk[walk.index(node) :]
             ids = [entries[i].get("id") for i in members]
             shown = ", ".join(_short(i, 20) for i in ids[:10]) + (" …" if len(ids) > 10 else "")
@@ -502,29 +546,29 @@ def _check_siblings(
     chk: _Checker,
     entries: list[Any],
     numbers: list[int],
-    parent_of: dict[int, Any],
+    up: list[int],
     bad_timestamps: set[int],
 ) -> None:
-    sibling_count: dict[Any, int] = {}
+    if not bad_timestamps:
+        return  # only entries with an unparseable timestamp are reported
+    sibling_count: dict[int, int] = {}
     for index, entry in enumerate(entries):
-        if entry.get("type") == "session" or index not in parent_of:
+        p = up[index]
+        if p < 0 or entry.get("type") == "session":
             continue
         if entry.get("parentId") == entry.get("id"):
             continue
-        sibling_count[parent_of[index]] = sibling_count.get(parent_of[index], 0) + 1
-    for index, entry in enumerate(entries):
-        if (
-            index in bad_timestamps
-            and index in parent_of
-            and sibling_count.get(parent_of[index], 0) > 1
-        ):
+        sibling_count[p] = sibling_count.get(p, 0) + 1
+    for index in sorted(bad_timestamps):
+        p = up[index]
+        if p >= 0 and sibling_count.get(p, 0) > 1:
             chk.add(
                 numbers[index],
                 "warning",
                 "unparseable-timestamp",
-                f"timestamp {_short(entry.get('timestamp'))} does not parse: the order among "
-                "its siblings is a sort artefact in Pi (placed last here)",
-                entry.get("id"),
+                f"timestamp {_short(entries[index].get('timestamp'))} does not parse: the order "
+                "among its siblings is a sort artefact in Pi (placed last here)",
+                entries[index].get("id"),
             )
 
 

@@ -16,8 +16,11 @@ Pure functions over plain records: no Django, no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from .gcpause import gc_paused
 
 DEFAULT_MAX_NODES = 250
 
@@ -47,6 +50,75 @@ class GraphNode:
             GraphNode,
             (self.id, self.parent_id, self.type, self.role, self.label, self.title, self.flags),
         )
+
+
+class NodeTable(Mapping[str, GraphNode]):
+    """Entry id → :class:`GraphNode`, each node made from its ``(id, parent id, type, role)``
+    row the first time it is asked for.
+
+    ``fold_tree`` with a kept :class:`TreeShape` looks at the entries it walks (the active
+    path, the first segments of each branch) and at nothing below a closed subtree, so on a
+    50,000-entry session most nodes are never wanted: making them all up front was a
+    quarter of a cold tree page. The made nodes are kept with the rows, shared with the
+    tables :meth:`marked` lays over them and copied into the ones :meth:`extended` makes
+    (without a repeated id's node, made again from its new row). The last row of a
+    repeated id wins, as in a dict of the nodes."""
+
+    __slots__ = ("_made", "_marks", "_rows")
+
+    def __init__(
+        self,
+        rows: Mapping[str, Sequence[str | None]],
+        made: dict[str, GraphNode] | None = None,
+        marks: Mapping[str, GraphNode] | None = None,
+    ) -> None:
+        self._rows = rows
+        self._made = {} if made is None else made
+        self._marks = marks or {}
+
+    @classmethod
+    def of(cls, rows: Iterable[Sequence[str | None]]) -> NodeTable:
+        """A table of ``(id, parent id, type, role)`` rows in file order."""
+        return cls({r[0]: r for r in rows})  # type: ignore[misc]
+
+    def __getitem__(self, key: str) -> GraphNode:
+        if self._marks:
+            marked = self._marks.get(key)
+            if marked is not None:
+                return marked
+        node = self._made.get(key)
+        if node is None:
+            r = self._rows[key]
+            node = GraphNode(r[0], r[1], r[2], r[3] or None)  # type: ignore[arg-type]
+            self._made[key] = node
+        return node
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def marked(self, marks: Mapping[str, GraphNode]) -> NodeTable:
+        """This table with ``marks`` (nodes carrying a label or flags) in place of the
+        plain nodes of their ids; ids it does not hold are ignored."""
+        return NodeTable(self._rows, self._made, {k: v for k, v in marks.items() if k in self})
+
+    def extended(self, rows: Iterable[Sequence[str | None]]) -> NodeTable:
+        """A new table with appended rows (this one is left as it is: other readers may be
+        folding it)."""
+        more = {r[0]: r for r in rows}
+        if not more:
+            return self
+        # The made nodes are copied, not shared: this table must not answer for the new ids.
+        if any(k in self._rows for k in more):
+            made = {k: v for k, v in self._made.items() if k not in more}
+        else:
+            made = dict(self._made)
+        return NodeTable({**self._rows, **more}, made)  # type: ignore[dict-item]
 
 
 @dataclass(slots=True)
@@ -165,12 +237,47 @@ class TreeShape:
     missing: set[str]  # parent ids named but not present (their children are roots)
 
     @classmethod
-    def build(cls, records: Sequence[tuple[str, str | None]]) -> TreeShape:
-        """The shape of ``(id, parent id)`` records in file order."""
-        ids = {nid for nid, _p in records}
-        children, roots = _links(records, ids)
-        parent = {kid: p for p, kids in children.items() for kid in kids}
-        missing = {p for nid, p in records if p and p != nid and p not in ids}
+    def build(cls, records: Sequence[Sequence[Any]]) -> TreeShape:
+        """The shape of ``(id, parent id, ...)`` records in file order (fields after the
+        first two are ignored, so the stored skeleton rows serve as they are).
+
+        One pass makes the children lists, roots, parents and missing ids together (the
+        first record of a repeated id is the one attached, as in ``fold_tree``); the
+        repeated-id bookkeeping runs only when some id does repeat. The collector is paused
+        meanwhile: what is built here is kept, and on a large heap its passes over the new
+        lists and tuples took as long as the build itself."""
+        with gc_paused():
+            return cls._build(records)
+
+    @classmethod
+    def _build(cls, records: Sequence[Sequence[Any]]) -> TreeShape:
+        ids = {r[0] for r in records}
+        children: dict[str, list[str]] = {}
+        roots: list[str] = []
+        parent: dict[str, str] = {}
+        missing: set[str] = set()
+        seen: set[str] | None = set() if len(ids) != len(records) else None
+        for r in records:
+            nid: str = r[0]
+            p: str | None = r[1]
+            if seen is not None:
+                if nid in seen:  # a repeated id: attached once, but its parent may be missing
+                    if p and p != nid and p not in ids:
+                        missing.add(p)
+                    continue
+                seen.add(nid)
+            if not p or p == nid:
+                roots.append(nid)
+            elif p in ids:
+                kids = children.get(p)
+                if kids is None:
+                    children[p] = [nid]
+                else:
+                    kids.append(nid)
+                parent[nid] = p
+            else:
+                roots.append(nid)
+                missing.add(p)
         return cls(children, roots, _subtree_sizes(roots, children), parent, missing)
 
     def extend(self, records: Sequence[tuple[str, str | None]]) -> bool:
@@ -215,34 +322,36 @@ def _subtree_sizes(
     """(entries, leaves) below and including each node reachable from ``start``.
 
     Children lists attach each id once, so what hangs below distinct starts is a forest:
-    one breadth-first listing, summed from its end, gives every size without recursion
-    (paths can be 50k deep) and in a fraction of a depth-first walk's time on a big
-    session's first read. Should the listing meet a node twice (overlapping starts, a
-    hand-made children map), the guarded walk below gives the answer instead."""
+    one breadth-first listing, summed from its end into two count lists by each node's
+    parent position, gives every size without recursion (paths can be 50k deep) and
+    without a tuple per node until the answer is zipped together at the end. Should the
+    listing meet a node twice (overlapping starts, a hand-made children map), the guarded
+    walk below gives the answer instead."""
     starts = list(dict.fromkeys(start))
     order = list(starts)
+    up = [-1] * len(order)  # position in ``order`` of each listed node's parent
     most = len(order) + sum(map(len, children.values()))  # a forest lists no more
-    for nid in order:  # grows while it is read: each node's children join the end
-        kids = children.get(nid)
+    inner: list[int] = []  # positions of the nodes with children
+    get = children.get
+    for at, nid in enumerate(order):  # grows while it is read: children join the end
+        kids = get(nid)
         if kids:
             order.extend(kids)
+            up.extend([at] * len(kids))
+            inner.append(at)
             if len(order) > most:
                 break  # a loop in the links
     if len(order) > most or len(set(order)) != len(order):
         return _subtree_sizes_walk(starts, children)
-    sizes: dict[str, tuple[int, int]] = {}
-    for nid in reversed(order):
-        kids = children.get(nid)
-        if not kids:
-            sizes[nid] = (1, 1)
-            continue
-        total, leaves = 1, 0
-        for k in kids:
-            t, lv = sizes[k]
-            total += t
-            leaves += lv
-        sizes[nid] = (total, leaves)
-    return sizes
+    totals = [1] * len(order)
+    leaves = [1] * len(order)
+    for at in inner:
+        leaves[at] = 0
+    for at in range(len(order) - 1, len(starts) - 1, -1):
+        p = up[at]
+        totals[p] += totals[at]
+        leaves[p] += leaves[at]
+    return dict(zip(order, zip(totals, leaves, strict=True), strict=True))
 
 
 def _subtree_sizes_walk(
