@@ -496,15 +496,24 @@ def _through_cache(key: str, builder: Callable[[], T], timeout: int = 0) -> T:
 def current_labels(session: Session) -> dict[str, str]:
     """Target id → label text, the newest label entry per target winning (file order).
 
-    Cached per session version (labels change only by appending)."""
-    return cached(session, "labels", lambda: _read_labels(session))
+    Labels change only by appending, so the map is kept as the session grows
+    (:func:`grown`): after an append only the new label entries are read. Callers get a
+    copy they may change."""
+    mask = mask_key(session)
+
+    def extend(labels: dict[str, str], after: int, upto: int) -> dict[str, str]:
+        return _read_labels(session, dict(labels), after, upto)
+
+    kept = grown(
+        session, f"labels|{mask}", lambda last: _read_labels(session, {}, -1, last), extend
+    )
+    return dict(kept)
 
 
-def _read_labels(session: Session) -> dict[str, str]:
-    labels: dict[str, str] = {}
+def _read_labels(session: Session, labels: dict[str, str], after: int, upto: int) -> dict[str, str]:
     allow = allowed_fingerprints(session)
     for raw in (
-        Entry.objects.filter(session=session, type="label")
+        Entry.objects.filter(session=session, type="label", position__gt=after, position__lte=upto)
         .order_by("position")
         .values_list("raw", flat=True)
     ):
@@ -552,7 +561,7 @@ def _last_position(session: Session) -> int:
 # shared copy is never outlived by a process's own).
 _GROWN: OrderedDict[str, tuple[str, int, Any, int]] = OrderedDict()
 _GROWN_LOCK = threading.RLock()
-GROWN_KEPT = 16  # figures kept per process (a few per big session being read)
+GROWN_KEPT = 32  # figures kept per process (eight or so per big session being read)
 # The shared copy is written again once the process's copy is this far ahead of it, so a
 # worker that starts later reads a bounded number of rows to catch up.
 GROWN_LAG = 2000

@@ -262,3 +262,27 @@ def test_the_listed_stretch_stays_the_same_size_however_many_compactions():
     assert list_window(400, 10, chosen=None, before=390, every=False) == (380, 390)
     assert list_window(400, 10, chosen=None, before=5, every=False) == (0, 5)
     assert list_window(400, 10, chosen=None, before=None, every=True) == (0, 400)
+
+
+def test_kept_labels_follow_every_label_entry(make_session):
+    """The labels kept as the session grows equal a fresh read after each label entry:
+    a new label, a relabel, a cleared one, one on an entry appended meanwhile."""
+    from django.core.cache import cache
+
+    from explorer import services
+    from explorer.models import Session
+
+    session = make_session()
+    assert queries.current_labels(session) == {"a1b2c3d4": "start"}
+    steps = [("b2c3d4e5", "tool call"), ("a1b2c3d4", "first"), ("b2c3d4e5", None)]
+    for target, text in steps:
+        services.set_label(session, None, target, text)
+        session = Session.objects.get(pk=session.pk)
+        kept = queries.current_labels(session)
+        fresh = queries._read_labels(session, {}, -1, queries.last_position(session))
+        assert kept == fresh
+    assert kept == {"a1b2c3d4": "first"}
+    kept["x"] = "changed by a caller"  # a caller's copy, not the kept map
+    assert "x" not in queries.current_labels(session)
+    cache.clear()
+    assert queries.current_labels(Session.objects.get(pk=session.pk)) == {"a1b2c3d4": "first"}
