@@ -164,11 +164,12 @@ def entry_panel_context(
         "viewing": bool(request.GET.get("leaf")),
         "editable_target": data.get("type") == "custom_message"
         or role in ("user", "assistant", "toolResult"),
-        "children": list(
-            Entry.objects.filter(session=session, parent_id=entry_id)
+        "children": [
+            row[:3]
+            for row in Entry.objects.filter(session=session, parent_id=entry_id)
             .order_by("position")
-            .values_list("entry_id", "type", "role")[:20]
-        ),
+            .values_list("entry_id", "type", "role", *queries.BY_PARENT_COLS)[:20]
+        ],
     }
 
 
