@@ -411,16 +411,24 @@ def _tip(session: Session) -> tuple[int, str | None]:
 def cursor_id(session: Session, user: Any) -> str | None:
     """The entry the user's navigation cursor is on, or the file's own leaf (its last entry)
     when the user has none yet or it points nowhere. The one read-only cursor lookup: the
-    row itself is created by ``services.cursor_for`` on the first write."""
+    row itself is created by ``services.cursor_for`` on the first write. Read once per
+    read-only request (the page, its frame and its panel each ask)."""
     if user is not None and getattr(user, "is_authenticated", False):
-        leaf = Leaf.objects.filter(session=session, name=f"user:{user.pk}").first()
-        if (
-            leaf is not None
-            and leaf.entry_id
-            and Entry.objects.filter(session=session, entry_id=leaf.entry_id).exists()
-        ):
-            return leaf.entry_id
+        own = _once(("cursor", session.pk, user.pk), lambda: _own_cursor(session, user))
+        if own:
+            return own
     return default_leaf_id(session)
+
+
+def _own_cursor(session: Session, user: Any) -> str | None:
+    leaf = Leaf.objects.filter(session=session, name=f"user:{user.pk}").first()
+    if (
+        leaf is not None
+        and leaf.entry_id
+        and Entry.objects.filter(session=session, entry_id=leaf.entry_id).exists()
+    ):
+        return leaf.entry_id
+    return None
 
 
 def entry_exists(session: Session, entry_id: str | None) -> bool:

@@ -1,0 +1,197 @@
+"""Page fragments rendered once per session version for every reader.
+
+A shared fragment must be the bytes a fresh render gives this reader, hold nothing of the
+reader who happened to build it (CSRF token, cursor, an editor's controls), and go stale at
+once when the session gains an entry or a finding's status changes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.cache import cache
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from explorer import items, queries, services
+from explorer.models import SecretFinding
+from tests.secrets.seeded import build_session
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"|"X-CSRFToken": "[^"]+"')
+ROWS = re.compile(r'<li id="e-.*</li>', re.S)  # from the first row to the last
+
+
+def _rows(body: str) -> str:
+    """The transcript rows of a page or htmx page, tokens made alike."""
+    found = ROWS.search(body.split('<ol class="transcript"', 1)[-1])
+    assert found, body[:400]
+    rows = found.group(0)
+    for sentinel in ('<li class="t-more', '<li class="t-tail'):
+        rows = rows.split(sentinel, 1)[0]
+    return TOKEN.sub('name="csrfmiddlewaretoken" value="T"', rows)
+
+
+def _tokens(body: str) -> set[str]:
+    return set(re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', body))
+
+
+def _transcript(session, query: str = "") -> str:
+    return reverse("explorer:transcript", args=[session.pk]) + (f"?{query}" if query else "")
+
+
+def _fresh_rows(session, rmap, start, end, reader: items.Reader) -> str:
+    """Each item rendered for this reader, nothing kept: what the shared rows must equal."""
+    built = items.window_items(session, rmap, start, end, target=None, leaf_q=None)
+    ctx = {"session": session, "editable": reader.editable, "cursor_entry": reader.cursor_entry,
+           "move_url": reader.move_url, "csrf_token": reader.csrf_token}  # fmt: skip
+    return "".join(render_to_string(items.TRANSCRIPT_ROW, {**ctx, "it": it}) for it in built)
+
+
+@pytest.mark.parametrize("editable", [False, True])
+@pytest.mark.parametrize("cursor", [None, "c3d4e5f6", "d4e5f6a7"])
+def test_shared_rows_are_the_bytes_of_a_fresh_render(make_session, editable, cursor):
+    session = make_session()
+    rmap = queries.route_map(session, queries.default_leaf_id(session))
+    n = len(rmap.ids)
+    move = reverse("explorer:transcript_cursor", args=[session.pk])
+    builder = items.Reader(editable, "a1b2c3d4", "tokenOfTheBuilder", move)
+    reader = items.Reader(editable, cursor, "tokenOfTheReader", move)
+    cache.clear()
+    items.window_html(session, rmap, 0, n, target=None, leaf_q=None, reader=builder)
+    shared = items.window_html(session, rmap, 0, n, target=None, leaf_q=None, reader=reader)
+    assert str(shared) == _fresh_rows(session, rmap, 0, n, reader)
+    assert "tokenOfTheBuilder" not in shared
+    assert "tokenOfTheReader" in shared
+
+
+def test_a_cached_page_is_the_page_rendered_afresh(make_session, editor_client):
+    session = make_session()
+    url = _transcript(session)
+    cache.clear()
+    first = editor_client.get(url).content.decode()
+    second = editor_client.get(url).content.decode()  # from the kept rows
+    assert TOKEN.sub("T", first) == TOKEN.sub("T", second)
+    assert "Undo" in second and "your cursor" in second
+
+
+def test_a_viewer_never_gets_an_editors_controls_and_back(
+    make_session, editor_client, viewer_client
+):
+    session = make_session()
+    url = _transcript(session)
+    for first, second in ((editor_client, viewer_client), (viewer_client, editor_client)):
+        cache.clear()
+        first.get(url)
+        body = second.get(url).content.decode()
+        undo = f'action="/sessions/{session.pk}/undo/"'
+        assert (undo in body) is (second is editor_client)
+        assert ("Hidden from the model" in body) and ("move my cursor here" in body)
+
+
+def _row_of(body: str, entry_id: str) -> str:
+    return body.split(f'data-entry="{entry_id}"', 1)[1].split("</li>", 1)[0]
+
+
+def test_each_reader_gets_their_own_cursor_row(make_session, viewer_client, django_user_model):
+    from explorer.permissions import set_role
+
+    session = make_session()
+    moved = django_user_model.objects.create_user(username="mo", password="pw-mo")
+    set_role(moved, "viewer")
+    services.move_cursor(session, moved, "d4e5f6a7")
+    services.move_cursor(session, viewer_client.user, "b2c3d4e5")
+    from django.test import Client
+
+    mover = Client()
+    mover.force_login(moved)
+    url = _transcript(session, "leaf=1b2c3d4e")  # the same route (and window) for both
+    for first, second in ((mover, viewer_client), (viewer_client, mover)):
+        cache.clear()
+        first.get(url)
+        body = second.get(url).content.decode()
+        own, other = ("d4e5f6a7", "b2c3d4e5") if second is mover else ("b2c3d4e5", "d4e5f6a7")
+        assert "your cursor" in _row_of(body, own)
+        assert "your cursor" not in _row_of(body, other)
+        assert "move my cursor here" in _row_of(body, other)
+
+
+def test_two_readers_pages_carry_their_own_csrf_tokens(
+    make_session, viewer_user, csrf_client_factory, django_user_model
+):
+    from explorer.permissions import set_role
+
+    session = make_session()
+    other = django_user_model.objects.create_user(username="olga", password="pw-olga")
+    set_role(other, "viewer")
+    a, b = csrf_client_factory(viewer_user), csrf_client_factory(other)
+    url = _transcript(session)
+    body_a = a.get(url).content.decode()
+    body_b = b.get(url).content.decode()  # the rows kept for a's page
+    assert _rows(body_a) == _rows(body_b)
+    token_a, token_b = _tokens(_rows_raw(body_a)), _tokens(_rows_raw(body_b))
+    assert len(token_a) == 1 and len(token_b) == 1
+    move = reverse("explorer:transcript_cursor", args=[session.pk])
+    # Each reader's rows carry a token good for that reader's own session alone.
+    (ta,), (tb,) = token_a, token_b
+    assert b.post(move, {"target": "a1b2c3d4", "csrfmiddlewaretoken": ta}).status_code == 403
+    assert a.post(move, {"target": "a1b2c3d4", "csrfmiddlewaretoken": ta}).status_code == 302
+    assert b.post(move, {"target": "b2c3d4e5", "csrfmiddlewaretoken": tb}).status_code == 302
+
+
+def _rows_raw(body: str) -> str:
+    found = ROWS.search(body.split('<ol class="transcript"', 1)[-1])
+    assert found
+    return found.group(0)
+
+
+def test_an_append_makes_the_rows_stale_at_once(make_session, viewer_client, editor_user):
+    session = make_session()
+    url = _transcript(session)
+    assert "freshly appended" not in viewer_client.get(url).content.decode()
+    services.rename_session(session, editor_user, "freshly appended name")
+    assert "freshly appended" in viewer_client.get(url).content.decode()
+
+
+def test_a_false_positive_makes_the_rows_stale_at_once(make_session, viewer_client, editor_client):
+    data, _, secrets = build_session()
+    session = make_session(data)
+    key = secrets["aws-access-key"]
+    url = _transcript(session, "entry=00000001")
+    assert key not in viewer_client.get(url).content.decode()
+    finding = SecretFinding.objects.filter(session=session, kind="aws-access-key").first()
+    status_url = reverse("explorer:finding_status", args=[session.pk, finding.pk])
+    assert editor_client.post(status_url, {"status": "false_positive"}).status_code == 302
+    assert key in viewer_client.get(url).content.decode()
+    assert editor_client.post(status_url, {"status": "rotated"}).status_code == 302
+    assert key not in viewer_client.get(url).content.decode()
+
+
+def test_a_review_comment_shows_on_the_kept_rows_at_once(make_session, viewer_client, editor_user):
+    session = make_session()
+    url = _transcript(session)
+    assert "💬" not in viewer_client.get(url).content.decode()
+    services.add_comment(session, editor_user, "d4e5f6a7", "look here")
+    assert "💬 1" in viewer_client.get(url).content.decode()
+
+
+def test_the_htmx_page_and_the_full_page_agree(make_session, viewer_client, tmp_path):
+    from benchmarks.gen_session import generate_session
+
+    path = tmp_path / "long.jsonl"
+    generate_session(str(path), entries=400, branch_points=2, seed=3)
+    session = make_session(path.read_bytes())
+    leaf = queries.cursor_id(session, viewer_client.user)
+    rmap = queries.route_map(session, leaf)
+    n = len(rmap.ids)
+    assert n > 61
+    page = viewer_client.get(_transcript(session)).content.decode()  # the last 60 entries
+    cache.clear()  # the htmx page renders its rows afresh
+    part = viewer_client.get(
+        _transcript(session, f"after={rmap.ids[n - 61]}"), HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "<html" not in part
+    assert _rows(page) == _rows(part)
+    assert _rows(page).count('<li id="e-') == 60
