@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from explorer import html, params, queries
@@ -39,6 +40,16 @@ def _folded_rows(session, cursor: str | None, start: int, offset: int) -> list[d
     ]
 
 
+def _rows_html(request: HtmxHttpRequest, session, name: str, rows: list[dict]) -> SafeString:
+    """The table's rows. A viewer's hold nothing of the viewer (no form, no token), so they
+    are drawn once per session version for every viewer; an editor's carry the editor's
+    CSRF token and viewed leaf in their Undo forms and are drawn for the editor."""
+    if can_edit(request.user):
+        return html.context_rows(request, session, rows, True)
+    build = lambda: str(html.context_rows(request, session, rows, False))  # noqa: E731
+    return html.trusted(queries.cached(session, f"context-rows:{name}:{len(rows)}", build))
+
+
 def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     """Everything the panel shows; the figures come from ``queries.context_summary`` alone."""
     form = ContextWindowForm(request.GET)
@@ -52,8 +63,8 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     return {
         "view": summary,
         "form_errors": form.error_messages(),
-        "rows_html": html.context_rows(
-            request, session, rows[hidden_rows:], can_edit(request.user)
+        "rows_html": _rows_html(
+            request, session, f"{cursor}:{window}:{reserve}", rows[hidden_rows:]
         ),
         "row_count": len(rows),
         "hidden_rows": hidden_rows,

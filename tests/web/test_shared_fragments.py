@@ -195,3 +195,108 @@ def test_the_htmx_page_and_the_full_page_agree(make_session, viewer_client, tmp_
     assert "<html" not in part
     assert _rows(page) == _rows(part)
     assert _rows(page).count('<li id="e-') == 60
+
+
+# --- the other shared fragments: the Tree tab's text tree panel, the Compactions detail, the
+# raw vs projected rows of a viewer -----------------------------------------------------------
+
+SECTIONS = {
+    "tree-panel": re.compile(r'<section id="tree-panel".*?</section>', re.S),
+    "compaction-detail": re.compile(r'<section id="compaction-detail".*?\n</section>', re.S),
+    "align-table": re.compile(r'<table class="align-table".*?</table>', re.S),
+}
+
+
+def _section(body: str, name: str) -> str:
+    found = SECTIONS[name].search(body)
+    assert found, (name, body[:300])
+    return TOKEN.sub("T", found.group(0))
+
+
+def _page_and_partial(client, url: str, partial_query: str, section: str) -> None:
+    """The page drawn afresh, the page from the kept fragment and its htmx partial (kept and
+    afresh) show the very same section."""
+    cache.clear()
+    fresh = client.get(url).content.decode()
+    kept = client.get(url).content.decode()
+    assert TOKEN.sub("T", fresh) == TOKEN.sub("T", kept)
+    sep = "&" if "?" in url else "?"
+    part = client.get(url + sep + partial_query, HTTP_HX_REQUEST="true").content.decode()
+    cache.clear()
+    part_fresh = client.get(url + sep + partial_query, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in part
+    assert _section(part, section) == _section(kept, section) == _section(part_fresh, section)
+
+
+def test_the_tree_panel_is_kept_and_agrees_with_its_partial(make_session, viewer_client):
+    session = make_session()
+    url = reverse("explorer:session_detail", args=[session.pk])
+    _page_and_partial(viewer_client, url, "partial=tree-panel", "tree-panel")
+    body = viewer_client.get(url + "?filter=user").content.decode()  # the filter is named
+    assert 'class="chip on" data-filter="user"' in body
+
+
+def test_the_tree_panel_goes_stale_at_once(make_session, viewer_client, editor_user):
+    session = make_session()
+    url = reverse("explorer:session_detail", args=[session.pk])
+    assert "newly named" not in _section(viewer_client.get(url).content.decode(), "tree-panel")
+    services.set_label(session, editor_user, "b2c3d4e5", "newly named")
+    assert "newly named" in _section(viewer_client.get(url).content.decode(), "tree-panel")
+
+
+def test_the_live_tab_shows_the_kept_tree_panel(make_session, viewer_client):
+    session = make_session()
+    tree = reverse("explorer:session_detail", args=[session.pk])
+    live = reverse("explorer:live", args=[session.pk])
+    cache.clear()
+    from_tree = _section(viewer_client.get(tree).content.decode(), "tree-panel")
+    assert _section(viewer_client.get(live).content.decode(), "tree-panel") == from_tree
+
+
+@pytest.mark.pi_fixtures
+def test_the_compaction_detail_is_kept_and_agrees_with_its_partial(make_session, viewer_client):
+    from tests.conftest import PI_FIXTURES
+
+    session = make_session((PI_FIXTURES / "before-compaction.jsonl").read_bytes())
+    url = reverse("explorer:compactions", args=[session.pk])
+    body = viewer_client.get(url).content.decode()
+    chosen = re.findall(r'href="\?c=([0-9a-f]+)', body)
+    assert len(chosen) == 2
+    _page_and_partial(viewer_client, url, f"c={chosen[-1]}", "compaction-detail")  # the newest
+    _page_and_partial(viewer_client, url + f"?c={chosen[0]}", "x=1", "compaction-detail")
+    first = _section(
+        viewer_client.get(url + f"?c={chosen[0]}").content.decode(), "compaction-detail"
+    )
+    second = _section(
+        viewer_client.get(url + f"?c={chosen[1]}").content.decode(), "compaction-detail"
+    )
+    assert chosen[0] in first and chosen[1] in second and first != second
+
+
+def test_the_viewers_rows_are_kept_and_an_editors_are_their_own(
+    make_session, viewer_client, editor_client
+):
+    session = make_session()
+    url = reverse("explorer:context", args=[session.pk])
+    _page_and_partial(viewer_client, url, "window=200000", "align-table")
+    for first, second in ((editor_client, viewer_client), (viewer_client, editor_client)):
+        cache.clear()
+        first.get(url)
+        body = second.get(url).content.decode()
+        table = SECTIONS["align-table"].search(body).group(0)
+        assert ("Undo (restore)" in table) is (second is editor_client)
+        assert ("csrfmiddlewaretoken" in table) is (second is editor_client)
+
+
+def test_a_false_positive_makes_the_kept_rows_stale_at_once(
+    make_session, viewer_client, editor_client
+):
+    data, _, secrets = build_session()
+    session = make_session(data)
+    key = secrets["aws-access-key"]
+    url = reverse("explorer:context", args=[session.pk]) + "?all=1"
+    assert key not in _section(viewer_client.get(url).content.decode(), "align-table")
+    finding = SecretFinding.objects.filter(session=session, kind="aws-access-key").first()
+    status_url = reverse("explorer:finding_status", args=[session.pk, finding.pk])
+    assert editor_client.post(status_url, {"status": "false_positive"}).status_code == 302
+    assert key in _section(viewer_client.get(url).content.decode(), "align-table")
