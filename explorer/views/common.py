@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -53,7 +54,10 @@ def render_panel(
 
 
 def shared_fragment(
-    session: Session, name: str, template: str, context: dict[str, Any]
+    session: Session,
+    name: str,
+    template: str,
+    context: dict[str, Any] | Callable[[], dict[str, Any]],
 ) -> SafeString:
     """The template (or partial) ``template`` rendered once per session version and shared
     by every reader: the heavy parts of a page that do not depend on who asks.
@@ -61,10 +65,11 @@ def shared_fragment(
     ``name`` must hold everything the fragment shows besides the session version and the
     masking (the cache key's own parts): the cursor, the query parameters, the role when it
     changes what is drawn. Rendered without the request, so no CSRF token, message or
-    user's name can be in it (a fragment that needs one is not shared)."""
+    user's name can be in it (a fragment that needs one is not shared). ``context`` may be
+    a builder, called only when the fragment is not kept yet."""
 
     def build() -> str:
-        return str(render_to_string(template, context))
+        return str(render_to_string(template, context() if callable(context) else context))
 
     return html.trusted(queries.cached(session, f"fragment:{template}:{name}", build))
 

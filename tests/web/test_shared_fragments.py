@@ -204,6 +204,8 @@ SECTIONS = {
     "tree-panel": re.compile(r'<section id="tree-panel".*?</section>', re.S),
     "compaction-detail": re.compile(r'<section id="compaction-detail".*?\n</section>', re.S),
     "align-table": re.compile(r'<table class="align-table".*?</table>', re.S),
+    "timeline-panel": re.compile(r'<section id="timeline-panel".*?\n</section>', re.S),
+    "search-results": re.compile(r'<section id="search-results".*?</section>', re.S),
 }
 
 
@@ -300,3 +302,29 @@ def test_a_false_positive_makes_the_kept_rows_stale_at_once(
     status_url = reverse("explorer:finding_status", args=[session.pk, finding.pk])
     assert editor_client.post(status_url, {"status": "false_positive"}).status_code == 302
     assert key in _section(viewer_client.get(url).content.decode(), "align-table")
+
+
+def test_the_timeline_is_kept_and_agrees_with_its_partial(make_session, viewer_client):
+    session = make_session()
+    url = reverse("explorer:timeline", args=[session.pk])
+    _page_and_partial(viewer_client, url, "x=1", "timeline-panel")
+    body = viewer_client.get(url).content.decode()
+    assert "<svg" in _section(body, "timeline-panel")
+    other = viewer_client.get(url + "?leaf=e5f6a7b8").content.decode()  # another route
+    assert _section(other, "timeline-panel") != _section(body, "timeline-panel")
+
+
+def test_search_results_are_kept_per_query_and_agree_with_their_partial(
+    make_session, viewer_client, editor_user
+):
+    session = make_session()
+    url = reverse("explorer:session_search", args=[session.pk]) + "?q=hello"
+    _page_and_partial(viewer_client, url, "type=message", "search-results")
+    _page_and_partial(viewer_client, url, "x=1", "search-results")
+    first = _section(viewer_client.get(url).content.decode(), "search-results")
+    assert "<strong>2</strong> hits" in first and "again" not in first
+    other = viewer_client.get(url.replace("hello", "route")).content.decode()
+    assert "e5f6a7b8" in _section(other, "search-results")  # "Another route"
+    services.set_label(session, editor_user, "b2c3d4e5", "hello again")  # an append
+    grown = _section(viewer_client.get(url).content.decode(), "search-results")
+    assert "<mark>hello</mark> again" in grown and "<strong>3</strong> hits" in grown
