@@ -25,7 +25,7 @@ from explorer.views.common import (
     shared_fragment,
     warn_missing_entry,
 )
-from explorer.views.entry import entry_panel_context
+from explorer.views.entry import shared_entry_panel
 from explorer.views.jsonapi import json_page
 
 TEMPLATE = "explorer/session_detail.html"
@@ -198,7 +198,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         warn_missing_entry(request, selected, "the cursor's entry")
     panel_id = selected if selected_exists else cursor
     ctx.update(
-        entry_panel_context(request, session, panel_id, cursor, ctx["path_ids"])
+        shared_entry_panel(request, session, panel_id, cursor, ctx["path_ids"])
         if panel_id
         else {"entry": None}
     )

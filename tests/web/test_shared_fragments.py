@@ -328,3 +328,44 @@ def test_search_results_are_kept_per_query_and_agree_with_their_partial(
     services.set_label(session, editor_user, "b2c3d4e5", "hello again")  # an append
     grown = _section(viewer_client.get(url).content.decode(), "search-results")
     assert "<mark>hello</mark> again" in grown and "<strong>3</strong> hits" in grown
+
+
+PANEL = re.compile(r'<div id="entry-panel".*\n</div>\n', re.S)
+
+
+def _panel(body: str) -> str:
+    body = body.split("</aside>", 1)[0]  # on the tree page, the panel is the aside's
+    found = PANEL.search(body[body.index('<div id="entry-panel"') :])
+    assert found, body[:300]
+    return found.group(0)
+
+
+@pytest.mark.parametrize("who", ["viewer", "editor"])
+def test_the_entry_panel_is_kept_and_agrees_with_its_partial(
+    make_session, viewer_client, editor_client, who
+):
+    client = viewer_client if who == "viewer" else editor_client
+    session = make_session()
+    entry = reverse("explorer:entry", args=[session.pk]) + "?id=d4e5f6a7"
+    tree = reverse("explorer:session_detail", args=[session.pk]) + "?entry=d4e5f6a7"
+    cache.clear()
+    fresh = client.get(entry, HTTP_HX_REQUEST="true").content.decode()
+    kept = client.get(entry, HTTP_HX_REQUEST="true").content.decode()
+    page = client.get(tree).content.decode()
+    assert TOKEN.sub("T", fresh) == TOKEN.sub("T", kept) == TOKEN.sub("T", _panel(page))
+    assert ("Label…" in kept) is (who == "editor")  # an editor's controls, for editors alone
+    assert len(_tokens(kept)) == 1  # the reader's own token, in every form of the panel
+
+
+def test_an_entry_panel_never_carries_another_readers_controls_or_token(
+    make_session, viewer_client, editor_client
+):
+    session = make_session()
+    url = reverse("explorer:entry", args=[session.pk]) + "?id=d4e5f6a7"
+    for first, second in ((editor_client, viewer_client), (viewer_client, editor_client)):
+        cache.clear()
+        built = first.get(url).content.decode()
+        body = second.get(url).content.decode()
+        assert ("Label…" in _panel(body)) is (second is editor_client)
+        assert not (_tokens(_panel(built)) & _tokens(_panel(body)))
+    assert viewer_client.get(url + "&format=json").json()["entry_id"] == "d4e5f6a7"
