@@ -369,3 +369,17 @@ def test_an_entry_panel_never_carries_another_readers_controls_or_token(
         assert ("Label…" in _panel(body)) is (second is editor_client)
         assert not (_tokens(_panel(built)) & _tokens(_panel(body)))
     assert viewer_client.get(url + "&format=json").json()["entry_id"] == "d4e5f6a7"
+
+
+def test_a_viewers_context_panel_is_kept_per_leaf_and_window(make_session, viewer_client):
+    session = make_session()
+    url = reverse("explorer:context", args=[session.pk])
+    cache.clear()
+    default = viewer_client.get(url).content.decode()
+    other = viewer_client.get(url + "?leaf=e5f6a7b8").content.decode()
+    small = viewer_client.get(url + "?window=32000").content.decode()
+    assert "e5f6a7b8 (shown)" in other and "e5f6a7b8 (shown)" not in default
+    assert 'name="window" value="32000"' in small and 'name="window" value="32000"' not in default
+    assert TOKEN.sub("T", viewer_client.get(url).content.decode()) == TOKEN.sub("T", default)
+    bad = viewer_client.get(url + "?window=5")  # refused: drawn afresh, with its message
+    assert bad.status_code == 400 and 'id="ctx-errors"' in bad.content.decode()
