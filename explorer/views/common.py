@@ -64,9 +64,10 @@ def shared_fragment(
 
     ``name`` must hold everything the fragment shows besides the session version and the
     masking (the cache key's own parts): the cursor, the query parameters, the role when it
-    changes what is drawn. Rendered without the request, so no CSRF token, message or
-    user's name can be in it (a fragment that needs one is not shared). ``context`` may be
-    a builder, called only when the fragment is not kept yet."""
+    changes what is drawn. Rendered without the request's context processors, so no CSRF
+    token, message or user's name can be in it (a fragment that needs one is not shared;
+    what a builder hands over of the request belongs in the name). ``context`` may be a
+    builder, called only when the fragment is not kept yet."""
 
     def build() -> str:
         return str(render_to_string(template, context() if callable(context) else context))
