@@ -9,11 +9,15 @@ row the Transcript tab draws). It sits below the views and the broadcast: reads 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import uuid
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
+from django.utils.safestring import SafeString
 
 from explorer import html, queries
 from explorer.analysis.compactions import kept_count, replaced_indices
@@ -179,16 +183,25 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def window_items(
-    session, rmap: queries.RouteMap, start: int, end: int, *, target: str | None, leaf_q: str | None
+    session,
+    rmap: queries.RouteMap,
+    start: int,
+    end: int,
+    *,
+    target: str | None,
+    leaf_q: str | None,
+    comments: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """The entries of the route between ``start`` and ``end`` as transcript items: tool
-    results paired with their calls, branch switchers, compaction marks and ranges."""
+    results paired with their calls, branch switchers, compaction marks and ranges.
+    ``comments``: the window's review comment counts when the caller read them already."""
     ids = rmap.ids[start:end]
     data = queries.load_entries(session, ids)
     parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
     siblings = queries.siblings_of(session, parents)
     marks = route_marks(rmap, start, end)
-    comments = queries.comment_counts(session, ids)
+    if comments is None:
+        comments = queries.comment_counts(session, ids)
     items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
     results = {}
     for it in items:
@@ -226,6 +239,83 @@ def window_items(
 
 
 TRANSCRIPT_ROW = "explorer/partials/transcript_item.html"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Who reads a transcript window: what its rows show differently from one reader to
+    the next. The role (``editable``) picks the rows' variant, each cached on its own; the
+    reader's cursor row, and an editor's rows with an Undo form (it carries the cursor),
+    are drawn for the reader; the CSRF token goes into the slots the shared rows keep."""
+
+    editable: bool
+    cursor_entry: str | None
+    csrf_token: str
+    move_url: str
+
+
+def _has_undo(it: dict[str, Any]) -> bool:
+    """The row holds an Undo form for an editor (its own edit, or its paired result's)."""
+    paired = [b.get("paired") or {} for b in it["blocks"] if b["kind"] == "toolCall"]
+    return bool(it["edit"]) or any(p.get("edit") for p in paired)
+
+
+def _row(session, reader: Reader, it: dict[str, Any], token: str, cursor: str | None) -> str:
+    from django.template.loader import render_to_string
+
+    ctx = {"session": session, "editable": reader.editable, "cursor_entry": cursor,
+           "move_url": reader.move_url, "csrf_token": token, "it": it}  # fmt: skip
+    return render_to_string(TRANSCRIPT_ROW, ctx)
+
+
+def window_html(
+    session,
+    rmap: queries.RouteMap,
+    start: int,
+    end: int,
+    *,
+    target: str | None,
+    leaf_q: str | None,
+    reader: Reader,
+) -> SafeString:
+    """The Transcript tab's rows of the window [start, end): the bytes of rendering each
+    item for this reader, rendered once per session version for every reader.
+
+    A row depends on the session version and the masking (both in the cache key), the
+    window, its target and permalinks, the review comment counts (read each time: a comment
+    does not change the session version, so their digest is in the name) and the role (in
+    the name too). Per reader, and never kept: the CSRF token, put into each shared row's
+    slots, the reader's cursor row and an editor's Undo rows, drawn from the kept items."""
+    ids = rmap.ids[start:end]
+    comments = queries.comment_counts(session, ids)
+    counted = ",".join(f"{k}={v}" for k, v in sorted(comments.items()))
+    name = (f"transcript-window:{rmap.leaf or ''}:{start}:{end}:{target or ''}:{leaf_q or ''}:"
+            f"{int(reader.editable)}:{hashlib.sha256(counted.encode()).hexdigest()[:16]}")  # fmt: skip
+
+    def build_items() -> list[dict[str, Any]]:
+        return window_items(
+            session, rmap, start, end, target=target, leaf_q=leaf_q, comments=comments
+        )
+
+    def build_rows() -> list[list[str] | None]:
+        # The token's slot: new for each build and never sent, so no session text holds it.
+        slot = f"csrf-slot-{uuid.uuid4().hex}"
+        return [
+            None if reader.editable and _has_undo(it) else _row(session, reader, it, slot, None).split(slot)
+            for it in queries.cached(session, name + ":items", build_items)
+        ]  # fmt: skip
+
+    rows = queries.cached(session, name + ":rows", build_rows)
+    items: list[dict[str, Any]] | None = None
+    out: list[str] = []
+    for k, parts in enumerate(rows):
+        if parts is not None and ids[k] != reader.cursor_entry:
+            out.append(reader.csrf_token.join(parts))
+            continue
+        if items is None:
+            items = queries.cached(session, name + ":items", build_items)
+        out.append(_row(session, reader, items[k], reader.csrf_token, reader.cursor_entry))
+    return html.trusted("".join(out))
 
 
 def transcript_rows(session, entries) -> dict[str, str]:

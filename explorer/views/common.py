@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import queries
+from explorer import html, queries
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -48,6 +51,28 @@ def render_panel(
     response = render(request, name, context, status=status)
     response["Vary"] = "HX-Request"
     return response
+
+
+def shared_fragment(
+    session: Session,
+    name: str,
+    template: str,
+    context: dict[str, Any] | Callable[[], dict[str, Any]],
+) -> SafeString:
+    """The template (or partial) ``template`` rendered once per session version and shared
+    by every reader: the heavy parts of a page that do not depend on who asks.
+
+    ``name`` must hold everything the fragment shows besides the session version and the
+    masking (the cache key's own parts): the cursor, the query parameters, the role when it
+    changes what is drawn. Rendered without the request's context processors, so no CSRF
+    token, message or user's name can be in it (a fragment that needs one is not shared;
+    what a builder hands over of the request belongs in the name). ``context`` may be a
+    builder, called only when the fragment is not kept yet."""
+
+    def build() -> str:
+        return str(render_to_string(template, context() if callable(context) else context))
+
+    return html.trusted(queries.cached(session, f"fragment:{template}:{name}", build))
 
 
 def resolve_cursor(request: HtmxHttpRequest, session: Session) -> str | None:

@@ -11,7 +11,13 @@ from explorer import params, queries
 from explorer.analysis.compactions import list_window
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
-from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.common import (
+    HtmxHttpRequest,
+    render_panel,
+    resolve_cursor,
+    session_frame,
+    shared_fragment,
+)
 from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
@@ -85,4 +91,8 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return json_page(plain(_json_data(ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
+    # The detail is the same for every reader of this cursor and choice: drawn once.
+    name = f"{cursor or ''}:{request.GET.get('c') or ''}"
+    detail = {"session": session, "detail": ctx["detail"]}
+    ctx["detail_html"] = shared_fragment(session, name, f"{TEMPLATE}#compaction-detail", detail)
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django.http import Http404, HttpResponse
+from django.middleware.csrf import get_token
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from explorer import queries
+from explorer import html, queries
 from explorer.items import RAW_PREVIEW_CHARS, content_blocks, pretty_json, text_part
 from explorer.models import Entry
-from explorer.permissions import get_session_for_user, viewer_required
+from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.session import jsonfmt
 from explorer.session.describe import (
     cost_of,
@@ -164,12 +167,46 @@ def entry_panel_context(
         "viewing": bool(request.GET.get("leaf")),
         "editable_target": data.get("type") == "custom_message"
         or role in ("user", "assistant", "toolResult"),
-        "children": list(
-            Entry.objects.filter(session=session, parent_id=entry_id)
+        "children": [
+            row[:3]
+            for row in Entry.objects.filter(session=session, parent_id=entry_id)
             .order_by("position")
-            .values_list("entry_id", "type", "role")[:20]
-        ),
+            .values_list("entry_id", "type", "role", *queries.BY_PARENT_COLS)[:20]
+        ],
     }
+
+
+PANEL = "explorer/partials/entry_panel.html"
+
+
+def shared_entry_panel(
+    request: HtmxHttpRequest,
+    session,
+    entry_id: str,
+    cursor: str | None,
+    path_ids: list[str] | None = None,
+) -> dict[str, Any]:
+    """The entry panel drawn once per session version for every reader of this entry,
+    cursor, role and view (the name holds them all), from :func:`entry_panel_context`, the
+    builder the JSON answer reads too. The reader's CSRF token goes into the slots the kept
+    panel holds for it; nothing else in it differs from one reader to the next."""
+    if path_ids is None:
+        path_ids = [e.entry_id for e in queries.light_path(session, cursor)] if cursor else []
+    editable = can_edit(request.user)
+    q = request.GET
+    name = ":".join(
+        ["entry-panel", entry_id, cursor or "", str(entry_id in path_ids), str(bool(q.get("leaf"))),
+         str(q.get("full") == "1"), str(q.get("raw") == "1"), str(editable)]
+    )  # fmt: skip
+
+    def build() -> list[str]:
+        slot = f"csrf-slot-{uuid.uuid4().hex}"  # new for each build, never sent
+        ctx = entry_panel_context(request, session, entry_id, cursor, path_ids)
+        ctx |= {"session": session, "editable": editable, "cursor": cursor, "csrf_token": slot}
+        return render_to_string(PANEL, ctx).split(slot)
+
+    parts = queries.cached(session, name, build)
+    return {"entry_id": entry_id, "entry_panel_html": html.trusted(get_token(request).join(parts))}
 
 
 ENTRY_JSON_KEYS = (
@@ -187,8 +224,11 @@ def entry_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such entry")
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "tree", cursor)
-    ctx.update(entry_panel_context(request, session, entry_id, cursor))
     if request.GET.get("format") == "json":  # the JSON API (README "JSON API")
+        ctx.update(entry_panel_context(request, session, entry_id, cursor))
         return json_page(plain({k: ctx.get(k) for k in ENTRY_JSON_KEYS}))
-    partial = "raw-json" if request.GET.get("raw") == "1" else "entry-panel"
-    return render_panel(request, TEMPLATE, partial, ctx)
+    if request.GET.get("raw") == "1":
+        ctx.update(entry_panel_context(request, session, entry_id, cursor))
+        return render_panel(request, TEMPLATE, "raw-json", ctx)
+    ctx.update(shared_entry_panel(request, session, entry_id, cursor))
+    return render_panel(request, TEMPLATE, "entry-panel", ctx)

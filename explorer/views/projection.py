@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from explorer import html, params, queries
 from explorer.forms import ContextWindowForm
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title
-from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.common import (
+    HtmxHttpRequest,
+    render_panel,
+    resolve_cursor,
+    session_frame,
+    shared_fragment,
+)
 from explorer.views.jsonapi import json_page, wants_json
 
 TEMPLATE = "explorer/context.html"
@@ -39,6 +46,16 @@ def _folded_rows(session, cursor: str | None, start: int, offset: int) -> list[d
     ]
 
 
+def _rows_html(request: HtmxHttpRequest, session, name: str, rows: list[dict]) -> SafeString:
+    """The table's rows. A viewer's hold nothing of the viewer (no form, no token), so they
+    are drawn once per session version for every viewer; an editor's carry the editor's
+    CSRF token and viewed leaf in their Undo forms and are drawn for the editor."""
+    if can_edit(request.user):
+        return html.context_rows(request, session, rows, True)
+    build = lambda: str(html.context_rows(request, session, rows, False))  # noqa: E731
+    return html.trusted(queries.cached(session, f"context-rows:{name}:{len(rows)}", build))
+
+
 def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
     """Everything the panel shows; the figures come from ``queries.context_summary`` alone."""
     form = ContextWindowForm(request.GET)
@@ -52,8 +69,8 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     return {
         "view": summary,
         "form_errors": form.error_messages(),
-        "rows_html": html.context_rows(
-            request, session, rows[hidden_rows:], can_edit(request.user)
+        "rows_html": _rows_html(
+            request, session, f"{cursor}:{window}:{reserve}", rows[hidden_rows:]
         ),
         "row_count": len(rows),
         "hidden_rows": hidden_rows,
@@ -74,12 +91,30 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     }
 
 
+def _shared_panel(request: HtmxHttpRequest) -> bool:
+    """Whether the page's panel holds nothing of the reader: a viewer (an editor's rows carry
+    Undo forms with the editor's token) asking for a valid window, not the JSON or the
+    folded entries' list."""
+    return not (
+        wants_json(request)
+        or request.GET.get("folded") == "1"
+        or can_edit(request.user)
+        or ContextWindowForm(request.GET).errors
+    )
+
+
 @viewer_required
 @require_GET
 def context_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "context", cursor)
+    if _shared_panel(request):  # a viewer's panel: the same for every viewer of this query
+        q = request.GET
+        name = f"{cursor}:{q.get('leaf')}:{q.get('window')}:{q.get('reserve')}:{q.get('all')}"
+        build = lambda: ctx | context_panel(request, session, cursor) | {"request": request}  # noqa: E731
+        ctx["panel_html"] = shared_fragment(session, name, f"{TEMPLATE}#context-panel", build)
+        return render_panel(request, TEMPLATE, "context-panel", ctx)
     ctx.update(context_panel(request, session, cursor))
     status = 400 if ctx["form_errors"] else 200
     if wants_json(request):

@@ -12,9 +12,16 @@ from django.views.decorators.http import require_GET
 
 from explorer import html, params, queries
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.common import (
+    HtmxHttpRequest,
+    render_panel,
+    resolve_cursor,
+    session_frame,
+    shared_fragment,
+)
 from explorer.views.jsonapi import json_page, wants_json
 
+SESSION_PAGE = "explorer/search.html"
 TYPES = (
     ("", "Any type"),
     ("message", "Messages"),
@@ -64,9 +71,7 @@ def search_context(request: HtmxHttpRequest, session=None) -> dict[str, Any]:
             request.path + "?" + urlencode({"q": q, "type": t, "offset": found["next_offset"]})
         )
     return {
-        "q": q,
-        "type": t,
-        "types": TYPES,
+        **_form_context(q, t, session),
         "found": found,
         "results": results,
         "first": offset + 1,
@@ -77,9 +82,13 @@ def search_context(request: HtmxHttpRequest, session=None) -> dict[str, Any]:
         + urlencode({"q": q, "type": t, "offset": max(0, offset - queries.SEARCH_PAGE)})
         if offset
         else None,
-        "scope": "session" if session is not None else "all",
         "too_short": 0 < len(q) < 2,
     }
+
+
+def _form_context(q: str, t: str, session) -> dict[str, Any]:
+    """What the search form shows (outside the results)."""
+    return {"q": q, "type": t, "types": TYPES, "scope": "session" if session is not None else "all"}
 
 
 def as_json(request: HtmxHttpRequest, ctx: dict[str, Any]) -> HttpResponse:
@@ -138,10 +147,16 @@ def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "search", cursor)
-    ctx.update(search_context(request, session))
     if wants_json(request):
-        return as_json(request, ctx)
-    return render_panel(request, "explorer/search.html", "search-results", ctx)
+        return as_json(request, ctx | search_context(request, session))
+    # The results are the same for every reader of this query: drawn once per version.
+    q, t, offset = _params(request)
+    ctx.update(_form_context(q, t, session))
+    ctx["results_html"] = shared_fragment(
+        session, f"{request.path}:{offset}:{t}:{q}", f"{SESSION_PAGE}#search-results",
+        lambda: ctx | search_context(request, session),
+    )  # fmt: skip
+    return render_panel(request, SESSION_PAGE, "search-results", ctx)
 
 
 @viewer_required

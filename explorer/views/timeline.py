@@ -9,7 +9,13 @@ from django.views.decorators.http import require_GET
 
 from explorer import queries
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.common import (
+    HtmxHttpRequest,
+    render_panel,
+    resolve_cursor,
+    session_frame,
+    shared_fragment,
+)
 from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/timeline.html"
@@ -30,4 +36,9 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if wants_json(request):
         keys = ("cursor", "points", "marks", "clipped", "peak", "turns", "path_length")
         return json_page(plain({k: ctx[k] for k in keys}))
+    # The chart is the same for every reader of this cursor: drawn once per version.
+    chart = {**ctx, "session": session}
+    ctx["timeline_html"] = shared_fragment(
+        session, cursor or "", f"{TEMPLATE}#timeline-panel", chart
+    )
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

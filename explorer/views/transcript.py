@@ -12,15 +12,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from explorer import forms, html, queries
 from explorer.analysis.compactions import replaced_indices
+from explorer.items import Reader, window_html
 from explorer.items import transcript_url as _url
-from explorer.items import window_items
-from explorer.permissions import get_session_for_user, viewer_required
+from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.session.describe import (
     entry_message,
     entry_title,
@@ -33,17 +34,29 @@ PAGE = 60  # entries per window page
 REPLACED_LIST = 300  # entries listed when a compaction card is expanded
 
 
-def _page(session, rmap, start: int, end: int, target, leaf_q) -> dict[str, Any]:
+def reader_of(request: HtmxHttpRequest, session, cursor_entry: str | None) -> Reader:
+    """What the window's rows show for this reader alone (see :class:`items.Reader`)."""
+    return Reader(
+        editable=can_edit(request.user),
+        cursor_entry=cursor_entry,
+        csrf_token=get_token(request),
+        move_url=reverse("explorer:transcript_cursor", args=[session.pk]),
+    )
+
+
+def _page(session, rmap, start: int, end: int, target, leaf_q, reader: Reader) -> dict[str, Any]:
     """One window page with what the sentinels before and after it need. A page that ends
     at the tip of the reader's own route also asks for arrivals (``tail``): appends there
-    move the cursor along (``services.follow_appends``), so they extend this route."""
+    move the cursor along (``services.follow_appends``), so they extend this route. The
+    page and its htmx pages draw their rows through the one :func:`items.window_html`."""
     n = len(rmap.ids)
     if not n:  # a header-only session: nothing to page through
-        return {"items": [], "earlier": 0, "later": 0}
+        return {"rows_html": "", "earlier": 0, "later": 0}
     at_tip = end == n and not leaf_q
+    rows = window_html(session, rmap, start, end, target=target, leaf_q=leaf_q, reader=reader)
     return {
         "tail_url": _url(session, after=rmap.ids[-1], tail="1") if at_tip else "",
-        "items": window_items(session, rmap, start, end, target=target, leaf_q=leaf_q),
+        "rows_html": rows,
         "earlier": start,
         "later": n - end,
         "earlier_url": _url(session, leaf=rmap.leaf, before=rmap.ids[start]) if start else "",
@@ -81,7 +94,9 @@ def transcript_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
     end = min(n, start + PAGE)
     newer, tip = queries.newer_than(session, leaf)
     hit_i = hits.index(target) if target in hits else -1
-    ctx.update(_page(session, rmap, start, end, target, viewing))
+    ctx.update(
+        _page(session, rmap, start, end, target, viewing, reader_of(request, session, cursor))
+    )
     ctx.update({
         "route_length": n, "leaf": leaf, "viewing": viewing, "cursor_entry": cursor,
         "on_cursor": leaf == cursor, "target": target, "newer": newer, "tip": tip,
@@ -117,11 +132,14 @@ def transcript_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             raise Http404("That entry is not on this route")
         start, end = (max(0, i - PAGE), i) if before else (i + 1, min(len(rmap.ids), i + 1 + PAGE))
         viewing = leaf if request.GET.get("leaf") else None
-        ctx.update(_page(session, rmap, start, end, None, viewing))
+        cursor = queries.cursor_id(session, request.user)
+        ctx.update(
+            _page(session, rmap, start, end, None, viewing, reader_of(request, session, cursor))
+        )
         ctx["later" if before else "earlier"] = 0  # only the side being read grows
         if before:
             ctx["tail_url"] = ""
-        ctx["cursor_entry"] = queries.cursor_id(session, request.user)
+        ctx["cursor_entry"] = cursor
         ctx["move_url"] = reverse("explorer:transcript_cursor", args=[session.pk])
         return render_panel(request, TEMPLATE, "transcript-page", ctx)
     return render_panel(request, TEMPLATE, None, transcript_context(request, session))

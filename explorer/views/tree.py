@@ -22,9 +22,10 @@ from explorer.views.common import (
     render_panel,
     resolve_cursor,
     session_frame,
+    shared_fragment,
     warn_missing_entry,
 )
-from explorer.views.entry import entry_panel_context
+from explorer.views.entry import shared_entry_panel
 from explorer.views.jsonapi import json_page
 
 TEMPLATE = "explorer/session_detail.html"
@@ -95,11 +96,12 @@ def graph_context(
     never pays for a layout or rows it does not show."""
     params = _params(request)
     explicit_leaf = bool(request.GET.get("leaf"))
-    # The drawn graph and the text tree depend only on the session version and these
-    # parameters, so each is cached under them: repeated requests cost two cache reads.
-    key = "explorer:treepage3:" + hashlib.sha256(
+    # The drawn graph and the text tree depend only on the session version, its masking
+    # and these parameters, so each is cached under them: repeated requests cost two
+    # cache reads.
+    key = "explorer:treepage4:" + hashlib.sha256(
         "|".join(
-            [queries.content_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
+            [queries.content_key(session), queries.mask_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
              params["selected"] or "", "1" if explicit_leaf else "", params["before"] or "",
              params["after"] or ""]
         ).encode()
@@ -126,7 +128,7 @@ def graph_context(
             ))  # fmt: skip
             cache.set(key + ":rows", rows_built, queries.TREE_CACHE_SECONDS)
     q_base = [("leaf", cursor)] if explicit_leaf and cursor else []
-    return {
+    ctx = {
         "graph_svg": html.trusted(built["svg"] or ""),
         "graph_error": built["error"],
         "graph": built["graph"],
@@ -145,6 +147,14 @@ def graph_context(
         "reset_url": reverse("explorer:session_detail", args=[session.pk])
         + ("?" + urlencode(q_base) if q_base else ""),
     }
+    if rows:  # the text tree's panel, the same for every reader of these parameters
+        ctx["tree_panel_html"] = shared_fragment(
+            session,
+            f"{key}:{params['filter']}",
+            "explorer/session_detail.html#tree-panel",
+            {**ctx, "session": session},
+        )
+    return ctx
 
 
 def _graph_part(session, cursor, params, explicit_leaf, model, svg: bool) -> dict[str, Any]:
@@ -188,7 +198,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         warn_missing_entry(request, selected, "the cursor's entry")
     panel_id = selected if selected_exists else cursor
     ctx.update(
-        entry_panel_context(request, session, panel_id, cursor, ctx["path_ids"])
+        shared_entry_panel(request, session, panel_id, cursor, ctx["path_ids"])
         if panel_id
         else {"entry": None}
     )
