@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -21,7 +20,7 @@ from django.utils.safestring import SafeString
 
 from explorer import html, queries
 from explorer.analysis.compactions import kept_count, replaced_indices
-from explorer.rendering import image_data_uri, render_markdown
+from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
     cost_of,
@@ -298,10 +297,9 @@ def window_html(
         )
 
     def build_rows() -> list[list[str] | None]:
-        # The token's slot: new for each build and never sent, so no session text holds it.
-        slot = f"csrf-slot-{uuid.uuid4().hex}"
         return [
-            None if reader.editable and _has_undo(it) else _row(session, reader, it, slot, None).split(slot)
+            None if reader.editable and _has_undo(it)
+            else with_token_slots(lambda slot, it=it: _row(session, reader, it, slot, None))
             for it in queries.cached(session, name + ":items", build_items)
         ]  # fmt: skip
 
@@ -310,7 +308,7 @@ def window_html(
     out: list[str] = []
     for k, parts in enumerate(rows):
         if parts is not None and ids[k] != reader.cursor_entry:
-            out.append(reader.csrf_token.join(parts))
+            out.append(fill_token_slots(parts, reader.csrf_token))
             continue
         if items is None:
             items = queries.cached(session, name + ":items", build_items)

@@ -17,6 +17,8 @@ import hashlib
 import json
 import re
 import threading
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import graphviz
@@ -288,3 +290,16 @@ class VisibleJsonResponse(HttpResponse):
         kwargs.setdefault("content_type", "application/json")
         text = json.dumps(visible_data(data), cls=DjangoJSONEncoder, ensure_ascii=False)
         super().__init__(text.encode("utf-8"), **kwargs)
+
+
+def with_token_slots(render: Callable[[str], str]) -> list[str]:
+    """What ``render(token)`` draws, cut where the CSRF token goes, so one rendering can be
+    kept for every reader and each gets its own token (:func:`fill_token_slots`). The
+    stand-in is new for each rendering and never sent, so no session text can hold it."""
+    slot = f"csrf-slot-{uuid.uuid4().hex}"
+    return render(slot).split(slot)
+
+
+def fill_token_slots(parts: list[str], token: str) -> str:
+    """A kept rendering (:func:`with_token_slots`) with this reader's token in its slots."""
+    return token.join(parts)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from django.http import Http404, HttpResponse
@@ -15,6 +14,7 @@ from explorer import html, queries
 from explorer.items import RAW_PREVIEW_CHARS, content_blocks, pretty_json, text_part
 from explorer.models import Entry
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
+from explorer.rendering import fill_token_slots, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
     cost_of,
@@ -200,13 +200,13 @@ def shared_entry_panel(
     )  # fmt: skip
 
     def build() -> list[str]:
-        slot = f"csrf-slot-{uuid.uuid4().hex}"  # new for each build, never sent
         ctx = entry_panel_context(request, session, entry_id, cursor, path_ids)
-        ctx |= {"session": session, "editable": editable, "cursor": cursor, "csrf_token": slot}
-        return render_to_string(PANEL, ctx).split(slot)
+        ctx |= {"session": session, "editable": editable, "cursor": cursor}
+        return with_token_slots(lambda slot: render_to_string(PANEL, {**ctx, "csrf_token": slot}))
 
     parts = queries.cached(session, name, build)
-    return {"entry_id": entry_id, "entry_panel_html": html.trusted(get_token(request).join(parts))}
+    panel = fill_token_slots(parts, get_token(request))
+    return {"entry_id": entry_id, "entry_panel_html": html.trusted(panel)}
 
 
 ENTRY_JSON_KEYS = (
