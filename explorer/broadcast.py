@@ -439,13 +439,13 @@ def follow_stopped(session, message: str) -> None:
 def turn_event(session, event: str, **fields: Any) -> None:
     """Tell viewers about the running turn (``start``, ``delta``, ``end``, ``error``, ...).
 
-    Sent at once (a turn's deltas are not part of a database transaction), except its end:
-    that is queued behind the entries the turn appended, which it must not overtake."""
+    Every event goes through the worker's queue, behind the entries already committed: the
+    first delta must not overtake the user message the turn appended before asking the
+    provider, nor the end the answer. Sent at once, a delta could (the entries wait in the
+    queue while the worker renders). The queue keeps the events' own order, and entries
+    queued with them go first, so nothing refers to an entry a viewer has not seen."""
     message = {"type": "live.turn", "event": event, **fields}
-    if event in ("end", "error"):
-        _safe(_queue_now, session, message)
-    else:
-        _safe(send, session, message)
+    _safe(_queue_now, session, message)
 
 
 def _queue_now(session, message: dict[str, Any]) -> None:

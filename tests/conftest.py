@@ -309,6 +309,11 @@ def make_session(db) -> Callable:
             SMALL_SESSION if data is None else data, source_path=source_path, user=user
         )
         assert result.ok, [str(p) for p in result.problems]
+        # The import's own live frames (its meter comes up to half a second later) are out
+        # before the test watches the session: a viewer sees only what the test does.
+        from explorer import broadcast
+
+        broadcast.drain(30)
         return result.session
 
     return make

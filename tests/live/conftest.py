@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import pytest
@@ -45,6 +46,22 @@ async def close_all(comms) -> None:
     for comm in comms:
         with contextlib.suppress(Exception):  # already closed by the server
             await comm.disconnect()
+
+
+async def settled() -> None:
+    """Wait until every broadcast already queued was sent (the import's live meter among
+    them, which the projection worker sends up to half a second later). Off the event loop:
+    the workers hand their sends to it, so blocking it would stall them."""
+    from explorer import broadcast
+
+    assert await asyncio.get_running_loop().run_in_executor(None, broadcast.drain, 30)
+
+
+async def frames_for(comm, seconds: float) -> list:
+    """Whatever the viewer was sent within ``seconds`` (for asserting that nothing was),
+    without the communicator's receive timeout, which would cancel the consumer."""
+    await comm.receive_nothing(timeout=seconds)
+    return [message.get("text") or message.get("bytes") for message in comm.output_queue._queue]
 
 
 @pytest.fixture

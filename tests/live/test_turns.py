@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 
 from explorer.session.providers import OpenAIChatProvider
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
-from tests.live.conftest import close_all
+from tests.live.conftest import close_all, frames_for, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -97,6 +97,34 @@ async def test_a_turn_streams_deltas_in_order_to_every_viewer(
     assert user_entry["parentId"] == "1b2c3d4e"
     assert user_entry["message"]["role"] == "user"
     await close_all(viewers)
+
+
+async def test_deltas_wait_behind_entries_the_worker_has_not_sent_yet(
+    ws_connect, stored, viewer_user, editor_user
+):
+    """The broadcast worker is held (as when it renders a big burst) while the whole turn
+    runs: the deltas must still reach viewers after the user message, not before it."""
+    from explorer import broadcast, turns
+
+    with FakeOpenAIServer(Reply(chunks=["Held ", "back."])) as server:
+        provider = OpenAIChatProvider(server.base_url, "fake-model")
+        comm = await viewer(ws_connect, stored, viewer_user)
+        await settled()
+        with broadcast._worker.gate:
+            turn = await database_sync_to_async(turns.start_turn)(
+                stored, editor_user, "Wait for it", provider=provider
+            )
+            await wait_done(turn)
+            # Nothing reached the viewer while the worker could not run.
+            assert await frames_for(comm, 0.3) == []
+        seen = await collect_turn(comm)
+    kinds = [m["type"] if m["type"] != "turn" else m["event"] for m in seen]
+    assert kinds.index("entries") < kinds.index("delta")
+    assert [d["text"] for d in seen if d.get("event") == "delta"] == ["Held ", "back."]
+    entry_ids = [e["id"] for m in seen if m["type"] == "entries" for e in m["entries"]]
+    assert entry_ids == [turn.user_entry_id, turn.assistant_entry_id]
+    assert kinds[-1] == "end"
+    await close_all([comm])
 
 
 async def test_a_second_turn_on_a_busy_session_is_refused(stored, editor_user, admin_user):
