@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.core.cache import cache
     from django.urls import reverse
 
-    from explorer import services
+    from explorer import services, shared_copies
 
     rows = []
     for label, n, bp, seed in (("small", args.small, 5, 11), ("big", args.entries, 200, 7)):
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
         source = path.stat().st_size
         for scope in ("route", "tree"):
+            shared_copies.flush()  # earlier copies land before the clear
             cache.clear()
             url = reverse("explorer:export_html", args=[session.pk])
             base = rss_mb()

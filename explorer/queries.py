@@ -26,7 +26,7 @@ from django.db import connection, models
 from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Lower
 
-from explorer import conf
+from explorer import conf, shared_copies
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
@@ -493,12 +493,38 @@ def cached(session: Session, name: str, builder: Callable[[], T], *, timeout: in
 
 
 def _through_cache(key: str, builder: Callable[[], T], timeout: int = 0) -> T:
+    """``builder()`` kept under ``key``. A built string (a rendered fragment: it cannot
+    change once handed out) is written by :mod:`explorer.shared_copies` after the answer,
+    under the cache's current generation, so a clear meanwhile drops it; other values are
+    written here, since a caller may still change what it was handed."""
     hit = cache.get(key)
     if hit is not None:
         return hit
+    queued = shared_copies.waiting(key)
+    if queued is not None:
+        return queued
     value = builder()
-    cache.set(key, value, timeout or TREE_CACHE_SECONDS)
+    if isinstance(value, str):
+        generation = _cache_generation()
+        shared_copies.write_later(
+            key,
+            value,
+            timeout or TREE_CACHE_SECONDS,
+            stamp_key=_GENERATION_KEY,
+            stamp=generation,
+        )
+    else:
+        cache.set(key, value, timeout or TREE_CACHE_SECONDS)
     return value
+
+
+# Names the cache's contents since it was last cleared: a copy queued before a clear must
+# not be written after it (it could be of rows changed in place, as a migration does).
+_GENERATION_KEY = "explorer:generation"
+
+
+def _cache_generation() -> str:
+    return _shared_stamp(_GENERATION_KEY)
 
 
 def current_labels(session: Session) -> dict[str, str]:
@@ -576,8 +602,16 @@ GROWN_LAG = 2000
 
 
 def _grown_store(key: str, last: int, value: Any) -> str:
+    """Share ``value`` under a new stamp. The stamp is set at once, so this process goes on
+    trusting its own copy; the megabytes are written by :mod:`explorer.shared_copies` after
+    the answer. A worker that reads the key in between finds the older copy (or none) and
+    extends it (or builds its own): slower for it, never wrong, since a copy is right up to
+    the position it names."""
     stamp = uuid.uuid4().hex
-    cache.set_many({key: (stamp, last, value), key + ":stamp": stamp}, TREE_CACHE_SECONDS)
+    cache.set(key + ":stamp", stamp, TREE_CACHE_SECONDS)
+    shared_copies.write_later(
+        key, (stamp, last, value), TREE_CACHE_SECONDS, stamp_key=key + ":stamp", stamp=stamp
+    )
     return stamp
 
 
@@ -625,6 +659,8 @@ def grown(
         else:
             hit = cache.get(key) if shared else None
             if isinstance(hit, tuple) and len(hit) == 3:
+                if stamp is None:  # the copy outlived its stamp (written after a clear)
+                    cache.add(key + ":stamp", hit[0], TREE_CACHE_SECONDS)
                 stamp, upto, value = hit
                 kept = upto
             else:

@@ -249,7 +249,7 @@ if SESSIONS_CACHE == "redis":
 elif SESSIONS_CACHE == "file":
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "BACKEND": "sessions_site.cache.QuickFileCache",
             "LOCATION": str(VAR_DIR / "cache"),
             "OPTIONS": {"MAX_ENTRIES": 2000},
         }

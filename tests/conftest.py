@@ -93,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """Wait for this test's live broadcasts (a worker thread renders them after the commit)
-    before its fixtures tear the database down."""
+    and shared copies (written after the answer) before its fixtures tear things down."""
     try:
         return (yield)
     finally:
@@ -102,6 +102,9 @@ def pytest_runtest_call(item: pytest.Item):
         broadcast = sys.modules.get("explorer.broadcast")
         if broadcast is not None:
             broadcast.drain(30)
+        shared_copies = sys.modules.get("explorer.shared_copies")
+        if shared_copies is not None:
+            shared_copies.flush(30)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

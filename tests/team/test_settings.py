@@ -141,3 +141,9 @@ def test_a_redis_url_with_a_bad_database_fails_loudly():
 
     with pytest.raises(ImproperlyConfigured, match="no valid database number"):
         redis_url_db("redis://h:6379/zero")
+
+
+def test_without_redis_the_cache_is_the_quicker_file_cache():
+    cache = dump({})["caches"]["default"]
+    assert cache["BACKEND"] == "sessions_site.cache.QuickFileCache"
+    assert cache["OPTIONS"]["MAX_ENTRIES"] > 0
