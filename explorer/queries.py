@@ -1550,9 +1550,17 @@ def compaction_detail(
     """One compaction (an item of :func:`route_compactions` on ``light``) beside what it
     replaced and kept, with the survival check: kept per compaction like the list, since
     none of it changes when the route grows below the compaction."""
-    mask = mask_key(session)
-    key = _upto_key(session, mask, _COMPACTION_DETAIL, item["id"])
-    return _through_cache(key, lambda: _compaction_detail(session, light, item))
+    return kept_below(
+        session, _COMPACTION_DETAIL, item["id"], lambda: _compaction_detail(session, light, item)
+    )
+
+
+def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[], T]) -> T:
+    """``builder()`` kept per entry rather than per session version, for what depends only
+    on ``entry_id``'s own ancestors (a compaction's detail, its rendering): the route up to
+    an entry never changes in an append-only tree, so an append leaves it right. ``name``
+    must hold everything else it depends on; the masking is part of the key."""
+    return _through_cache(_upto_key(session, mask_key(session), name, entry_id), builder)
 
 
 def _compaction_detail(

@@ -58,6 +58,8 @@ def shared_fragment(
     name: str,
     template: str,
     context: dict[str, Any] | Callable[[], dict[str, Any]],
+    *,
+    below: str | None = None,
 ) -> SafeString:
     """The template (or partial) ``template`` rendered once per session version and shared
     by every reader: the heavy parts of a page that do not depend on who asks.
@@ -67,11 +69,17 @@ def shared_fragment(
     changes what is drawn. Rendered without the request's context processors, so no CSRF
     token, message or user's name can be in it (a fragment that needs one is not shared;
     what a builder hands over of the request belongs in the name). ``context`` may be a
-    builder, called only when the fragment is not kept yet."""
+    builder, called only when the fragment is not kept yet. ``below``: the fragment shows
+    only what that entry's ancestors hold, so it is kept across appends
+    (:func:`queries.kept_below`) instead of per session version."""
 
     def build() -> str:
         return str(render_to_string(template, context() if callable(context) else context))
 
+    if below is not None:
+        return html.trusted(
+            queries.kept_below(session, f"fragment:{template}:{name}", below, build)
+        )
     return html.trusted(queries.cached(session, f"fragment:{template}:{name}", build))
 
 

@@ -91,8 +91,15 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return json_page(plain(_json_data(ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
-    # The detail is the same for every reader of this cursor and choice: drawn once.
-    name = f"{cursor or ''}:{request.GET.get('c') or ''}"
+    # The detail is the same for every reader: drawn once per compaction (it shows only
+    # what lies above the compaction, which appends do not change), or, when the route has
+    # none, once per cursor and session version.
     detail = {"session": session, "detail": ctx["detail"]}
-    ctx["detail_html"] = shared_fragment(session, name, f"{TEMPLATE}#compaction-detail", detail)
+    partial = f"{TEMPLATE}#compaction-detail"
+    if ctx["detail"] is not None:
+        shown = ctx["detail"]["item"]["id"]
+        ctx["detail_html"] = shared_fragment(session, "detail", partial, detail, below=shown)
+    else:
+        name = f"{cursor or ''}:{request.GET.get('c') or ''}"
+        ctx["detail_html"] = shared_fragment(session, name, partial, detail)
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

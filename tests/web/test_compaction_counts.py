@@ -90,3 +90,37 @@ def test_every_page_counts_the_same_replaced_entries(viewer_client):
     assert text.count("the model sees this summary instead of 2 entries") == 2
     assert "Show the 2 replaced entries" in text
     assert "instead of 3 entries" not in text
+
+
+def _detail_section(page: str) -> str:
+    return re.search(r'<section id="compaction-detail".*?</section>', page, re.S).group(0)
+
+
+def test_the_detail_is_drawn_once_per_compaction_not_per_append(viewer_client, monkeypatch):
+    """An append below a compaction leaves its detail as it was: the kept drawing is shown
+    again (the same markup a fresh draw gives), not drawn once more."""
+    from django.core.cache import cache
+
+    from explorer import shared_copies
+    from explorer.views import common
+
+    session = _session()
+    url = reverse("explorer:compactions", args=[session.pk])
+    drawn = []
+    real = common.render_to_string
+    monkeypatch.setattr(
+        common, "render_to_string", lambda name, *a, **k: drawn.append(name) or real(name, *a, **k)
+    )
+    before = _detail_section(viewer_client.get(url).content.decode())
+    assert 'Compaction <span class="mono">c2</span>' in before
+    assert drawn.count("explorer/compactions.html#compaction-detail") == 1
+    message = {"role": "user", "content": "fifth question", "timestamp": 1741064800000}
+    services.append_message(session, None, message, leaf_id="u4")
+    session.refresh_from_db()
+    after = _detail_section(viewer_client.get(url).content.decode())
+    assert drawn.count("explorer/compactions.html#compaction-detail") == 1
+    assert after == before
+    shared_copies.flush()
+    cache.clear()  # a fresh draw gives the same markup
+    assert _detail_section(viewer_client.get(url).content.decode()) == before
+    assert drawn.count("explorer/compactions.html#compaction-detail") == 2
