@@ -1206,8 +1206,10 @@ def projection_summary(
     from explorer.analysis.projection import context_figures
 
     def build() -> dict[str, Any]:
-        # Masked like the projection page's path, so the two show the same figures
-        path = full_path(session, light_path(session, leaf_id))
+        # The projection page's path (the live range and the settings before it), masked
+        # alike, so the two show the same figures; and only the entries that can still
+        # reach the model are read, not the whole route.
+        path, _start = context_path(session, light_path(session, leaf_id))
         figures = context_figures(path, window=window, reserve=reserve)
         figures["leaf_id"] = leaf_id
         return figures

@@ -333,16 +333,19 @@ def summarize_view(view: AlignedView, shown: Sequence[AlignedRow]) -> dict[str, 
 
 def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:
     """Message count and the engine's estimate of the context tokens the model sees at the
-    end of ``path``, against the window and the compaction threshold (the live meter)."""
-    from explorer.session.context import context_from_path
-    from explorer.session.tokens import estimate_context_tokens
+    end of ``path``, against the window and the compaction threshold (the live meter).
 
-    ctx = context_from_path(list(path))
-    tokens = estimate_context_tokens(ctx.messages).tokens
+    The estimate is the one :func:`align_projection` gives Raw vs projected (and
+    ``pisession context`` prints): a provider's usage older than the latest context edit or
+    compaction is not trusted, since the context it measured no longer exists. The meter
+    once added the newer messages to that stale usage and could show 50,000 tokens where
+    the page showed a handful."""
+    projection = projection_from_path(list(path))
+    tokens = estimate_projected_context(projection, path).tokens
     tokens = 0 if tokens != tokens else int(tokens)  # NaN (malformed content) shows as 0
     return {
         "leaf_id": path[-1].get("id") if path else None,
-        "messages": len(ctx.messages),
+        "messages": len(projection.messages),
         "tokens": tokens,
         "window": window,
         "threshold": max(window - reserve, 0),
