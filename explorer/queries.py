@@ -1610,9 +1610,15 @@ ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover th
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
     """Two routes from their common ancestor with every figure the Compare page shows.
 
-    Cached per session version; the page, its partial and its JSON all read this."""
+    The page, its partial and its JSON all read this. What depends only on the two entries
+    (their routes, the routes' figures, the projection difference) is kept across appends
+    (:func:`kept_below`: an entry's route never changes); what depends on the reader's
+    cursor or on the whole session (the costs off the cursor's route) per session version."""
+    pair = _compared_pair(session, a, b)
     return cached(
-        session, f"compare:{a}:{b}:{cursor or ''}", lambda: _compare(session, a, b, cursor)
+        session,
+        f"compare:{a}:{b}:{cursor or ''}",
+        lambda: {**pair, **_compare_costs(session, a, b, cursor)},
     )
 
 
@@ -1627,18 +1633,30 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
     ]
 
 
-def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+# The kept pair's cache name; a new name whenever what it holds changes meaning.
+_COMPARED_PAIR = "compared-pair-1"
+
+
+def _compared_pair(session: Session, a: str, b: str) -> dict[str, Any]:
+    la, lb = light_path(session, a), light_path(session, b)
+    build = lambda: _compare_pair(session, a, b, la, lb)  # noqa: E731
+    if la and lb and la[-1].entry_id == a and lb[-1].entry_id == b:
+        return kept_below(session, f"{_COMPARED_PAIR}|{b}", a, build)
+    return cached(session, f"{_COMPARED_PAIR}:{a}:{b}", build)  # an id not stored (yet)
+
+
+def _compare_pair(
+    session: Session, a: str, b: str, la: Sequence[LightEntry], lb: Sequence[LightEntry]
+) -> dict[str, Any]:
     from dataclasses import asdict
 
     from explorer.analysis.compare import (
         collapse_shared,
         common_ancestor_index,
-        off_route_cost,
         projection_diff,
         route_stats,
     )
 
-    la, lb = light_path(session, a), light_path(session, b)
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
     data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
@@ -1647,14 +1665,11 @@ def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, 
     pa, _ = context_path(session, la)
     pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
-    on_cursor = [e.entry_id for e in light_path(session, cursor)]
-    costs = entry_costs(session)
     ancestor = la[k].entry_id if k >= 0 else None
     window, reserve = 200_000, 16_384  # the projected estimate does not depend on them
     return {
         "a": a,
         "b": b,
-        "cursor": cursor,
         "same": a == b,
         "ancestor": ancestor,
         "ancestor_title": entry_title(load_entries(session, [ancestor]).get(ancestor, {}), 100)
@@ -1670,10 +1685,20 @@ def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, 
         "projected_b": context_summary(session, b, window, reserve)["projected_tokens"],
         "diff": collapse_shared(diff),
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+    }
+
+
+def _compare_costs(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    from explorer.analysis.compare import off_route_cost
+
+    la, lb = light_path(session, a), light_path(session, b)
+    on_cursor = [e.entry_id for e in light_path(session, cursor)]
+    return {
+        "cursor": cursor,
         "a_abandoned": a not in on_cursor,
         "b_abandoned": b not in on_cursor,
         "wasted": off_route_cost(
-            [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, costs
+            [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, entry_costs(session)
         ),
         "abandoned_total": abandoned_cost(session, cursor),
     }

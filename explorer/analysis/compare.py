@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+import orjson
+
 from explorer.session.context import projection_from_path
 from explorer.session.describe import (
     compact_json,
@@ -64,6 +66,17 @@ class ProjectionDiffRow:
     tokens: int
 
 
+def _signature(message: Any) -> bytes:
+    """What tells two messages apart, for matching the routes' contexts. Only equality
+    matters, so orjson's encoding serves (twenty times quicker than the byte-exact encoder
+    the files need); what orjson refuses (keys that are not strings, integers beyond 64
+    bits, lone surrogates) takes the exact encoder, which no orjson output can equal."""
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        return b"\x00" + compact_json(message).encode("utf-8", "surrogatepass")
+
+
 def _projected_messages(path: Sequence[dict]) -> list[tuple[str, str, str, int, str]]:
     """(source id, role, preview, tokens, signature) per message the model sees, in order."""
     out = []
@@ -76,7 +89,7 @@ def _projected_messages(path: Sequence[dict]) -> list[tuple[str, str, str, int, 
                     role,
                     message_preview(m),
                     tokens_of([m]),
-                    compact_json(m),
+                    _signature(m),
                 )
             )
     return out

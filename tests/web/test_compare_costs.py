@@ -135,3 +135,37 @@ def test_ids_keep_their_real_case(viewer_client, make_session):
 
     css = (Path(__file__).resolve().parents[2] / "static/explorer/explorer.css").read_text()
     assert ".ids, th .mono { text-transform: none;" in css
+
+
+def test_an_append_elsewhere_keeps_the_pair_and_updates_the_costs(viewer_client, tree, monkeypatch):
+    """The two routes and their difference do not change when the session grows elsewhere:
+    they are not worked out again; the costs off the cursor's route do change, and are."""
+    from explorer import services
+    from explorer.analysis import compare
+
+    diffs = []
+    real = compare.projection_diff
+    monkeypatch.setattr(compare, "projection_diff", lambda *a: diffs.append(1) or real(*a))
+    before = _compare(viewer_client, tree, a="a3", b="a4", leaf="a4")["result"]
+    assert len(diffs) == 1 and before["abandoned_total"] == pytest.approx(0.20)
+    # A costly answer on a new branch off u5: off the cursor's route, so abandoned.
+    usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2, "cost": {"total": 0.32}}  # fmt: skip
+    message = {"role": "assistant", "content": [{"type": "text", "text": "late"}], "api": "anthropic-messages", "provider": "anthropic", "model": "m", "usage": usage, "stopReason": "stop", "timestamp": 1741064900000}  # fmt: skip
+    services.append_message(tree, None, message, leaf_id="u5")
+    tree.refresh_from_db()
+    after = _compare(viewer_client, tree, a="a3", b="a4", leaf="a4")["result"]
+    assert len(diffs) == 1  # the pair was kept
+    assert after["abandoned_total"] == pytest.approx(0.52)
+    assert {k: v for k, v in after.items() if k != "abandoned_total"} == {
+        k: v for k, v in before.items() if k != "abandoned_total"
+    }
+
+
+def test_messages_that_orjson_cannot_encode_are_still_told_apart():
+    """Parsed lines can hold lone surrogates and integers beyond 64 bits."""
+    from explorer.analysis.compare import _signature
+
+    assert _signature({"content": "a\ud800"}) != _signature({"content": "b\ud800"})
+    assert _signature({"n": 2**70}) != _signature({"n": 2**71})
+    assert _signature({"n": 2**70}) == _signature({"n": 2**70})
+    assert _signature({"content": "same"}) == _signature({"content": "same"})
