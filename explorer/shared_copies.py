@@ -28,18 +28,26 @@ from django.core.cache import cache
 
 logger = logging.getLogger(__name__)
 
+# Copies waiting at most: beyond it the oldest is given up (a copy is only a saving for the
+# next worker), so a cache that hangs cannot make the queue hold every figure built meanwhile.
+MAX_PENDING = 256
+
 
 class _Writer:
     def __init__(self) -> None:
         self.cond = threading.Condition()
         self.pending: OrderedDict[str, tuple[Any, int, str, str]] = OrderedDict()
         self.busy = False
+        self.dropped = 0  # copies given up because the queue was full
         self.thread: threading.Thread | None = None
 
     def put(self, key: str, value: Any, timeout: int, stamp_key: str, stamp: str) -> None:
         with self.cond:
             self.pending.pop(key, None)
             self.pending[key] = (value, timeout, stamp_key, stamp)
+            while len(self.pending) > MAX_PENDING:  # a cache that stopped answering
+                self.pending.popitem(last=False)
+                self.dropped += 1
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._loop, name="shared-copies", daemon=True)
                 self.thread.start()

@@ -139,3 +139,15 @@ def test_other_values_are_written_at_once(held_writer):
     value["n"] = 2
     assert cache.get("test-shared-copies:dict") == {"n": 1}
     held_writer.set()
+
+
+def test_a_cache_that_stops_answering_cannot_fill_the_queue(held_writer, monkeypatch):
+    monkeypatch.setattr(shared_copies, "MAX_PENDING", 5)
+    dropped = shared_copies._writer.dropped
+    for k in range(12):
+        shared_copies.write_later(f"test-shared-copies:n{k}", "v", 60, stamp_key="s", stamp="s")
+    assert len(shared_copies._writer.pending) == 5
+    assert shared_copies._writer.dropped - dropped == 7
+    assert shared_copies.waiting("test-shared-copies:n11") == "v"  # the newest are kept
+    assert shared_copies.waiting("test-shared-copies:n0") is None
+    held_writer.set()
