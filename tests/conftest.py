@@ -208,6 +208,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
             cursor.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                # Only this role's sessions: an autovacuum worker runs as the bootstrap
+                # superuser, which the test role may not end (the drop cancels it itself).
+                " AND usename = current_user"
             )
     for conn in connections.all(initialized_only=True):
         conn.close()

@@ -323,8 +323,7 @@ class LiveServer:
         """Stop the processes and drop the PostgreSQL database this helper created."""
         self.stop()
         if self.database_name:
-            with _pg_connect(self.pg_admin_url) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{self.database_name}" WITH (FORCE)')
+            _drop_database(self.pg_admin_url, self.database_name)
             self.database_name = None
 
     def __exit__(self, *exc) -> None:
@@ -396,3 +395,30 @@ class LiveServer:
                 (session_pk,),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+
+def _drop_database(admin_url: str, name: str, wait: float = 30.0) -> None:
+    """Drop the helper's database once its own connections are ended.
+
+    Not ``WITH (FORCE)``: that also tries to end an autovacuum worker busy on the database,
+    which runs as the bootstrap superuser, and the test role may not end it ("must be a
+    member of the role whose process is being terminated"). A plain drop cancels
+    autovacuum itself; the role's own sessions are ended first, and a drop that still finds
+    the database in use (a session ending meanwhile) is tried again."""
+    import psycopg
+
+    deadline = time.monotonic() + wait
+    while True:
+        with _pg_connect(admin_url) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = %s AND usename = current_user AND pid <> pg_backend_pid()",
+                [name],
+            )
+            try:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+        time.sleep(0.2)
