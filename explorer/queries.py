@@ -1485,7 +1485,7 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
 # The kept lists' cache name; a new name whenever what an item holds changes meaning, so no
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
-_COMPACTION_DETAIL = "compaction-detail-2"
+_COMPACTION_DETAIL = "compaction-detail-3"  # 3: "tokens after" is the engine's estimate
 
 
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:

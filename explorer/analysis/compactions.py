@@ -8,15 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.analysis.projection import projected_context_tokens
 from explorer.session.describe import (
     entry_message,
     entry_role,
     entry_text,
     finite,
-    tokens_of,
     tool_calls_of,
 )
-from explorer.session.messages import session_entry_to_context_messages
 
 # --- compaction view and the reference survival check ------------------------------------
 
@@ -289,6 +288,9 @@ def kept_count(rng: tuple[int, int, int | None]) -> int:
 def compaction_info(
     path: Sequence[dict], comp_index: int, start: int, fk: int | None
 ) -> CompactionInfo:
+    """One compaction of ``path`` (at ``comp_index``, its replaced range from ``start``, its
+    first kept entry at ``fk``) with what it replaced and kept, and the context sizes
+    before (as stored) and after (the engine's estimate at the compaction)."""
     comp = path[comp_index]
     types = [e.get("type") for e in path]
     replaced = [path[j] for j in replaced_indices(types, (comp_index, start, fk))]
@@ -304,14 +306,15 @@ def compaction_info(
         if isinstance(details.get("modifiedFiles"), list)
         else []
     )
-    after_msgs = session_entry_to_context_messages(comp)
-    for e in kept:
-        if not (e.get("type") == "message" and entry_role(e) == "system"):
-            after_msgs = after_msgs + session_entry_to_context_messages(e)
     fk_id = comp.get("firstKeptEntryId")
     off_path = fk is None and fk_id != comp.get("id")
     before = finite(comp.get("tokensBefore"))
-    after = tokens_of(after_msgs)
+    # The context right after the compaction is the engine's, as Raw vs projected shows it
+    # with the compaction as the leaf: a kept entry an edit hid, or an older compaction
+    # inert in the kept range, sends nothing (summing the kept entries' raw messages once
+    # counted them). Nothing before the first kept entry reaches the model (SPEC 4.3), so
+    # a ``path`` starting anywhere up to it gives the same figure.
+    after = projected_context_tokens(path[: comp_index + 1])
     return CompactionInfo(
         comp, comp_index, start, fk, replaced, kept, before, after, read, mod, off_path
     )

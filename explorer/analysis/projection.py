@@ -331,6 +331,19 @@ def summarize_view(view: AlignedView, shown: Sequence[AlignedRow]) -> dict[str, 
     }
 
 
+def projected_context_tokens(path: Sequence[dict], projection: Any = None) -> int:
+    """The engine's estimate of the context the model sees at the end of ``path``, as a whole
+    number (NaN, from malformed content, shows as 0).
+
+    What ``pisession context`` prints and Raw vs projected shows: every page giving the
+    context size at an entry (the live meter, a compaction's "tokens after") calls this,
+    so none adds messages up its own way. ``projection``: the path's projection, when the
+    caller has it already."""
+    if projection is None:
+        projection = projection_from_path(list(path))
+    return int(finite(estimate_projected_context(projection, path).tokens))
+
+
 def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:
     """Message count and the engine's estimate of the context tokens the model sees at the
     end of ``path``, against the window and the compaction threshold (the live meter).
@@ -341,8 +354,7 @@ def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[
     once added the newer messages to that stale usage and could show 50,000 tokens where
     the page showed a handful."""
     projection = projection_from_path(list(path))
-    tokens = estimate_projected_context(projection, path).tokens
-    tokens = 0 if tokens != tokens else int(tokens)  # NaN (malformed content) shows as 0
+    tokens = projected_context_tokens(path, projection)
     return {
         "leaf_id": path[-1].get("id") if path else None,
         "messages": len(projection.messages),
