@@ -30,6 +30,7 @@ from explorer import conf, shared_copies
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
+    prime_timeline,
     sampled_points,
     settled,
     timeline_svg_data,
@@ -2200,7 +2201,7 @@ def open_thread_count(session: Session) -> int:
 # ---------------------------------------------------------------------------------------------
 # The context-size timeline
 
-TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline reads
+TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
 # The window's start moves in steps this long, so an append at the tip extends the kept
 # figures instead of shifting every prefix by one entry.
 TIMELINE_STEP = 1000
@@ -2233,7 +2234,8 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 
     Cached per session version; after an append at the tip, the per-process copy of the
     route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
-    return cached(session, f"timeline:{cursor or ''}", lambda: _timeline_figures(session, cursor))
+    # "timeline-2": the turns of a clipped route are estimated over their whole route
+    return cached(session, f"timeline-2:{cursor or ''}", lambda: _timeline_figures(session, cursor))
 
 
 def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
@@ -2242,7 +2244,7 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     with kept.lock:
         points = settled(kept.state, sampled_points(kept.state.points))
         marks = list(kept.state.marks)
-        length = len(kept.state.run)
+        length = len(kept.state.run) - kept.state.base
     return {
         "chart": timeline_svg_data(points, marks, length),
         "points": points,
@@ -2284,11 +2286,14 @@ def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimel
                 item.last_id = new[-1].entry_id
         return item
     window = light[start:]
+    state = TimelineState()
+    if start:  # the window's turns go on from the context the route before it leaves
+        prime_timeline(state, context_path(session, light[:start])[0])
     item = _KeptTimeline(
         start,
         len(window),
         window[-1].entry_id if window else "",
-        extend_timeline(TimelineState(), full_path(session, window)),
+        extend_timeline(state, full_path(session, window)),
     )
     with _TIMELINES_LOCK:
         kept.append(item)
