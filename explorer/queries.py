@@ -1651,7 +1651,9 @@ def _compare(session: Session, a: str, b: str, cursor: str | None) -> dict[str, 
     on_cursor = [e.entry_id for e in light_path(session, cursor)]
     costs = entry_costs(session)
     ancestor = la[k].entry_id if k >= 0 else None
-    window, reserve = 200_000, 16_384  # the projected estimate does not depend on them
+    # The projected estimate does not depend on them; the configured ones are Raw vs
+    # projected's default, so its summary is shared with that page.
+    window, reserve = conf.context_window(), conf.compaction_settings().reserve_tokens
     return {
         "a": a,
         "b": b,
