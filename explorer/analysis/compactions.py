@@ -267,8 +267,14 @@ def list_window(
     return (lo if chosen is None else min(lo, chosen)), n
 
 
-def replaced_indices(types: Sequence[str], rng: tuple[int, int, int | None]) -> list[int]:
-    """The path indices a compaction replaced, for every page that counts or lists them.
+def replaced_indices(
+    types: Sequence[str],
+    rng: tuple[int, int, int | None],
+    lo: int = 0,
+    hi: int | None = None,
+) -> list[int]:
+    """The path indices a compaction replaced, for every page that counts, lists or marks
+    them (``lo``/``hi``: only those in [lo, hi), a window of the route).
 
     ``rng`` is one of :func:`compaction_ranges` over a path whose entry types are ``types``:
     the stretch from its start up to the first kept entry (or up to the compaction itself
@@ -276,13 +282,23 @@ def replaced_indices(types: Sequence[str], rng: tuple[int, int, int | None]) -> 
     summaries the new one carries forward rather than replaces as history of their own."""
     ci, start, fk = rng
     stop = fk if fk is not None else ci
-    return [j for j in range(start, stop) if types[j] != "compaction"]
+    if hi is not None:
+        stop = min(stop, hi)
+    return [j for j in range(max(start, lo), stop) if types[j] != "compaction"]
+
+
+def kept_indices(rng: tuple[int, int, int | None], lo: int = 0, hi: int | None = None) -> range:
+    """The path indices a compaction kept verbatim, its first kept entry up to it (``lo``/
+    ``hi`` as for :func:`replaced_indices`)."""
+    ci, _start, fk = rng
+    if fk is None:
+        return range(0)
+    return range(max(fk, lo), ci if hi is None else min(ci, hi))
 
 
 def kept_count(rng: tuple[int, int, int | None]) -> int:
     """How many entries of the path a compaction kept verbatim (its first kept one up to it)."""
-    ci, _start, fk = rng
-    return ci - fk if fk is not None else 0
+    return len(kept_indices(rng))
 
 
 def compaction_info(
