@@ -310,7 +310,7 @@ def compaction_info(
     comp = path[comp_index]
     types = [e.get("type") for e in path]
     replaced = [path[j] for j in replaced_indices(types, (comp_index, start, fk))]
-    kept = list(path[fk:comp_index]) if fk is not None else []
+    kept = [path[j] for j in kept_indices((comp_index, start, fk))]
     details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
     read = (
         [p for p in details.get("readFiles", []) if isinstance(p, str)]
