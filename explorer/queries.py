@@ -1932,7 +1932,8 @@ class RouteMap:
 
 def route_map(session: Session, leaf: str | None) -> RouteMap:
     """The route root → ``leaf`` as a :class:`RouteMap` (cached per session version)."""
-    return cached(session, f"routemap:{leaf or ''}", lambda: _build_route_map(session, leaf))
+    # "routemap-2": a restoring edit (an undo) is no longer an edit mark.
+    return cached(session, f"routemap-2:{leaf or ''}", lambda: _build_route_map(session, leaf))
 
 
 def extend_route_map(rmap: RouteMap, entry_id: str, entry_type: str) -> RouteMap | None:
@@ -1952,6 +1953,7 @@ def extend_route_map(rmap: RouteMap, entry_id: str, entry_type: str) -> RouteMap
 
 def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
     from explorer.analysis.compactions import compaction_ranges
+    from explorer.analysis.projection import entry_edit_effect
 
     light = light_path(session, leaf)
     special = load_entries(
@@ -1966,6 +1968,16 @@ def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
             if isinstance(target, str):
                 state = "hidden" if d.get("replacement") is None else "replaced"
                 edits[target] = (state, e.entry_id)
+    # A replacement the model does not see as one (an undo's original content, an edit of a
+    # role it does not apply to) is no edit mark: Raw vs projected calls the row "same".
+    replaced = [t for t, (state, _by) in edits.items() if state == "replaced"]
+    targets = load_entries(session, replaced) if replaced else {}
+    for target in replaced:
+        entry = targets.get(target)
+        if entry is None or entry.get("type") == "compaction":
+            continue
+        if entry_edit_effect(entry, special.get(edits[target][1], {})) in ("restored", "inert"):
+            del edits[target]
     return RouteMap(
         leaf,
         tuple(e.entry_id for e in light),
