@@ -481,11 +481,10 @@ class ContextWindowForm(forms.Form):
     """The context window and reserve a raw-vs-projected page is judged against (GET).
 
     A window below 1,000 tokens or a reserve that leaves no room (threshold ≤ 0) describes
-    no real model: it is refused with a message instead of being silently replaced.
+    no real model: it is refused with a message instead of being silently replaced. Without
+    either, the page is judged against the configured window and reserve (:meth:`defaults`),
+    the ones the Live meter and auto-compaction use.
     """
-
-    DEFAULT_WINDOW = 200_000
-    DEFAULT_RESERVE = DEFAULT_COMPACTION_SETTINGS.reserve_tokens
 
     window = forms.IntegerField(
         required=False,
@@ -508,11 +507,20 @@ class ContextWindowForm(forms.Form):
         },
     )
 
+    @staticmethod
+    def defaults() -> tuple[int, int]:
+        """(window, reserve) when the query names none: the configured ones
+        (``SESSIONS_CONTEXT_WINDOW``, ``SESSIONS_COMPACTION``), which the Live meter and the
+        turn runner's auto-compaction judge against. A window of the page's own (200,000
+        once) said "not needed" where the meter was over its threshold."""
+        return conf.context_window(), conf.compaction_settings().reserve_tokens
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         window, reserve = data.get("window"), data.get("reserve")
-        w = self.DEFAULT_WINDOW if window is None else window
-        r = self.DEFAULT_RESERVE if reserve is None else reserve
+        default_window, default_reserve = self.defaults()
+        w = default_window if window is None else window
+        r = default_reserve if reserve is None else reserve
         if not self.errors and r >= w:
             raise forms.ValidationError(
                 f"The reserve ({r:,}) must be smaller than the context window ({w:,}): "
@@ -522,14 +530,12 @@ class ContextWindowForm(forms.Form):
 
     def values(self) -> tuple[int, int]:
         """(window, reserve): the valid choice, or the defaults when the input was refused."""
+        default_window, default_reserve = self.defaults()
         if self.is_valid():
             w = self.cleaned_data.get("window")
             r = self.cleaned_data.get("reserve")
-            return (
-                self.DEFAULT_WINDOW if w is None else w,
-                self.DEFAULT_RESERVE if r is None else r,
-            )
-        return self.DEFAULT_WINDOW, self.DEFAULT_RESERVE
+            return (default_window if w is None else w, default_reserve if r is None else r)
+        return default_window, default_reserve
 
     def error_messages(self) -> list[str]:
         return [str(m) for errors in self.errors.values() for m in errors]

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from explorer import html, queries
-from explorer.analysis.compactions import kept_count, replaced_indices
+from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -118,17 +118,16 @@ def transcript_url(session, **q: str | None) -> str:
 
 
 def route_marks(rmap: queries.RouteMap, start: int, end: int) -> dict[int, tuple[str, str]]:
-    """Route index → ("replaced" | "kept", compaction id) for the window [start, end)."""
+    """Route index → ("replaced" | "kept", compaction id) for the window [start, end): the
+    entries the Compactions tab and the compaction cards count (``replaced_indices``,
+    ``kept_indices``), a newer compaction's mark over an older one's."""
     out: dict[int, tuple[str, str]] = {}
-    for comp_i, rep_start, fk in rmap.compactions:
-        comp_id = rmap.ids[comp_i]
-        stop = fk if fk is not None else comp_i
-        for i in range(max(start, rep_start), min(end, stop)):
-            if rmap.types[i] != "compaction":
-                out[i] = ("replaced", comp_id)
-        if fk is not None:
-            for i in range(max(start, fk), min(end, comp_i)):
-                out[i] = ("kept", comp_id)
+    for rng in rmap.compactions:
+        comp_id = rmap.ids[rng[0]]
+        for i in replaced_indices(rmap.types, rng, start, end):
+            out[i] = ("replaced", comp_id)
+        for i in kept_indices(rng, start, end):
+            out[i] = ("kept", comp_id)
     return out
 
 

@@ -30,6 +30,7 @@ from explorer import conf, shared_copies
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
+    prime_timeline,
     sampled_points,
     settled,
     timeline_svg_data,
@@ -1485,7 +1486,7 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
 # The kept lists' cache name; a new name whenever what an item holds changes meaning, so no
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
-_COMPACTION_DETAIL = "compaction-detail-2"
+_COMPACTION_DETAIL = "compaction-detail-3"  # 3: "tokens after" is the engine's estimate
 
 
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
@@ -1666,7 +1667,9 @@ def _compare_pair(
     pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
     ancestor = la[k].entry_id if k >= 0 else None
-    window, reserve = 200_000, 16_384  # the projected estimate does not depend on them
+    # The projected estimate does not depend on them; the configured ones are Raw vs
+    # projected's default, so its summary is shared with that page.
+    window, reserve = conf.context_window(), conf.compaction_settings().reserve_tokens
     return {
         "a": a,
         "b": b,
@@ -1954,7 +1957,8 @@ class RouteMap:
 
 def route_map(session: Session, leaf: str | None) -> RouteMap:
     """The route root → ``leaf`` as a :class:`RouteMap` (cached per session version)."""
-    return cached(session, f"routemap:{leaf or ''}", lambda: _build_route_map(session, leaf))
+    # "routemap-2": a restoring edit (an undo) is no longer an edit mark.
+    return cached(session, f"routemap-2:{leaf or ''}", lambda: _build_route_map(session, leaf))
 
 
 def extend_route_map(rmap: RouteMap, entry_id: str, entry_type: str) -> RouteMap | None:
@@ -1974,6 +1978,7 @@ def extend_route_map(rmap: RouteMap, entry_id: str, entry_type: str) -> RouteMap
 
 def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
     from explorer.analysis.compactions import compaction_ranges
+    from explorer.analysis.projection import entry_edit_effect
 
     light = light_path(session, leaf)
     special = load_entries(
@@ -1988,6 +1993,16 @@ def _build_route_map(session: Session, leaf: str | None) -> RouteMap:
             if isinstance(target, str):
                 state = "hidden" if d.get("replacement") is None else "replaced"
                 edits[target] = (state, e.entry_id)
+    # A replacement the model does not see as one (an undo's original content, an edit of a
+    # role it does not apply to) is no edit mark: Raw vs projected calls the row "same".
+    replaced = [t for t, (state, _by) in edits.items() if state == "replaced"]
+    targets = load_entries(session, replaced) if replaced else {}
+    for target in replaced:
+        entry = targets.get(target)
+        if entry is None or entry.get("type") == "compaction":
+            continue
+        if entry_edit_effect(entry, special.get(edits[target][1], {})) in ("restored", "inert"):
+            del edits[target]
     return RouteMap(
         leaf,
         tuple(e.entry_id for e in light),
@@ -2225,7 +2240,7 @@ def open_thread_count(session: Session) -> int:
 # ---------------------------------------------------------------------------------------------
 # The context-size timeline
 
-TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline reads
+TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
 # The window's start moves in steps this long, so an append at the tip extends the kept
 # figures instead of shifting every prefix by one entry.
 TIMELINE_STEP = 1000
@@ -2258,7 +2273,8 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 
     Cached per session version; after an append at the tip, the per-process copy of the
     route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
-    return cached(session, f"timeline:{cursor or ''}", lambda: _timeline_figures(session, cursor))
+    # "timeline-2": the turns of a clipped route are estimated over their whole route
+    return cached(session, f"timeline-2:{cursor or ''}", lambda: _timeline_figures(session, cursor))
 
 
 def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
@@ -2267,7 +2283,7 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     with kept.lock:
         points = settled(kept.state, sampled_points(kept.state.points))
         marks = list(kept.state.marks)
-        length = len(kept.state.run)
+        length = len(kept.state.run) - kept.state.base
     return {
         "chart": timeline_svg_data(points, marks, length),
         "points": points,
@@ -2309,11 +2325,14 @@ def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimel
                 item.last_id = new[-1].entry_id
         return item
     window = light[start:]
+    state = TimelineState()
+    if start:  # the window's turns go on from the context the route before it leaves
+        prime_timeline(state, context_path(session, light[:start])[0])
     item = _KeptTimeline(
         start,
         len(window),
         window[-1].entry_id if window else "",
-        extend_timeline(TimelineState(), full_path(session, window)),
+        extend_timeline(state, full_path(session, window)),
     )
     with _TIMELINES_LOCK:
         kept.append(item)

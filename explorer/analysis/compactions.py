@@ -8,15 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.analysis.projection import projected_context_tokens
 from explorer.session.describe import (
     entry_message,
     entry_role,
     entry_text,
     finite,
-    tokens_of,
     tool_calls_of,
 )
-from explorer.session.messages import session_entry_to_context_messages
 
 # --- compaction view and the reference survival check ------------------------------------
 
@@ -268,8 +267,14 @@ def list_window(
     return (lo if chosen is None else min(lo, chosen)), n
 
 
-def replaced_indices(types: Sequence[str], rng: tuple[int, int, int | None]) -> list[int]:
-    """The path indices a compaction replaced, for every page that counts or lists them.
+def replaced_indices(
+    types: Sequence[str],
+    rng: tuple[int, int, int | None],
+    lo: int = 0,
+    hi: int | None = None,
+) -> list[int]:
+    """The path indices a compaction replaced, for every page that counts, lists or marks
+    them (``lo``/``hi``: only those in [lo, hi), a window of the route).
 
     ``rng`` is one of :func:`compaction_ranges` over a path whose entry types are ``types``:
     the stretch from its start up to the first kept entry (or up to the compaction itself
@@ -277,22 +282,35 @@ def replaced_indices(types: Sequence[str], rng: tuple[int, int, int | None]) -> 
     summaries the new one carries forward rather than replaces as history of their own."""
     ci, start, fk = rng
     stop = fk if fk is not None else ci
-    return [j for j in range(start, stop) if types[j] != "compaction"]
+    if hi is not None:
+        stop = min(stop, hi)
+    return [j for j in range(max(start, lo), stop) if types[j] != "compaction"]
+
+
+def kept_indices(rng: tuple[int, int, int | None], lo: int = 0, hi: int | None = None) -> range:
+    """The path indices a compaction kept verbatim, its first kept entry up to it (``lo``/
+    ``hi`` as for :func:`replaced_indices`)."""
+    ci, _start, fk = rng
+    if fk is None:
+        return range(0)
+    return range(max(fk, lo), ci if hi is None else min(ci, hi))
 
 
 def kept_count(rng: tuple[int, int, int | None]) -> int:
     """How many entries of the path a compaction kept verbatim (its first kept one up to it)."""
-    ci, _start, fk = rng
-    return ci - fk if fk is not None else 0
+    return len(kept_indices(rng))
 
 
 def compaction_info(
     path: Sequence[dict], comp_index: int, start: int, fk: int | None
 ) -> CompactionInfo:
+    """One compaction of ``path`` (at ``comp_index``, its replaced range from ``start``, its
+    first kept entry at ``fk``) with what it replaced and kept, and the context sizes
+    before (as stored) and after (the engine's estimate at the compaction)."""
     comp = path[comp_index]
     types = [e.get("type") for e in path]
     replaced = [path[j] for j in replaced_indices(types, (comp_index, start, fk))]
-    kept = list(path[fk:comp_index]) if fk is not None else []
+    kept = [path[j] for j in kept_indices((comp_index, start, fk))]
     details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
     read = (
         [p for p in details.get("readFiles", []) if isinstance(p, str)]
@@ -304,14 +322,15 @@ def compaction_info(
         if isinstance(details.get("modifiedFiles"), list)
         else []
     )
-    after_msgs = session_entry_to_context_messages(comp)
-    for e in kept:
-        if not (e.get("type") == "message" and entry_role(e) == "system"):
-            after_msgs = after_msgs + session_entry_to_context_messages(e)
     fk_id = comp.get("firstKeptEntryId")
     off_path = fk is None and fk_id != comp.get("id")
     before = finite(comp.get("tokensBefore"))
-    after = tokens_of(after_msgs)
+    # The context right after the compaction is the engine's, as Raw vs projected shows it
+    # with the compaction as the leaf: a kept entry an edit hid, or an older compaction
+    # inert in the kept range, sends nothing (summing the kept entries' raw messages once
+    # counted them). Nothing before the first kept entry reaches the model (SPEC 4.3), so
+    # a ``path`` starting anywhere up to it gives the same figure.
+    after = projected_context_tokens(path[: comp_index + 1])
     return CompactionInfo(
         comp, comp_index, start, fk, replaced, kept, before, after, read, mod, off_path
     )

@@ -98,6 +98,43 @@ def _reported(messages: Sequence[Any]) -> int | None:
     return None
 
 
+# What a context edit does to its target → (row status, reason; {} is the edit's id).
+EDIT_EFFECTS = {
+    "hidden": ("hidden", "hidden by context edit {}"),
+    "replaced": ("replaced", "content replaced by context edit {}"),
+    # An undo appends the original content as the replacement: the model sees exactly the
+    # raw message again, so this is no longer a difference.
+    "restored": ("same", "original content restored by context edit {}"),
+    "inert": ("same", "edit {} does not apply to this role"),
+}
+
+
+def edit_effect(raw: Sequence[Any], projected: Sequence[Any], edit: dict) -> str:
+    """What ``edit`` does to its target, from the target's raw messages and the ones the
+    model gets: "hidden", "replaced", "restored" (the model sees exactly the raw content
+    again: an undo) or "inert" (the edit does not apply to the target's role).
+
+    The one judgement behind Raw vs projected's rows and the Transcript's and entry panel's
+    edit notes (:func:`entry_edit_effect`): those once called a restored entry "replaced in
+    the model's context" beside a row saying "original content restored"."""
+    if edit.get("replacement") is None:
+        return "hidden"
+    if projected and any(m is not r for m, r in zip(projected, raw, strict=False)):
+        if len(projected) == len(raw) and all(
+            m.get("content") == r.get("content") for m, r in zip(projected, raw, strict=False)
+        ):
+            return "restored"
+        return "replaced"
+    return "inert"
+
+
+def entry_edit_effect(entry: dict, edit: dict) -> str:
+    """:func:`edit_effect` of ``edit`` on ``entry``, the messages after it being the engine's
+    (the projection of the entry followed by the edit)."""
+    raw = session_entry_to_context_messages(entry)
+    return edit_effect(raw, projection_from_path([entry, edit]).messages, edit)
+
+
 def align_projection(
     path: Sequence[dict],
     *,
@@ -182,30 +219,8 @@ def align_projection(
                     "older compaction inside the kept range: contributes nothing",
                 )
         elif edit is not None:
-            rep = edit.get("replacement")
-            if rep is None:
-                row.status, row.reason = "hidden", f"hidden by context edit {edit.get('id')}"
-            elif msgs and any(m is not r for m, r in zip(msgs, raw_msgs, strict=False)):
-                if len(msgs) == len(raw_msgs) and all(
-                    m.get("content") == r.get("content")
-                    for m, r in zip(msgs, raw_msgs, strict=False)
-                ):
-                    # An undo appends the original content as the replacement: the model sees
-                    # exactly the raw message again, so this is no longer a difference.
-                    row.status, row.reason = (
-                        "same",
-                        f"original content restored by context edit {edit.get('id')}",
-                    )
-                else:
-                    row.status, row.reason = (
-                        "replaced",
-                        f"content replaced by context edit {edit.get('id')}",
-                    )
-            else:
-                row.status, row.reason = (
-                    "same",
-                    f"edit {edit.get('id')} does not apply to this role",
-                )
+            status, words = EDIT_EFFECTS[edit_effect(raw_msgs, msgs, edit)]
+            row.status, row.reason = status, words.format(edit.get("id"))
             row.cause_id = edit.get("id")
         elif not msgs:
             if kind == "context_edit":
@@ -331,6 +346,19 @@ def summarize_view(view: AlignedView, shown: Sequence[AlignedRow]) -> dict[str, 
     }
 
 
+def projected_context_tokens(path: Sequence[dict], projection: Any = None) -> int:
+    """The engine's estimate of the context the model sees at the end of ``path``, as a whole
+    number (NaN, from malformed content, shows as 0).
+
+    What ``pisession context`` prints and Raw vs projected shows: every page giving the
+    context size at an entry (the live meter, a compaction's "tokens after") calls this,
+    so none adds messages up its own way. ``projection``: the path's projection, when the
+    caller has it already."""
+    if projection is None:
+        projection = projection_from_path(list(path))
+    return int(finite(estimate_projected_context(projection, path).tokens))
+
+
 def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:
     """Message count and the engine's estimate of the context tokens the model sees at the
     end of ``path``, against the window and the compaction threshold (the live meter).
@@ -341,8 +369,7 @@ def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[
     once added the newer messages to that stale usage and could show 50,000 tokens where
     the page showed a handful."""
     projection = projection_from_path(list(path))
-    tokens = estimate_projected_context(projection, path).tokens
-    tokens = 0 if tokens != tokens else int(tokens)  # NaN (malformed content) shows as 0
+    tokens = projected_context_tokens(path, projection)
     return {
         "leaf_id": path[-1].get("id") if path else None,
         "messages": len(projection.messages),

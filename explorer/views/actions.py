@@ -263,9 +263,8 @@ def _compact_preview(request: HtmxHttpRequest, session, form) -> dict[str, Any]:
                 "timestamp": "", **result.to_json(),
             }  # fmt: skip
             before = queries.context_summary(
-                session, form.cursor, forms.ContextWindowForm.DEFAULT_WINDOW,
-                forms.ContextWindowForm.DEFAULT_RESERVE,
-            )["projected_tokens"]  # fmt: skip
+                session, form.cursor, *forms.ContextWindowForm.defaults()
+            )["projected_tokens"]
             after = align_projection([*path, entry]).projected_tokens
             dry = {
                 "summary": result.summary,

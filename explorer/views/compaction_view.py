@@ -98,7 +98,7 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     partial = f"{TEMPLATE}#compaction-detail"
     if ctx["detail"] is not None:
         shown = ctx["detail"]["item"]["id"]
-        ctx["detail_html"] = shared_fragment(session, "detail", partial, detail, below=shown)
+        ctx["detail_html"] = shared_fragment(session, "detail-2", partial, detail, below=shown)
     else:
         name = f"{cursor or ''}:{request.GET.get('c') or ''}"
         ctx["detail_html"] = shared_fragment(session, name, partial, detail)

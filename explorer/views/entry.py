@@ -21,11 +21,11 @@ from explorer.session.describe import (
     entry_message,
     entry_title,
     error_in_words,
+    tokens_of,
     usage_of,
 )
 from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
-from explorer.session.tokens import estimate_tokens
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 from explorer.views.jsonapi import json_page, plain
 
@@ -117,8 +117,8 @@ def entry_panel_context(
         blocks = [text_part(str(data.get("summary") or ""), full, True)]
     elif data.get("type") == "custom_message":
         blocks = content_blocks(data.get("content"), full=full, markdown=True)
-    msgs = session_entry_to_context_messages(data) if data else []
-    tokens = sum(t for t in (estimate_tokens(x) for x in msgs) if t == t)
+    # The Transcript row's and Raw vs projected's raw column's figure, by the same function.
+    tokens = tokens_of(session_entry_to_context_messages(data)) if data else 0
     usage = usage_of(data)
     labels = queries.current_labels(session)
     raw_text = queries.shown_raw(row.raw, allow)
@@ -152,7 +152,7 @@ def entry_panel_context(
         "stop_reason": (m or {}).get("stopReason") if role == "assistant" else None,
         "error_message": (m or {}).get("errorMessage") if m else None,
         "error_words": error_in_words((m or {}).get("errorMessage")) if m else "",
-        "token_estimate": int(tokens),
+        "token_estimate": tokens,
         "usage": usage,
         "cost": cost_of(data),
         "facts": message_facts(m),

@@ -18,13 +18,19 @@ TEMPLATE = "explorer/integrity.html"
 
 def integrity_panel(session, *, with_tools: bool = False) -> dict[str, Any]:
     """One builder for the page and its partials: the engine's tree checks, the warnings the
-    import reported, and (on request) tool results without their call."""
+    import reported, and (on request) tool results without their call.
+
+    ``total`` is the JSON's figure; it is ``complete`` once the tool results are checked.
+    Before that (the page loads the check in a request of its own) the page says the count
+    so far, and the check's partial brings the whole count with it: the badge once said "no
+    problems found" beside a JSON ``total`` of two tool results without calls."""
     sections = queries.integrity_sections(session)
     tools = queries.unmatched_tool_results(session) if with_tools else None
     return {
         "sections": sections,
         "tools": tools,
         "total": sum(len(s["items"]) for s in sections) + len(tools or []),
+        "complete": tools is not None,
         "import_problems": list(ImportProblem.objects.filter(session=session)[:200]),
     }
 
@@ -46,4 +52,6 @@ def integrity_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         data = {k: ctx[k] for k in ("sections", "tools", "total")}
         return json_page(plain({**data, "import_problems": problems}))
     partial = "tool-results" if with_tools else "integrity-panel"
+    # The check's partial replaces its own section: the count above it comes out of band.
+    ctx["oob_total"] = with_tools and bool(request.htmx)
     return render_panel(request, TEMPLATE, partial, ctx)

@@ -124,3 +124,32 @@ def test_the_detail_is_drawn_once_per_compaction_not_per_append(viewer_client, m
     cache.clear()  # a fresh draw gives the same markup
     assert _detail_section(viewer_client.get(url).content.decode()) == before
     assert drawn.count("explorer/compactions.html#compaction-detail") == 2
+
+
+def test_the_transcript_marks_the_entries_the_compactions_tab_counts(viewer_client):
+    """Each row's mark ("summarized by" / "kept tail of") names the entries the list counts:
+    the newest compaction's mark wins where two ranges meet (c2 replaced what c1 kept)."""
+    session = _session()
+    listed = viewer_client.get(
+        reverse("explorer:compactions", args=[session.pk]), {"format": "json"}
+    ).json()["compactions"]
+    page = viewer_client.get(reverse("explorer:transcript", args=[session.pk])).content.decode()
+    marks = dict(
+        re.findall(
+            r'data-entry="([^"]+)"(?:(?!<li id="e-).)*?<div class="t-mark small">([^<]*)<a',
+            page,
+            re.S,
+        )
+    )
+    words = {k: " ".join(v.split()) for k, v in marks.items()}
+    assert words == {
+        "u1": "summarized by compaction",
+        "a1": "summarized by compaction",
+        "u2": "summarized by compaction",
+        "a2": "summarized by compaction",
+        "u3": "kept tail of compaction",
+        "a3": "kept tail of compaction",
+    }
+    newest = listed[-1]
+    assert sum(w == "kept tail of compaction" for w in words.values()) == newest["kept_count"]
+    assert sum(k in ("u2", "a2") for k in words) == newest["replaced_count"]
