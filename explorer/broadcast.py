@@ -355,12 +355,8 @@ _projection_due = 0.0
 
 def _send_projection(session, target: list) -> None:
     try:
-        summary = queries.projection_summary(
-            session,
-            target[0],
-            window=conf.context_window(),
-            reserve=conf.compaction_settings().reserve_tokens,
-        )
+        window, reserve = conf.window_and_reserve()
+        summary = queries.projection_summary(session, target[0], window=window, reserve=reserve)
     except Exception as exc:  # a malformed or deleted session: viewers keep the old panel
         logger.warning("projection of session %s failed: %s", session.pk, exc)
         return

@@ -30,6 +30,12 @@ def compaction_settings() -> CompactionSettings:
     return CompactionSettings(**value)
 
 
+def window_and_reserve() -> tuple[int, int]:
+    """(context window, reserve) every context figure is judged against unless a reader asks
+    for others: the Live meter, Raw vs projected's defaults, Compare and auto-compaction."""
+    return context_window(), compaction_settings().reserve_tokens
+
+
 def _model_env() -> dict[str, str]:
     return {k: v for k, v in settings.SESSIONS_LLM.items() if v}
 

@@ -513,7 +513,7 @@ class ContextWindowForm(forms.Form):
         (``SESSIONS_CONTEXT_WINDOW``, ``SESSIONS_COMPACTION``), which the Live meter and the
         turn runner's auto-compaction judge against. A window of the page's own (200,000
         once) said "not needed" where the meter was over its threshold."""
-        return conf.context_window(), conf.compaction_settings().reserve_tokens
+        return conf.window_and_reserve()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -1615,11 +1615,10 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
     (their routes, the routes' figures, the projection difference) is kept across appends
     (:func:`kept_below`: an entry's route never changes); what depends on the reader's
     cursor or on the whole session (the costs off the cursor's route) per session version."""
-    pair = _compared_pair(session, a, b)
     return cached(
         session,
         f"compare:{a}:{b}:{cursor or ''}",
-        lambda: {**pair, **_compare_costs(session, a, b, cursor)},
+        lambda: {**_compared_pair(session, a, b), **_compare_costs(session, a, b, cursor)},
     )
 
 
@@ -1669,7 +1668,7 @@ def _compare_pair(
     ancestor = la[k].entry_id if k >= 0 else None
     # The projected estimate does not depend on them; the configured ones are Raw vs
     # projected's default, so its summary is shared with that page.
-    window, reserve = conf.context_window(), conf.compaction_settings().reserve_tokens
+    window, reserve = conf.window_and_reserve()
     return {
         "a": a,
         "b": b,

@@ -90,11 +90,9 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     context = session_frame(request, session, "live", cursor)
     context |= graph_context(request, session, cursor, svg=False)  # the Tree tab's text tree
     context |= tail_window(session, newest)
+    window, reserve = conf.window_and_reserve()
     summary = queries.projection_summary(
-        session,
-        context["tip"] or None,
-        window=conf.context_window(),
-        reserve=conf.compaction_settings().reserve_tokens,
+        session, context["tip"] or None, window=window, reserve=reserve
     )
     context |= _turn_context(request, session) | {
         "cursor_entry": queries.cursor_id(session, request.user),
