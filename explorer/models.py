@@ -413,3 +413,28 @@ class EntryReview(models.Model):
 
     def __str__(self) -> str:
         return f"{self.status} {self.entry_id}"
+
+
+class StoredFigure(models.Model):
+    """A whole-session figure as it stood at file position ``upto``, kept with the session.
+
+    Sessions only grow, so a figure right up to a position stays right for those entries
+    (``queries.grown``). The process and the shared cache keep such figures too, but both
+    start empty: after an import, a restart or a cleared cache the first reader of a
+    50,000-entry session would build the tree shape, the skeleton and the tree checks from
+    every row again. Stored here (written by the import and again whenever the copy falls
+    behind), that reader loads one row and extends it by the entries appended since."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="stored_figures")
+    name = models.CharField(max_length=200)
+    upto = models.IntegerField(help_text="File position the figure covers up to")
+    data = models.BinaryField(help_text="The figure, pickled")
+    written = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "name"], name="one_stored_figure_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} of session {self.session_id} up to {self.upto}"

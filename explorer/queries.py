@@ -26,7 +26,7 @@ from django.db import connection, models
 from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import Lower
 
-from explorer import conf, shared_copies
+from explorer import conf, shared_copies, stored_figures
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
@@ -540,7 +540,11 @@ def current_labels(session: Session) -> dict[str, str]:
         return _read_labels(session, dict(labels), after, upto)
 
     kept = grown(
-        session, f"labels|{mask}", lambda last: _read_labels(session, {}, -1, last), extend
+        session,
+        f"labels|{mask}",
+        lambda last: _read_labels(session, {}, -1, last),
+        extend,
+        stored=True,
     )
     return dict(kept)
 
@@ -594,7 +598,7 @@ def _last_position(session: Session) -> int:
 # pickling it back cost more than the page that wanted it; the process keeps its copy and
 # trusts it while the shared cache still names the same stamp (so a cleared or replaced
 # shared copy is never outlived by a process's own).
-_GROWN: OrderedDict[str, tuple[str, int, Any, int]] = OrderedDict()
+_GROWN: OrderedDict[str, tuple[str, int, Any, int, int]] = OrderedDict()
 _GROWN_LOCK = threading.RLock()
 GROWN_KEPT = 32  # figures kept per process (eight or so per big session being read)
 # The shared copy is written again once the process's copy is this far ahead of it, so a
@@ -631,6 +635,7 @@ def grown(
     extend: Callable[[T, int, int], T],
     *,
     shared: bool = True,
+    stored: bool = False,
 ) -> T:
     """A whole-session figure kept current by reading only what was appended since.
 
@@ -648,15 +653,23 @@ def grown(
     would cost (the skeleton, read from its covering index, and the graph nodes and the
     tree shape derived from it in memory): only their stamp is shared, never the megabytes
     a first request would otherwise pickle and compress into the cache.
+
+    ``stored=True`` adds the tier under both (:mod:`explorer.stored_figures`): a worker
+    that has neither copy loads the one stored with a big session (by its import, or by a
+    reader whose copy got :data:`~explorer.stored_figures.STORE_LAG` positions ahead of
+    it) and extends it, instead of building from every row.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
     with _GROWN_LOCK:
         stamp = cache.get(key + ":stamp")
         mine = _GROWN.get(key)
+        # Position of the stored copy as far as this process knows (-1: not known). A
+        # cleared cache disowns the process's copy, not what it knows of the stored one.
+        saved = mine[4] if mine is not None else -1
         if mine is not None and stamp is not None and mine[0] == stamp:
             _GROWN.move_to_end(key)
-            _stamp, upto, value, kept = mine
+            _stamp, upto, value, kept, saved = mine
         else:
             hit = cache.get(key) if shared else None
             if isinstance(hit, tuple) and len(hit) == 3:
@@ -666,6 +679,15 @@ def grown(
                 kept = upto
             else:
                 upto, value, kept = -1, None, -1
+                found = stored_figures.load(session, name, last) if stored else None
+                if found is not None:
+                    upto, value = found
+                    saved = upto
+                    # Adopted like a build: the stamp that lets this process trust it.
+                    if shared:
+                        stamp, kept = _grown_store(key, upto, value), upto
+                    else:
+                        stamp, kept = _shared_stamp(key + ":stamp"), upto
         if value is not None and upto == last:
             pass
         elif value is not None and upto < last:
@@ -678,10 +700,32 @@ def grown(
                 stamp, kept = _grown_store(key, last, value), last
             else:
                 stamp, kept = _shared_stamp(key + ":stamp"), last
-        _GROWN[key] = (stamp, last, value, kept)
+        if stored and last - saved >= stored_figures.STORE_LAG and stored_figures.wanted(session):
+            if saved < 0:  # built, or adopted from the shared cache: is a copy stored?
+                saved = stored_figures.position(session, name)
+            if last - saved >= stored_figures.STORE_LAG and stored_figures.store(
+                session, name, last, value
+            ):
+                saved = last
+        _GROWN[key] = (stamp, last, value, kept, saved)
         while len(_GROWN) > GROWN_KEPT:
             _GROWN.popitem(last=False)
         return value
+
+
+def store_figures(session: Session) -> None:
+    """Build and store the whole-session figures a cold reader of a big session needs
+    (:mod:`explorer.stored_figures`), so the first request after an import loads them
+    instead of building them from every row. Called by the import after its commit; a
+    session under :data:`~explorer.stored_figures.STORE_FROM` entries is left alone."""
+    if not stored_figures.wanted(session):
+        return
+    _tree_shape(session)  # the skeleton with it
+    integrity_sections(session)
+    unmatched_tool_results(session)
+    entry_costs(session)
+    _newest_leaves(session, LEAVES_KEPT)
+    current_labels(session)
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
@@ -708,6 +752,7 @@ def _skeleton(session: Session) -> list[tuple]:
         lambda last: _skeleton_rows(session, -1, last),
         lambda rows, after, last: rows + _skeleton_rows(session, after, last),
         shared=False,
+        stored=True,
     )
 
 
@@ -727,11 +772,20 @@ def _graph_nodes(session: Session) -> NodeTable:
     )
 
 
+# Appended entries a kept tree shape is extended by at most: each walks up to its root to
+# count itself in every ancestor's size, so on a 5,000-deep route a few hundred of them
+# (a stored shape that fell behind, a follower's batch) cost more than building the shape
+# again, which is about one walk over every entry.
+SHAPE_EXTEND_AT_MOST = 64
+
+
 def _tree_shape(session: Session) -> TreeShape:
     """The session's :class:`TreeShape`, extended by the appended rows (:func:`grown`)."""
 
     def extend(shape: TreeShape, after: int, last: int) -> TreeShape:
         new = [(r[0], r[1]) for r in _skeleton_rows(session, after, last)]
+        if len(new) > SHAPE_EXTEND_AT_MOST:
+            return TreeShape.build(_skeleton(session))
         # Extended on a copy: other requests of this process may be folding the kept one.
         # The children lists a new record joins are copied; the rest are shared unchanged.
         children = dict(shape.children)
@@ -751,6 +805,7 @@ def _tree_shape(session: Session) -> TreeShape:
         lambda last: TreeShape.build(_skeleton(session)),
         extend,
         shared=False,
+        stored=True,
     )
 
 
@@ -1278,6 +1333,7 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
             "integrity-findings",
             lambda last: TreeFindings.check(*read(-1, last)),
             lambda found, after, upto: found.extended(*read(after, upto)),
+            stored=True,
         )
         return sections_of(found.problems)
 
@@ -1330,6 +1386,7 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
         "integrity-tools",
         lambda last: check(-1, last, integrity.LIMIT),
         lambda found, after, last: found + check(after, last, integrity.LIMIT - len(found)),
+        stored=True,
     )
 
 
@@ -1393,7 +1450,7 @@ def _newest_leaves(session: Session, limit: int) -> tuple[bool, list[tuple[str, 
             return False, out[:LEAVES_KEPT]
         return complete, out
 
-    complete, leaves = grown(session, f"leaves|{mask_key(session)}", build, extend)
+    complete, leaves = grown(session, f"leaves|{mask_key(session)}", build, extend, stored=True)
     if not complete and len(leaves) < limit:
         return build(_last_position(session), limit)  # more asked for than are kept
     return complete, leaves
@@ -1459,6 +1516,7 @@ def entry_costs(session: Session) -> dict[str, float]:
         "costs",
         lambda last: read(-1, last),
         lambda costs, after, last: {**costs, **read(after, last)},
+        stored=True,
     )
 
 

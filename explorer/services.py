@@ -487,6 +487,7 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     if session is None or not result.added:
         return
     _refresh_planner_statistics(result.added)
+    queries.store_figures(session)
     entries = result.new_entries
     if entries is None:
         entries = _newest_entries(session, result.added)

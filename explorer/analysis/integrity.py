@@ -8,9 +8,9 @@ in the assistant message above them), which needs the raw lines and runs on requ
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from explorer.session import jsonfmt
@@ -111,7 +111,6 @@ def _awaited(entries: Sequence[dict[str, Any]], index: dict[str, int]) -> set[An
 _NAMING = ("label", "context_edit", "compaction")  # kinds that name a target besides a parent
 
 
-@dataclass(frozen=True, slots=True)
 class TreeFindings:
     """The engine's tree findings (``diagnose_tree``) over a session's stubs, kept with what
     checking appended entries against them needs, so the Integrity tab of a 50,000-entry
@@ -124,30 +123,82 @@ class TreeFindings:
     together with the stubs they refer to (their parents; for edits and compactions the
     whole route above them, which their checks walk), and their findings are added. Tests
     hold the result equal to a fresh ``diagnose_tree`` over the whole session.
+
+    A stored or shared copy unpickles its problems at once and the rest (the stubs, their
+    line numbers, the id index, the awaited ids) only when it is extended: a cold reader of
+    the Integrity tab needs the problems alone, and unpacking 50,000 stubs cost it more
+    than the rest of the page.
     """
 
-    entries: tuple[dict[str, Any], ...]
-    numbers: tuple[int, ...]
-    problems: tuple[Problem, ...]
-    index: dict[str, int]  # id -> index of the last entry with it
-    awaited: frozenset[Any]  # ids named by an entry but absent
-    last_line: int = 0  # the highest line number checked
+    __slots__ = ("problems", "last_line", "_state", "_packed")
+
+    def __init__(
+        self,
+        entries: tuple[dict[str, Any], ...],
+        numbers: tuple[int, ...],
+        problems: tuple[Problem, ...],
+        index: dict[str, int],
+        awaited: frozenset[Any],
+        last_line: int = 0,
+    ) -> None:
+        self.problems = problems
+        self.last_line = last_line  # the highest line number checked
+        # (stubs, numbers, id -> index of the last entry with it, ids named but absent)
+        self._state: tuple[Any, ...] | None = (entries, numbers, index, awaited)
+        self._packed: bytes | None = None
+
+    def _full(self) -> tuple[Any, ...]:
+        packed = self._packed  # read before the state: it is dropped only after the state is set
+        state = self._state
+        if state is None:  # unpacked once; a racing request unpacks an equal copy
+            columns, numbers, awaited = pickle.loads(packed or b"")
+            with gc_paused():
+                entries = _stubs_of(columns)
+                state = (entries, numbers, index_ids(entries), awaited)
+            self._state = state
+            self._packed = None
+        return state
+
+    @property
+    def entries(self) -> tuple[dict[str, Any], ...]:
+        return self._full()[0]
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        return self._full()[1]
+
+    @property
+    def index(self) -> dict[str, int]:
+        return self._full()[2]
+
+    @property
+    def awaited(self) -> frozenset[Any]:
+        return self._full()[3]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TreeFindings):
+            return NotImplemented
+        return (self.problems, self.last_line, self._full()) == (
+            other.problems,
+            other.last_line,
+            other._full(),
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Pickle the stubs as columns (:func:`_stub_columns`) and leave the index out (it
-        is :func:`index_ids` of the entries): the shared copy of a 50,000-entry session's
+        """Pickle the stubs as columns (:func:`_stub_columns`), packed in a pickle of their
+        own that the reader opens only to extend, and leave the index out (it is
+        :func:`index_ids` of the entries): the shared copy of a 50,000-entry session's
         findings took a first request longer to pickle and compress than to check, and a
-        second worker longer to load than to read again."""
-        return (
-            _restore_findings,
-            (
-                _stub_columns(self.entries),
-                self.numbers,
-                self.problems,
-                self.awaited,
-                self.last_line,
-            ),
-        )
+        cold reader longer to unpack than the page it wanted."""
+        packed = self._packed
+        if packed is None:
+            entries, numbers, _index, awaited = self._full()
+            packed = pickle.dumps(
+                (_stub_columns(entries), numbers, awaited), protocol=pickle.HIGHEST_PROTOCOL
+            )
+        return (_restore_findings, (packed, self.problems, self.last_line))
 
     @classmethod
     def check(cls, entries: Sequence[dict[str, Any]], numbers: Sequence[int]) -> TreeFindings:
@@ -297,16 +348,11 @@ def _stubs_of(columns: _Columns) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def _restore_findings(
-    columns: _Columns,
-    numbers: tuple[int, ...],
-    problems: tuple[Problem, ...],
-    awaited: frozenset[Any],
-    last_line: int,
-) -> TreeFindings:
-    with gc_paused():
-        entries = _stubs_of(columns)
-        return TreeFindings(entries, numbers, problems, index_ids(entries), awaited, last_line)
+def _restore_findings(packed: bytes, problems: tuple[Problem, ...], last_line: int) -> TreeFindings:
+    found = TreeFindings((), (), problems, {}, frozenset(), last_line)
+    found._state = None
+    found._packed = packed
+    return found
 
 
 _CALL_ID = re.compile(r'"toolCallId":"((?:[^"\\]|\\.)*)"')

@@ -1,0 +1,189 @@
+"""Whole-session figures stored with a big session (`explorer.stored_figures`).
+
+An import stores the tree shape, the skeleton, the tree checks and the other grown figures;
+a worker that has no copy (a restart, a cleared cache) loads them and extends them by the
+entries appended since instead of building them from every row. What must stay true: a
+loaded and extended figure equals a fresh build, a copy that fell behind is written again,
+and a copy that no longer loads is built afresh.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from django.core.cache import cache
+
+from explorer import queries, services, shared_copies, stored_figures
+from explorer.analysis.integrity import TreeFindings
+from explorer.models import Session, StoredFigure
+from explorer.session.graph import TreeShape
+
+pytestmark = pytest.mark.django_db
+
+NAMES = {
+    "skeleton",
+    "tree-shape",
+    "integrity-findings",
+    "integrity-tools",
+    "costs",
+    "leaves",
+    "labels",
+}
+
+
+@pytest.fixture
+def store_small(monkeypatch):
+    """Store the figures of the test sessions too (they are far under the real bound)."""
+    monkeypatch.setattr(stored_figures, "STORE_FROM", 1)
+    monkeypatch.setattr(stored_figures, "STORE_LAG", 2)
+
+
+def _cold_worker() -> None:
+    """What a new worker process starts with: no shared cache, no copies of its own."""
+    shared_copies.flush()
+    cache.clear()
+    queries._GROWN.clear()
+
+
+def _tip(session: Session) -> str | None:
+    return queries.default_leaf_id(session)
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
+
+
+def _fresh_figures(session: Session) -> tuple:
+    """Every stored figure, built from the rows with nothing kept anywhere."""
+    _cold_worker()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stored_figures, "load", lambda *a: None)
+        mp.setattr(stored_figures, "store", lambda *a: False)
+        return _figures(session)
+
+
+def _figures(session: Session) -> tuple:
+    shape = queries._tree_shape(session)
+    return (
+        queries._skeleton(session),
+        (shape.children, shape.roots, shape.sizes, shape.parent, shape.missing),
+        queries.integrity_sections(session),
+        queries.unmatched_tool_results(session),
+        queries.entry_costs(session),
+        queries.leaf_choices(session),
+        queries.current_labels(session),
+    )
+
+
+def test_an_import_stores_every_figure_up_to_its_last_entry(make_session, store_small):
+    session = make_session()
+    rows = dict(StoredFigure.objects.filter(session=session).values_list("name", "upto"))
+    assert {name.split("|")[0] for name in rows} == NAMES
+    assert set(rows.values()) == {queries.last_position(session)}
+
+
+def test_a_session_under_the_bound_stores_nothing(make_session, monkeypatch):
+    monkeypatch.setattr(stored_figures, "STORE_FROM", 10**9)
+    session = make_session()
+    _figures(session)
+    assert not StoredFigure.objects.filter(session=session).exists()
+
+
+def test_a_cold_worker_loads_the_stored_figures_instead_of_building_them(
+    make_session, store_small, monkeypatch
+):
+    session = make_session()
+    expected = _fresh_figures(session)
+    _cold_worker()
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("built from the rows although a copy is stored")
+
+    monkeypatch.setattr(TreeShape, "build", no_build)
+    monkeypatch.setattr(TreeFindings, "check", no_build)
+    monkeypatch.setattr(queries, "_skeleton_rows", no_build)
+    assert _figures(session) == expected
+
+
+def test_stored_figures_behind_the_session_are_extended_and_written_again(
+    make_session, store_small
+):
+    session = make_session()
+    stored_at = queries.last_position(session)
+    for k in range(3):  # more than STORE_LAG positions, in a process that keeps no copy
+        services.append_message(session, None, _user(f"more {k}"), leaf_id=_tip(session))
+        session.refresh_from_db()
+        _cold_worker()
+    assert StoredFigure.objects.get(session=session, name="tree-shape").upto == stored_at
+    expected = _fresh_figures(session)
+    _cold_worker()
+    assert _figures(session) == expected  # loaded at the import's position, then extended
+    last = queries.last_position(session)
+    assert StoredFigure.objects.get(session=session, name="tree-shape").upto == last
+    assert StoredFigure.objects.get(session=session, name="integrity-findings").upto == last
+    _cold_worker()
+    assert _figures(session) == expected  # the rewritten copies load as they are
+
+
+def test_a_stored_copy_that_does_not_load_is_built_again(make_session, store_small, caplog):
+    session = make_session()
+    expected = _fresh_figures(session)
+    StoredFigure.objects.filter(session=session).update(data=b"not a pickle")
+    _cold_worker()
+    assert _figures(session) == expected
+    assert "does not load" in caplog.text
+
+
+def test_a_stored_copy_ahead_of_the_session_is_not_used(make_session, store_small):
+    """A copy names the position it covers; one beyond the session's last entry (written
+    for other rows) must not stand in for this session's."""
+    session = make_session()
+    expected = _fresh_figures(session)
+    StoredFigure.objects.filter(session=session, name="skeleton").update(
+        upto=10**6, data=pickle.dumps([("x", None, "message", "user")])
+    )
+    _cold_worker()
+    assert queries._skeleton(session) == expected[0]
+
+
+def test_masked_figures_keep_one_stored_copy_per_kind(make_session, store_small):
+    session = make_session()
+    first = StoredFigure.objects.get(session=session, name__startswith="labels|").name
+    assert stored_figures.store(session, "labels|other-digest", 10**6, {})
+    names = list(
+        StoredFigure.objects.filter(session=session, name__startswith="labels|").values_list(
+            "name", flat=True
+        )
+    )
+    assert names == ["labels|other-digest"] and first != "labels|other-digest"
+
+
+def test_an_older_copy_never_replaces_a_newer_one(make_session, store_small):
+    session = make_session()
+    last = queries.last_position(session)
+    assert stored_figures.store(session, "costs", last - 1, {"stale": 1.0})
+    row = StoredFigure.objects.get(session=session, name="costs")
+    assert row.upto == last and pickle.loads(row.data) != {"stale": 1.0}
+
+
+def _stub(eid: str, parent: str | None, kind: str = "message") -> dict:
+    if kind == "message":
+        return {"type": kind, "id": eid, "parentId": parent, "message": {"role": "user"}}
+    return {"type": kind, "id": eid, "parentId": parent}
+
+
+def test_tree_findings_unpack_their_stubs_only_to_extend():
+    """A copy unpickles its problems at once; its stubs, unpacked on the first extension,
+    give what a fresh check of every entry gives."""
+    entries = [_stub("a", None), _stub("b", "a"), _stub("c", "gone"), _stub("d", "b", "label")]
+    found = TreeFindings.check(entries, [2, 3, 4, 5])
+    assert found.problems  # the dangling parent
+    copy = pickle.loads(pickle.dumps(found))
+    assert copy._state is None and copy.problems == found.problems  # stubs still packed
+    new = [_stub("e", "d"), _stub("f", "nowhere")]
+    extended = copy.extended(new, [6, 7])
+    assert copy._state is not None  # unpacked to extend
+    fresh = TreeFindings.check(entries + new, [2, 3, 4, 5, 6, 7])
+    assert extended == fresh and extended.problems == fresh.problems
+    assert pickle.loads(pickle.dumps(extended)) == fresh
