@@ -8,7 +8,6 @@ Transcript's compaction card and its "replaced entries" list must count the same
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -16,29 +15,19 @@ from django.urls import reverse
 
 from explorer import services
 
+from . import crafted
+
 pytestmark = pytest.mark.django_db
 
-HEADER = {
-    "type": "session",
-    "version": 3,
-    "id": "7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b10",
-    "timestamp": "2025-03-04T05:06:07.089Z",
-    "cwd": "/home/ana/proj",
-}
+HEADER = crafted.header("7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b10", cwd="/home/ana/proj")
 
 
 def _message(eid: str, parent: str | None, role: str, text: str, n: int) -> dict:
-    message: dict = {"role": role, "content": text, "timestamp": 1741064768000 + n}
-    if role == "assistant":
-        message["content"] = [{"type": "text", "text": text}]
-        message.update(api="anthropic-messages", provider="anthropic", model="m", stopReason="stop")
-        cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-        message["usage"] = {"input": 100 * n, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 100 * n + 5, "cost": cost}  # fmt: skip
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": f"2025-03-04T05:07:{n:02d}.000Z", "message": message}  # fmt: skip
+    return crafted.message(eid, parent, role, text, n, usage=crafted.usage(100 * n))
 
 
 def _compaction(eid: str, parent: str, kept: str, n: int) -> dict:
-    return {"type": "compaction", "id": eid, "parentId": parent, "timestamp": f"2025-03-04T05:07:{n:02d}.000Z", "summary": f"Summary {eid}", "firstKeptEntryId": kept, "tokensBefore": 5000 + n}  # fmt: skip
+    return crafted.compaction(eid, parent, kept, n, summary=f"Summary {eid}", tokens_before=5000 + n)  # fmt: skip
 
 
 def _session():
@@ -55,10 +44,7 @@ def _session():
         _compaction("c2", "a3", "u3", 8),
         _message("u4", "c2", "user", "fourth question", 9),
     ]
-    data = "".join(json.dumps(e) + "\n" for e in [HEADER, *entries]).encode()
-    result = services.import_bytes(data, source_path="counts.jsonl", user=None)
-    assert result.ok, [str(p) for p in result.problems]
-    return result.session
+    return crafted.imported(crafted.session_bytes(HEADER, entries), "counts.jsonl")
 
 
 EXPECTED = {"c1": (2, 2), "c2": (2, 2)}  # id -> (replaced, kept)

@@ -10,51 +10,23 @@ asked for in the query still overrides the default there.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from explorer import conf, services
+from explorer import conf
 from explorer.session.tokens import CompactionSettings
+
+from . import crafted
 
 pytestmark = pytest.mark.django_db
 
-HEADER = {
-    "type": "session",
-    "version": 3,
-    "id": "7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b14",
-    "timestamp": "2025-03-04T05:06:07.089Z",
-    "cwd": "/p",
-}
-COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-USAGE = {"input": 150000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 150005, "cost": COST}  # fmt: skip
+HEADER = crafted.header("7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b14")
 ENTRIES = [
-    {
-        "type": "message",
-        "id": "u1",
-        "parentId": None,
-        "timestamp": "2025-03-04T05:07:01.000Z",
-        "message": {"role": "user", "content": "hello", "timestamp": 1},
-    },  # fmt: skip
-    {
-        "type": "message",
-        "id": "a1",
-        "parentId": "u1",
-        "timestamp": "2025-03-04T05:07:02.000Z",
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "ok"}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "m",
-            "stopReason": "stop",
-            "timestamp": 2,
-            "usage": USAGE,
-        },
-    },  # fmt: skip
+    crafted.message("u1", None, "user", "hello", 1, ms=1),
+    crafted.message("a1", "u1", "assistant", "ok", 2, ms=2, usage=crafted.usage(150000)),
 ]
 
 
@@ -66,8 +38,7 @@ def _meter(html: str) -> dict:
 
 
 def _session():
-    data = "".join(json.dumps(e) + "\n" for e in [HEADER, *ENTRIES]).encode()
-    return services.import_bytes(data, source_path="window.jsonl", user=None).session
+    return crafted.imported(crafted.session_bytes(HEADER, ENTRIES), "window.jsonl")
 
 
 @pytest.mark.parametrize(

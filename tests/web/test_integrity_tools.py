@@ -3,8 +3,6 @@ session grows, and the same as a check that reads every line whole."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.core.cache import cache
 from django.db import connection
@@ -13,6 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from explorer import queries, services
 from explorer.analysis import integrity
 from explorer.models import Entry, Session
+
+from . import crafted
 
 pytestmark = pytest.mark.django_db
 
@@ -24,35 +24,25 @@ def _assistant(eid: str, parent: str | None, calls: list[str]) -> dict:
     content = [{"type": "toolCall", "id": c, "name": "read", "arguments": {}} for c in calls]
     usage = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2}
     message = {"role": "assistant", "content": content, "api": "a", "provider": "p", "model": "m", "usage": usage, "stopReason": "toolUse", "timestamp": 2}  # fmt: skip
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": TS, "message": message}
+    return crafted.entry(eid, parent, message, TS)
 
 
 def _result(eid: str, parent: str, call: str, *, call_last: bool = False) -> dict:
-    body = {"role": "toolResult", "toolName": "read", "content": [{"type": "text", "text": BIG}], "isError": False, "timestamp": 3}  # fmt: skip
-    if call_last:  # an unusual key order: the call id after megabytes of content
-        message = {**body, "toolCallId": call}
-    else:
-        message = {"role": "toolResult", "toolCallId": call, **body}
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": TS, "message": message}
+    # call_last: the call id after megabytes of content
+    return crafted.tool_result(eid, parent, call, BIG, TS, call_last=call_last)
 
 
 def _session() -> Session:
     entries = [
-        {
-            "type": "message",
-            "id": "u1",
-            "parentId": None,
-            "timestamp": TS,
-            "message": {"role": "user", "content": "hi", "timestamp": 1},
-        },  # fmt: skip
+        crafted.entry("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, TS),
         _assistant("a1", "u1", ["c1", "c2"]),
         _result("r1", "a1", "c1"),
         _result("r2", "r1", "c2", call_last=True),
         _result("r3", "r2", "c-nowhere"),
         _result("r4", "r3", "c-late", call_last=True),
     ]
-    header = {"type": "session", "version": 3, "id": "tools-session", "timestamp": TS, "cwd": "/p"}
-    data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in [header, *entries]).encode()
+    head = crafted.header("tools-session", timestamp=TS)
+    data = crafted.session_bytes(head, entries, compact=True)
     result = services.import_bytes(data, source_path="tools.jsonl", user=None)
     assert result.session is not None
     return result.session

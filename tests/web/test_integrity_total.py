@@ -7,42 +7,27 @@ results without calls, said 2; loading the check did not change the badge either
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from django.urls import reverse
 
-from explorer import services
+from . import crafted
 
 pytestmark = pytest.mark.django_db
 
 TS = "2025-03-04T05:06:08.000Z"
 
 
-def _result(eid: str, parent: str, call: str) -> dict:
-    message = {"role": "toolResult", "toolCallId": call, "toolName": "read", "content": [{"type": "text", "text": "x"}], "isError": False, "timestamp": 3}  # fmt: skip
-    return {"type": "message", "id": eid, "parentId": parent, "timestamp": TS, "message": message}
-
-
 def _session():
     """A clean tree whose two tool results answer no call."""
     entries = [
-        {
-            "type": "message",
-            "id": "u1",
-            "parentId": None,
-            "timestamp": TS,
-            "message": {"role": "user", "content": "hi", "timestamp": 1},
-        },  # fmt: skip
-        _result("r1", "u1", "c-nowhere"),
-        _result("r2", "r1", "c-elsewhere"),
+        crafted.entry("u1", None, {"role": "user", "content": "hi", "timestamp": 1}, TS),
+        crafted.tool_result("r1", "u1", "c-nowhere", "x", TS),
+        crafted.tool_result("r2", "r1", "c-elsewhere", "x", TS),
     ]
-    header = {"type": "session", "version": 3, "id": "total-session", "timestamp": TS, "cwd": "/p"}
-    data = "".join(json.dumps(e) + "\n" for e in [header, *entries]).encode()
-    result = services.import_bytes(data, source_path="total.jsonl", user=None)
-    assert result.ok, [str(p) for p in result.problems]
-    return result.session
+    data = crafted.session_bytes(crafted.header("total-session", timestamp=TS), entries)
+    return crafted.imported(data, "total.jsonl")
 
 
 def _badge(html: str) -> str:

@@ -9,60 +9,20 @@ projected for the same leaf.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 from django.urls import reverse
 
-from explorer import services
-from explorer.session import SessionManager
-from explorer.session.context import projection_from_path
-from explorer.session.tokens import estimate_projected_context_tokens
+from . import crafted
 
 pytestmark = pytest.mark.django_db
 
-HEADER = {
-    "type": "session",
-    "version": 3,
-    "id": "7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b11",
-    "timestamp": "2025-03-04T05:06:07.089Z",
-    "cwd": "/p",
-}
-COST = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-USAGE = {"input": 50000, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 50005, "cost": COST}  # fmt: skip
+HEADER = crafted.header("7a0c1e22-0d4b-4b1e-9c55-2f6a8d3e4b11")
 ENTRIES = [
-    {
-        "type": "message",
-        "id": "u1",
-        "parentId": None,
-        "timestamp": "2025-03-04T05:07:01.000Z",
-        "message": {"role": "user", "content": "x " * 4000, "timestamp": 1},
-    },  # fmt: skip
-    {
-        "type": "message",
-        "id": "a1",
-        "parentId": "u1",
-        "timestamp": "2025-03-04T05:07:02.000Z",
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "ok"}],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "m",
-            "stopReason": "stop",
-            "timestamp": 2,
-            "usage": USAGE,
-        },
-    },  # fmt: skip
-    {
-        "type": "context_edit",
-        "id": "e1",
-        "parentId": "a1",
-        "timestamp": "2025-03-04T05:07:03.000Z",
-        "targetId": "u1",
-        "replacement": None,
-    },  # fmt: skip
+    crafted.message("u1", None, "user", "x " * 4000, 1, ms=1),
+    crafted.message("a1", "u1", "assistant", "ok", 2, ms=2, usage=crafted.usage(50000)),
+    crafted.context_edit("e1", "a1", "u1", 3),
 ]
 
 
@@ -73,14 +33,9 @@ def _meter(html: str) -> tuple[int, int]:
 
 
 def test_the_meter_distrusts_usage_older_than_an_edit_like_the_page(viewer_client, tmp_path):
-    data = "".join(json.dumps(e) + "\n" for e in [HEADER, *ENTRIES]).encode()
-    session = services.import_bytes(data, source_path="edit.jsonl", user=None).session
-    # The engine's own figure, as `pisession context` computes it.
-    path = tmp_path / "edit.jsonl"
-    path.write_bytes(data)
-    manager = SessionManager.open(str(path))
-    branch = manager.get_branch()
-    engine = int(estimate_projected_context_tokens(projection_from_path(branch), branch))
+    data = crafted.session_bytes(HEADER, ENTRIES)
+    session = crafted.imported(data, "edit.jsonl")
+    engine = crafted.engine_tokens(data, tmp_path)  # as `pisession context` computes it
     assert engine < 100  # the hidden 4,000 words and the stale 50,000 are both gone
 
     page = viewer_client.get(reverse("explorer:context", args=[session.pk]), {"format": "json"})
