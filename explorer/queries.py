@@ -1620,8 +1620,25 @@ def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[],
     """``builder()`` kept per entry rather than per session version, for what depends only
     on ``entry_id``'s own ancestors (a compaction's detail, its rendering): the route up to
     an entry never changes in an append-only tree, so an append leaves it right. ``name``
-    must hold everything else it depends on; the masking is part of the key."""
-    return _through_cache(_upto_key(session, mask_key(session), name, entry_id), builder)
+    must hold everything else it depends on; the masking is part of the key.
+
+    For a big session the value is also stored with it (:mod:`explorer.stored_figures`):
+    what the first reader built (a compaction's detail, a compared pair of routes) then
+    outlives restarts and cleared caches, since it can never change."""
+    key = _upto_key(session, mask_key(session), name, entry_id)
+    if not stored_figures.wanted(session):
+        return _through_cache(key, builder)
+
+    def stored() -> T:
+        label = "below:" + key.rsplit(":", 1)[-1]  # no "|": each one is its own kind
+        found = stored_figures.load(session, label, 0)
+        if found is not None:
+            return found[1]
+        value = builder()
+        stored_figures.store(session, label, 0, value)
+        return value
+
+    return _through_cache(key, stored)
 
 
 def _compaction_detail(

@@ -33,7 +33,15 @@ from explorer.session.gcpause import gc_paused
 logger = logging.getLogger(__name__)
 
 STORE_FROM = 2000  # entries a session needs before its figures are stored
+# Part of every stored name. Raise it when what a stored figure holds changes meaning or
+# form (a class pickled differently, a figure counted another way), or when a migration
+# changes stored rows in place: copies under the old number are then never read again.
+FORMAT = 1
 STORE_LAG = 64  # positions a reader's copy may be ahead of the stored one before a rewrite
+
+
+def _stored(name: str) -> str:
+    return f"{FORMAT}:{name}"
 
 
 def wanted(session: Session) -> bool:
@@ -45,7 +53,7 @@ def load(session: Session, name: str, last: int) -> tuple[int, Any] | None:
     """(position, figure) stored under ``name``, or None when there is none usable (none
     stored, a copy ahead of ``last``, a copy that no longer unpickles after an upgrade)."""
     row = (
-        StoredFigure.objects.filter(session=session, name=name, upto__lte=last)
+        StoredFigure.objects.filter(session=session, name=_stored(name), upto__lte=last)
         .values_list("upto", "data")
         .first()
     )
@@ -66,7 +74,7 @@ def position(session: Session, name: str) -> int:
     """The position the stored copy of ``name`` covers up to, -1 when none is stored: what a
     process that adopted a figure from the shared cache checks before writing its own."""
     upto = (
-        StoredFigure.objects.filter(session=session, name=name)
+        StoredFigure.objects.filter(session=session, name=_stored(name))
         .values_list("upto", flat=True)
         .first()
     )
@@ -81,6 +89,7 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
     # Not compressed: decompressing the 2-3 MB of a 50,000-entry figure cost a cold reader
     # a quarter of what unpickling it does, for rows the database holds either way.
     data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    name = _stored(name)
     kind = name.split("|", 1)[0]
     try:
         with transaction.atomic():

@@ -54,6 +54,10 @@ def _user(text: str) -> dict:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
 
 
+def _upto(session: Session, name: str) -> int:
+    return stored_figures.position(session, name)
+
+
 def _fresh_figures(session: Session) -> tuple:
     """Every stored figure, built from the rows with nothing kept anywhere."""
     _cold_worker()
@@ -79,7 +83,9 @@ def _figures(session: Session) -> tuple:
 def test_an_import_stores_every_figure_up_to_its_last_entry(make_session, store_small):
     session = make_session()
     rows = dict(StoredFigure.objects.filter(session=session).values_list("name", "upto"))
-    assert {name.split("|")[0] for name in rows} == NAMES
+    prefix = f"{stored_figures.FORMAT}:"
+    assert all(name.startswith(prefix) for name in rows)
+    assert {name.removeprefix(prefix).split("|")[0] for name in rows} == NAMES
     assert set(rows.values()) == {queries.last_position(session)}
 
 
@@ -115,13 +121,13 @@ def test_stored_figures_behind_the_session_are_extended_and_written_again(
         services.append_message(session, None, _user(f"more {k}"), leaf_id=_tip(session))
         session.refresh_from_db()
         _cold_worker()
-    assert StoredFigure.objects.get(session=session, name="tree-shape").upto == stored_at
+    assert _upto(session, "tree-shape") == stored_at
     expected = _fresh_figures(session)
     _cold_worker()
     assert _figures(session) == expected  # loaded at the import's position, then extended
     last = queries.last_position(session)
-    assert StoredFigure.objects.get(session=session, name="tree-shape").upto == last
-    assert StoredFigure.objects.get(session=session, name="integrity-findings").upto == last
+    assert _upto(session, "tree-shape") == last
+    assert _upto(session, "integrity-findings") == last
     _cold_worker()
     assert _figures(session) == expected  # the rewritten copies load as they are
 
@@ -140,7 +146,7 @@ def test_a_stored_copy_ahead_of_the_session_is_not_used(make_session, store_smal
     for other rows) must not stand in for this session's."""
     session = make_session()
     expected = _fresh_figures(session)
-    StoredFigure.objects.filter(session=session, name="skeleton").update(
+    StoredFigure.objects.filter(session=session, name=f"{stored_figures.FORMAT}:skeleton").update(
         upto=10**6, data=pickle.dumps([("x", None, "message", "user")])
     )
     _cold_worker()
@@ -149,22 +155,57 @@ def test_a_stored_copy_ahead_of_the_session_is_not_used(make_session, store_smal
 
 def test_masked_figures_keep_one_stored_copy_per_kind(make_session, store_small):
     session = make_session()
-    first = StoredFigure.objects.get(session=session, name__startswith="labels|").name
+    labels = f"{stored_figures.FORMAT}:labels|"
+    first = StoredFigure.objects.get(session=session, name__startswith=labels).name
     assert stored_figures.store(session, "labels|other-digest", 10**6, {})
     names = list(
-        StoredFigure.objects.filter(session=session, name__startswith="labels|").values_list(
+        StoredFigure.objects.filter(session=session, name__startswith=labels).values_list(
             "name", flat=True
         )
     )
-    assert names == ["labels|other-digest"] and first != "labels|other-digest"
+    assert names == [labels + "other-digest"] and first != names[0]
 
 
 def test_an_older_copy_never_replaces_a_newer_one(make_session, store_small):
     session = make_session()
     last = queries.last_position(session)
     assert stored_figures.store(session, "costs", last - 1, {"stale": 1.0})
-    row = StoredFigure.objects.get(session=session, name="costs")
+    row = StoredFigure.objects.get(session=session, name=f"{stored_figures.FORMAT}:costs")
     assert row.upto == last and pickle.loads(row.data) != {"stale": 1.0}
+
+
+def test_what_depends_only_on_an_entrys_ancestors_is_built_once_for_every_worker(
+    make_session, store_small
+):
+    """`queries.kept_below` (a compaction's detail, a compared pair): stored on its first
+    build, loaded by a worker that has no copy, never built again."""
+    session = make_session()
+    builds: list[int] = []
+
+    def build() -> dict:
+        builds.append(1)
+        return {"rows": ["a", "b"], "n": len(builds)}
+
+    tip = _tip(session)
+    assert queries.kept_below(session, "test-figure", tip, build) == {"rows": ["a", "b"], "n": 1}
+    _cold_worker()
+    assert queries.kept_below(session, "test-figure", tip, build) == {"rows": ["a", "b"], "n": 1}
+    assert len(builds) == 1
+    services.append_message(session, None, _user("later"), leaf_id=tip)
+    session.refresh_from_db()
+    _cold_worker()
+    assert queries.kept_below(session, "test-figure", tip, build)["n"] == 1  # an append: still
+    other = queries.kept_below(session, "another-figure", tip, build)
+    assert other["n"] == 2  # its own name, its own build
+
+
+def test_a_format_change_leaves_the_old_copies_unread(make_session, store_small, monkeypatch):
+    session = make_session()
+    expected = _fresh_figures(session)
+    StoredFigure.objects.filter(session=session).update(data=pickle.dumps("old meaning"))
+    monkeypatch.setattr(stored_figures, "FORMAT", stored_figures.FORMAT + 1)
+    _cold_worker()
+    assert _figures(session) == expected
 
 
 def _stub(eid: str, parent: str | None, kind: str = "message") -> dict:
