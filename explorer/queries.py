@@ -636,6 +636,7 @@ def grown(
     *,
     shared: bool = True,
     stored: bool = False,
+    store_lag: int = 0,
 ) -> T:
     """A whole-session figure kept current by reading only what was appended since.
 
@@ -657,10 +658,16 @@ def grown(
     ``stored=True`` adds the tier under both (:mod:`explorer.stored_figures`): a worker
     that has neither copy loads the one stored with a big session (by its import, or by a
     reader whose copy got :data:`~explorer.stored_figures.STORE_LAG` positions ahead of
-    it) and extends it, instead of building from every row.
+    it) and extends it, instead of building from every row. ``store_lag`` (positions)
+    overrides that distance for a figure whose extension costs more per entry.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
+    store = stored and stored_figures.wanted(session)
+    if store:
+        # The stored copy is what a worker without one reads: a shared copy besides it
+        # would be pickled again after every GROWN_LAG positions for no reader.
+        shared = False
     with _GROWN_LOCK:
         stamp = cache.get(key + ":stamp")
         mine = _GROWN.get(key)
@@ -679,7 +686,7 @@ def grown(
                 kept = upto
             else:
                 upto, value, kept = -1, None, -1
-                found = stored_figures.load(session, name, last) if stored else None
+                found = stored_figures.load(session, name, last) if store else None
                 if found is not None:
                     upto, value = found
                     saved = upto
@@ -700,12 +707,11 @@ def grown(
                 stamp, kept = _grown_store(key, last, value), last
             else:
                 stamp, kept = _shared_stamp(key + ":stamp"), last
-        if stored and last - saved >= stored_figures.STORE_LAG and stored_figures.wanted(session):
+        lag = store_lag or stored_figures.STORE_LAG
+        if store and last - saved >= lag:
             if saved < 0:  # built, or adopted from the shared cache: is a copy stored?
                 saved = stored_figures.position(session, name)
-            if last - saved >= stored_figures.STORE_LAG and stored_figures.store(
-                session, name, last, value
-            ):
+            if last - saved >= lag and stored_figures.store(session, name, last, value):
                 saved = last
         _GROWN[key] = (stamp, last, value, kept, saved)
         while len(_GROWN) > GROWN_KEPT:
@@ -806,6 +812,7 @@ def _tree_shape(session: Session) -> TreeShape:
         extend,
         shared=False,
         stored=True,
+        store_lag=SHAPE_EXTEND_AT_MOST,  # further behind, a cold worker would build it again
     )
 
 

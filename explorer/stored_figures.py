@@ -37,7 +37,7 @@ STORE_FROM = 2000  # entries a session needs before its figures are stored
 # form (a class pickled differently, a figure counted another way), or when a migration
 # changes stored rows in place: copies under the old number are then never read again.
 FORMAT = 1
-STORE_LAG = 64  # positions a reader's copy may be ahead of the stored one before a rewrite
+STORE_LAG = 512  # positions a reader's copy may be ahead of the stored one before a rewrite
 
 
 def _stored(name: str) -> str:

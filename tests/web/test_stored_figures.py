@@ -37,6 +37,7 @@ def store_small(monkeypatch):
     """Store the figures of the test sessions too (they are far under the real bound)."""
     monkeypatch.setattr(stored_figures, "STORE_FROM", 1)
     monkeypatch.setattr(stored_figures, "STORE_LAG", 2)
+    monkeypatch.setattr(queries, "SHAPE_EXTEND_AT_MOST", 2)
 
 
 def _cold_worker() -> None:
