@@ -48,6 +48,7 @@ from explorer.session.graph import (
     TreeShape,
     fold_tree,
 )
+from explorer.session.packed import PackedTree
 
 T = TypeVar("T")
 
@@ -765,10 +766,15 @@ def _skeleton(session: Session) -> list[tuple]:
 def _graph_nodes(session: Session) -> NodeTable:
     """Entry id → its :class:`GraphNode` without label or marks (the last row of a repeated
     id winning, as in ``fold_tree``), made on demand from the skeleton rows
-    (:class:`NodeTable`) and extended by the appended rows (:func:`grown`).
+    (:class:`NodeTable`).
 
-    An extension makes a new table: other requests of this process may be reading the kept
-    one."""
+    A packed tree shape (:func:`_tree_shape`) holds the rows already, so the table reads
+    them there; otherwise the table is kept and extended by the appended rows
+    (:func:`grown`). An extension makes a new table: other requests of this process may be
+    reading the kept one."""
+    shape = _tree_shape(session)
+    if isinstance(shape, PackedTree):
+        return NodeTable(shape.rows)
     return grown(
         session,
         "graph-nodes",
@@ -785,13 +791,23 @@ def _graph_nodes(session: Session) -> NodeTable:
 SHAPE_EXTEND_AT_MOST = 64
 
 
-def _tree_shape(session: Session) -> TreeShape:
-    """The session's :class:`TreeShape`, extended by the appended rows (:func:`grown`)."""
+def _tree_shape(session: Session) -> TreeShape | PackedTree:
+    """The session's tree shape, extended by the appended rows (:func:`grown`): packed
+    (:class:`~explorer.session.packed.PackedTree`, which a cold worker loads from its stored
+    copy in a few milliseconds) unless an id repeats, else a :class:`TreeShape`."""
 
-    def extend(shape: TreeShape, after: int, last: int) -> TreeShape:
-        new = [(r[0], r[1]) for r in _skeleton_rows(session, after, last)]
-        if len(new) > SHAPE_EXTEND_AT_MOST:
-            return TreeShape.build(_skeleton(session))
+    def build(last: int) -> TreeShape | PackedTree:
+        rows = _skeleton(session)
+        with gc_paused():
+            return PackedTree.pack(rows) or TreeShape.build(rows)
+
+    def extend(shape: TreeShape | PackedTree, after: int, last: int) -> TreeShape | PackedTree:
+        rows = _skeleton_rows(session, after, last)
+        if len(rows) > SHAPE_EXTEND_AT_MOST:
+            return build(last)
+        if isinstance(shape, PackedTree):
+            return shape.extended(rows) or build(last)
+        new = [(r[0], r[1]) for r in rows]
         # Extended on a copy: other requests of this process may be folding the kept one.
         # The children lists a new record joins are copied; the rest are shared unchanged.
         children = dict(shape.children)
@@ -803,12 +819,12 @@ def _tree_shape(session: Session) -> TreeShape:
         )
         if copy.extend(new):
             return copy
-        return TreeShape.build(_skeleton(session))
+        return build(last)
 
     return grown(
         session,
         "tree-shape",
-        lambda last: TreeShape.build(_skeleton(session)),
+        build,
         extend,
         shared=False,
         stored=True,

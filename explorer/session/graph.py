@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .gcpause import gc_paused
 
@@ -26,6 +26,9 @@ DEFAULT_MAX_NODES = 250
 
 # Entry types drawn as individual nodes wherever they occur.
 DISTINCT_TYPES = frozenset({"compaction", "branch_summary"})
+
+if TYPE_CHECKING:
+    from explorer.session.packed import PackedTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,11 +392,12 @@ def fold_tree(
     expanded: Iterable[str] = (),
     pinned: Iterable[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
-    shape: TreeShape | None = None,
+    shape: TreeShape | PackedTree | None = None,
 ) -> FoldedGraph:
     """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
 
-    `shape`: the nodes' :class:`TreeShape` when the caller keeps one (it must describe
+    `shape`: the nodes' :class:`TreeShape` (or the same facts packed,
+    :class:`~explorer.session.packed.PackedTree`) when the caller keeps one (it must describe
     exactly these nodes); used for the whole tree, not for a `root_id` subtree. With a
     shape, `nodes` may be a mapping id → node (the last record of a repeated id, as the
     list would give), so a caller that keeps the nodes too need not rebuild 50,000 of them
@@ -418,7 +422,8 @@ def fold_tree(
     else:
         shape = None
     if shape is not None:
-        children, roots = shape.children, shape.roots
+        # A packed tree's mapping answers the same reads (get, [], in) as the dict.
+        children, roots = cast("dict[str, list[str]]", shape.children), shape.roots
     else:
         listed = list(nodes.values()) if isinstance(nodes, Mapping) else nodes
         by_id, children, roots = _children_map(listed)
