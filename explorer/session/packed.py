@@ -131,40 +131,11 @@ class PackedTree:
 
     def __getstate__(self) -> tuple[Any, ...]:
         # The id index is left out: made again from the ids it costs less than unpickling.
-        return (
-            self.ids,
-            self.parent_at,
-            self.kinds,
-            self.roles,
-            self.words,
-            self.kid_start,
-            self.kids,
-            self.total,
-            self.leaf_count,
-            self.root_ids,
-            self.missing,
-            self.odd_parent,
-            self.packed,
-            self.added_kids,
-        )
+        return tuple(getattr(self, name) for name in _PICKLED)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        (
-            self.ids,
-            self.parent_at,
-            self.kinds,
-            self.roles,
-            self.words,
-            self.kid_start,
-            self.kids,
-            self.total,
-            self.leaf_count,
-            self.root_ids,
-            self.missing,
-            self.odd_parent,
-            self.packed,
-            self.added_kids,
-        ) = state
+        for name, value in zip(_PICKLED, state, strict=True):
+            setattr(self, name, value)
         self._index = None
         self._added_index = {k: i for i, k in enumerate(self.ids[self.packed :], self.packed)}
 
@@ -328,6 +299,10 @@ class PackedTree:
         return True
 
 
+# What a pickle of a tree holds: every slot but the id indexes.
+_PICKLED = tuple(n for n in PackedTree.__slots__ if not n.startswith("_"))
+
+
 class _View(Mapping):
     __slots__ = ("tree",)
 
@@ -392,12 +367,6 @@ class _Sizes(_View):
             raise KeyError(key)
         return (self.tree.total[at], self.tree.leaf_count[at])
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
     def __contains__(self, key: object) -> bool:
         at = self.tree.position(key)
         return at is not None and self.tree.total[at] != _NO_SIZE
@@ -419,12 +388,6 @@ class _Parents(_View):
             raise KeyError(key)
         return self.tree.ids[self.tree.parent_at[at]]
 
-    def get(self, key: Any, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
-
     def __contains__(self, key: object) -> bool:
         at = self.tree.position(key)
         return at is not None and self.tree.parent_at[at] >= 0
@@ -445,12 +408,6 @@ class _Rows(_View):
         if at is None:
             raise KeyError(key)
         return self.tree.row(at)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
 
     def __contains__(self, key: object) -> bool:
         return self.tree.position(key) is not None
