@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from .gcpause import gc_paused
 
@@ -26,9 +26,6 @@ DEFAULT_MAX_NODES = 250
 
 # Entry types drawn as individual nodes wherever they occur.
 DISTINCT_TYPES = frozenset({"compaction", "branch_summary"})
-
-if TYPE_CHECKING:
-    from explorer.session.packed import PackedTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,6 +380,23 @@ def _subtree_sizes_walk(
     return sizes
 
 
+class KeptShape(Protocol):
+    """What ``fold_tree`` reads of a kept shape: a :class:`TreeShape`, or the same facts
+    packed (:class:`~explorer.session.packed.PackedTree`) behind mappings."""
+
+    @property
+    def children(self) -> Mapping[str, list[str]]: ...
+
+    @property
+    def roots(self) -> list[str]: ...
+
+    @property
+    def sizes(self) -> Mapping[str, tuple[int, int]]: ...
+
+    @property
+    def parent(self) -> Mapping[str, str]: ...
+
+
 def fold_tree(
     nodes: Sequence[GraphNode] | Mapping[str, GraphNode],
     *,
@@ -392,7 +406,7 @@ def fold_tree(
     expanded: Iterable[str] = (),
     pinned: Iterable[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
-    shape: TreeShape | PackedTree | None = None,
+    shape: KeptShape | None = None,
 ) -> FoldedGraph:
     """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
 
