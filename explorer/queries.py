@@ -625,8 +625,11 @@ def _shared_stamp(key: str) -> str:
     """The shared stamp under ``key`` of what each process keeps alone, made by the first
     worker that needs one (``add`` keeps a racing worker's) and adopted by the others, so
     their copies do not disown each other, while a cleared cache still disowns them all."""
-    cache.add(key, uuid.uuid4().hex, TREE_CACHE_SECONDS)
-    return cache.get(key) or ""
+    stamp = cache.get(key)  # one read when there is one, as there nearly always is
+    if stamp is None:
+        cache.add(key, uuid.uuid4().hex, TREE_CACHE_SECONDS)
+        stamp = cache.get(key)
+    return stamp or ""
 
 
 def grown(
