@@ -102,6 +102,10 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
                 StoredFigure.objects.filter(session=session, name__startswith=kind + "|").exclude(
                     name=name
                 ).delete()
+            # Copies of an earlier FORMAT are never read again.
+            StoredFigure.objects.filter(session=session).exclude(
+                name__startswith=f"{FORMAT}:"
+            ).delete()
         return True
     except IntegrityError:  # another worker stored it first: its copy serves as well
         return False

@@ -204,9 +204,12 @@ def test_a_format_change_leaves_the_old_copies_unread(make_session, store_small,
     session = make_session()
     expected = _fresh_figures(session)
     StoredFigure.objects.filter(session=session).update(data=pickle.dumps("old meaning"))
+    old = set(StoredFigure.objects.filter(session=session).values_list("name", flat=True))
     monkeypatch.setattr(stored_figures, "FORMAT", stored_figures.FORMAT + 1)
     _cold_worker()
     assert _figures(session) == expected
+    names = set(StoredFigure.objects.filter(session=session).values_list("name", flat=True))
+    assert names and not names & old  # the new copies, the old ones dropped
 
 
 def _stub(eid: str, parent: str | None, kind: str = "message") -> dict:
