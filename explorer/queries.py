@@ -1470,8 +1470,8 @@ class _KeptAlignment:
     is ``path`` plus them (no compaction among them, so the fold has not moved), and the
     engine-side alignment keeps ``view``'s rows when the new entries cannot change them
     (``align_projection``'s ``reuse``). Only the new entries are then read, parsed, aligned
-    and estimated; on a 50,000-entry session that is one entry instead of the five hundred
-    of the live range. Never changed once made: requests of other threads may be reading it.
+    and estimated: one entry, where the benchmark's 50,000-entry session has five hundred in
+    its live range. Never changed once made: requests of other threads may be reading it.
     """
 
     fed: int  # entries of the route it was made for
