@@ -737,6 +737,12 @@ def store_figures(session: Session) -> None:
     entry_costs(session)
     _newest_leaves(session, LEAVES_KEPT)
     current_labels(session)
+    # The Compactions tab opens on the default route's newest compaction, whose detail
+    # depends only on what lies above it: stored now, it is ready for every later reader.
+    light = light_path(session, default_leaf_id(session))
+    listed = route_compactions(session, light)
+    if listed:
+        compaction_detail(session, light, listed[-1])
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:

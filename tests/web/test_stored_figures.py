@@ -200,6 +200,30 @@ def test_what_depends_only_on_an_entrys_ancestors_is_built_once_for_every_worker
     assert other["n"] == 2  # its own name, its own build
 
 
+def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, monkeypatch):
+    from explorer.analysis import compactions
+    from tests.web import crafted
+
+    entries = [
+        crafted.message("u1", None, "user", "first", 1),
+        crafted.message("a1", "u1", "assistant", "one", 2),
+        crafted.message("u2", "a1", "user", "second", 3),
+        crafted.compaction("c1", "u2", "u2", 4, summary="what came before", tokens_before=99),
+        crafted.message("a2", "c1", "assistant", "two", 5),
+    ]
+    data = crafted.session_bytes(crafted.header("5d2c7b8e-1f3a-4c6b-9e0d-7a8b9c0d1e2f"), entries)
+    session = crafted.imported(data, "compacted.jsonl")
+    light = queries.light_path(session, queries.default_leaf_id(session))
+    newest = queries.route_compactions(session, light)[-1]
+    _cold_worker()
+    monkeypatch.setattr(compactions, "compaction_info", _no_build)
+    assert queries.compaction_detail(session, light, newest)["info"].entry["id"] == newest["id"]
+
+
+def _no_build(*args, **kwargs):
+    raise AssertionError("built although the import stored it")
+
+
 def test_a_format_change_leaves_the_old_copies_unread(make_session, store_small, monkeypatch):
     session = make_session()
     expected = _fresh_figures(session)
