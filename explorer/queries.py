@@ -731,6 +731,11 @@ def store_figures(session: Session) -> None:
     session under :data:`~explorer.stored_figures.STORE_FROM` entries is left alone."""
     if not stored_figures.wanted(session):
         return
+    with stored_figures.patiently():
+        _store_figures(session)
+
+
+def _store_figures(session: Session) -> None:
     _tree_shape(session)  # the skeleton with it
     integrity_sections(session)
     unmatched_tool_results(session)

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import logging
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from explorer.models import Session, StoredFigure
@@ -38,6 +41,41 @@ STORE_FROM = 2000  # entries a session needs before its figures are stored
 # changes stored rows in place: copies under the old number are then never read again.
 FORMAT = 1
 STORE_LAG = 512  # positions a reader's copy may be ahead of the stored one before a rewrite
+# How long a reader's write waits for SQLite's write lock (milliseconds). A reader stores a
+# copy on the way to its answer, while an import may hold the lock for minutes: it must not
+# wait the connection's 30 s for a copy the next reader can write as well.
+READER_WAIT_MS = 50
+
+_patient: ContextVar[bool] = ContextVar("stored_figures_patient", default=False)
+
+
+@contextmanager
+def patiently() -> Iterator[None]:
+    """Writes in this block wait for the database as every other write does: the import's
+    own stores (:func:`explorer.queries.store_figures`), which no reader is waiting on."""
+    token = _patient.set(True)
+    try:
+        yield
+    finally:
+        _patient.reset(token)
+
+
+@contextmanager
+def _briefly() -> Iterator[None]:
+    """SQLite's busy timeout cut to :data:`READER_WAIT_MS` for one write of a reader (not
+    inside a transaction, which would hold the lock already, nor on other databases, whose
+    writers lock rows, not the file)."""
+    if _patient.get() or connection.vendor != "sqlite" or connection.in_atomic_block:
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    raw.execute(f"PRAGMA busy_timeout = {int(READER_WAIT_MS)}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {int(before)}")
 
 
 def _stored(name: str) -> str:
@@ -92,7 +130,7 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
     name = _stored(name)
     kind = name.split("|", 1)[0]
     try:
-        with transaction.atomic():
+        with _briefly(), transaction.atomic():
             done = StoredFigure.objects.filter(session=session, name=name, upto__lt=upto).update(
                 upto=upto, data=data, written=timezone.now()
             )

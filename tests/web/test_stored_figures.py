@@ -256,3 +256,53 @@ def test_tree_findings_unpack_their_stubs_only_to_extend():
     fresh = TreeFindings.check(entries + new, [2, 3, 4, 5, 6, 7])
     assert extended == fresh and extended.problems == fresh.problems
     assert pickle.loads(pickle.dumps(extended)) == fresh
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reader_does_not_wait_for_a_writer_holding_the_database(store_small, caplog, monkeypatch):
+    """A reader's store waits READER_WAIT_MS at most while another connection writes (an
+    import can hold SQLite's lock for minutes), and the connection's own wait is restored;
+    the import's stores wait as long as any write."""
+    import threading
+    from types import SimpleNamespace
+
+    from django.db import connection, transaction
+
+    from tests.conftest import SMALL_SESSION
+
+    session = services.import_bytes(SMALL_SESSION).session
+    waits: list[int] = []
+    atomic = transaction.atomic
+
+    def watched_atomic(*args, **kwargs):
+        waits.append(connection.connection.execute("PRAGMA busy_timeout").fetchone()[0])
+        return atomic(*args, **kwargs)
+
+    monkeypatch.setattr(stored_figures, "transaction", SimpleNamespace(atomic=watched_atomic))
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        from django.db import connection as theirs
+
+        with transaction.atomic():
+            Session.objects.filter(pk=session.pk).update(name="being written")
+            held.set()
+            release.wait(30)
+        theirs.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert held.wait(30)
+        connection.ensure_connection()
+        before = connection.connection.execute("PRAGMA busy_timeout").fetchone()[0]
+        assert not stored_figures.store(session, "costs", 10**6, {"x": 1.0})
+        assert connection.connection.execute("PRAGMA busy_timeout").fetchone()[0] == before
+    finally:
+        release.set()
+        thread.join(30)
+    assert waits == [stored_figures.READER_WAIT_MS] and before > waits[0]
+    assert "not written" in caplog.text
+    with stored_figures.patiently():
+        assert stored_figures.store(session, "costs", 10**6, {"x": 1.0})  # the lock is gone
+    assert waits[-1] == before
