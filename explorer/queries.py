@@ -143,6 +143,13 @@ def _identity_key(session: Session, kind: str) -> str:
     return "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def identity_key(session: Session, name: str) -> str:
+    """A shared cache key for ``name`` that outlives appends (the session's identity, not
+    its version): for what is kept by what it depends on rather than per session version,
+    such as rendered rows kept under a digest of their input."""
+    return _identity_key(session, f"kept|{name}")
+
+
 def _stamped_list(
     store: OrderedDict[str, tuple[str, list]], lock: threading.Lock, key: str
 ) -> list:
@@ -526,6 +533,26 @@ _GENERATION_KEY = "explorer:generation"
 
 def _cache_generation() -> str:
     return _shared_stamp(_GENERATION_KEY)
+
+
+def kept_read(key: str) -> Any:
+    """What :func:`keep_later` kept under ``key`` (None when nothing is): the copy still
+    queued in this process first, since it is newer than the shared one."""
+    queued = shared_copies.waiting(key)
+    return queued if queued is not None else cache.get(key)
+
+
+def keep_later(key: str, value: Any, timeout: int = 0) -> None:
+    """Keep ``value`` under ``key``, written after the answer (:mod:`explorer.shared_copies`)
+    and dropped if the cache is cleared meanwhile: a store of rendered rows is a few hundred
+    kilobytes, and writing it is no part of the page. ``value`` must not change after."""
+    shared_copies.write_later(
+        key,
+        value,
+        timeout or TREE_CACHE_SECONDS,
+        stamp_key=_GENERATION_KEY,
+        stamp=_cache_generation(),
+    )
 
 
 def current_labels(session: Session) -> dict[str, str]:
