@@ -19,13 +19,12 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from explorer import items, services, shared_copies
+from explorer import html, items, queries, services, shared_copies
 from explorer.models import Entry, Session
 
 pytestmark = pytest.mark.django_db
 
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"|"X-CSRFToken": "[^"]+"')
-TIP = "1b2c3d4e"  # the small session's newest entry
 
 
 def _msg(eid: str, parent: str, role: str, content, **extra) -> dict:
@@ -40,13 +39,23 @@ def _msg(eid: str, parent: str, role: str, content, **extra) -> dict:
             "timestamp": "2025-03-04T06:00:00.000Z", "message": message}  # fmt: skip
 
 
-def _appends() -> list[dict]:
-    """Entries in append order, each naming its parent: at the tip, then elsewhere."""
+def _appends(tip: str, elsewhere: str, hide: str) -> list[dict]:
+    """Entries in append order, each naming its parent: at the ``tip``, then elsewhere (the
+    branches start at the tip's parent and at ``elsewhere``, an older entry of the route);
+    ``hide``: an older message of the route that an edit hides (its rows get a mark)."""
     call = [{"type": "toolCall", "id": "call_9", "name": "read", "arguments": {"path": "x"}}]
     result = [{"type": "text", "text": "the result"}]
     return [
-        _msg("aa000001", TIP, "user", "Read x, please"),
-        _msg("aa000002", "aa000001", "assistant", call),
+        _msg("aa000001", tip, "user", "Read x, please"),
+        {
+            "type": "context_edit",
+            "id": "aa0000e1",
+            "parentId": "aa000001",
+            "timestamp": "2025-03-04T06:00:30.000Z",
+            "targetId": hide,
+            "replacement": None,
+        },
+        _msg("aa000002", "aa0000e1", "assistant", call),
         # Pairs with the call above: the call's row now shows it.
         _msg(
             "aa000003",
@@ -79,8 +88,8 @@ def _appends() -> list[dict]:
         ),
         # Back at the old tip: the route there now passes a branch point.
         _msg("aa000007", "aa000005", "user", "And y?"),
-        # A third root-level branch (a sibling of the first assistant reply).
-        _msg("aa000008", "a1b2c3d4", "assistant", [{"type": "text", "text": "Elsewhere."}]),
+        # A branch further up the route.
+        _msg("aa000008", elsewhere, "assistant", [{"type": "text", "text": "Elsewhere."}]),
         _msg("aa000009", "aa000007", "assistant", [{"type": "text", "text": "y is fine."}]),
         # Replaces everything before aa000005 and keeps the rest.
         {
@@ -124,11 +133,30 @@ def _append(session, entry: dict) -> Session:
     return fresh
 
 
+@pytest.fixture(params=["small", "generated"])
+def stored(request, make_session, tmp_path):
+    """The small session, or a generated one long enough for the text tree to fold its
+    route into chains and page it around the cursor (the rows kept by what they show)."""
+    if request.param == "small":
+        return make_session()
+    from benchmarks.gen_session import generate_session
+
+    path = tmp_path / "long.jsonl"
+    generate_session(str(path), entries=400, branch_points=3, seed=3)
+    return make_session(path.read_bytes())
+
+
 def _walk(client, session) -> list[tuple[str, str, str]]:
     """(entry, kept page, fresh page) after each append, the kept page asked for first."""
     out = []
     _page(client, session)  # the caches as a reader left them before the first append
-    for entry in _appends():
+    rmap = queries.route_map(session, queries.default_leaf_id(session))
+    route = rmap.ids
+    # A message well before the tip: on a long route, one the text tree unfolds around the
+    # cursor, rendered (and kept) before the edit marks it.
+    older = route[: max(2, len(route) - 25)]
+    messages = [e for e, t in zip(older, rmap.types, strict=False) if t == "message"]
+    for entry in _appends(route[-1], route[max(0, len(route) - 30)], messages[-1]):
         session = _append(session, entry)
         shared_copies.flush()  # the copies the request before queued are written
         kept = _page(client, session)
@@ -136,17 +164,24 @@ def _walk(client, session) -> list[tuple[str, str, str]]:
         fresh = _fresh_page(client, session)
         out.append((entry["id"], kept, fresh))
         assert again == kept, entry["id"]
+    # The reader's cursor moves up the route and back (nothing appended): the rows it
+    # leaves and reaches change, the others are the kept ones.
+    route = queries.route_map(session, queries.default_leaf_id(session)).ids
+    for back in (6, 5, 1):
+        services.move_cursor(session, client.user, route[-back])
+        shared_copies.flush()
+        kept = _page(client, session)
+        out.append((f"cursor {route[-back]}", kept, _fresh_page(client, session)))
     return out
 
 
 @pytest.mark.parametrize("page_rows", [60, 4])
 def test_the_live_page_after_each_append_is_a_fresh_render(
-    make_session, viewer_client, monkeypatch, page_rows
+    stored, viewer_client, monkeypatch, page_rows
 ):
     monkeypatch.setattr("explorer.views.live.PAGE", page_rows)  # 4: the window slides
-    session = make_session()
     seen = []
-    for eid, kept, fresh in _walk(viewer_client, session):
+    for eid, kept, fresh in _walk(viewer_client, stored):
         assert kept == fresh, eid
         seen.append(fresh)
     # The walk did reach what it meant to: the pairing, the marks, the switcher, the label.
@@ -156,10 +191,24 @@ def test_the_live_page_after_each_append_is_a_fresh_render(
     assert "t-switch" in every and "⚑ kept" in every
 
 
-def test_the_comparison_sees_a_stale_kept_row(make_session, viewer_client, monkeypatch):
+def test_the_comparison_sees_a_stale_transcript_row(stored, viewer_client, monkeypatch):
     """Rows kept under their entry id alone (not what they show) go stale when the tool
     result arrives: the walk must say so."""
     monkeypatch.setattr(items, "_item_digest", lambda it: it["id"])
-    session = make_session()
-    stale = [eid for eid, kept, fresh in _walk(viewer_client, session) if kept != fresh]
+    stale = [eid for eid, kept, fresh in _walk(viewer_client, stored) if kept != fresh]
     assert "aa000003" in stale
+
+
+def test_the_comparison_sees_a_stale_text_tree_row(
+    make_session, tmp_path, viewer_client, monkeypatch
+):
+    """Text-tree rows kept under their entry id alone go stale when an edit hides an older
+    message of the route (its row lacks the "hidden" tag): the walk must say so."""
+    from benchmarks.gen_session import generate_session
+
+    path = tmp_path / "long.jsonl"
+    generate_session(str(path), entries=400, branch_points=3, seed=3)
+    session = make_session(path.read_bytes())
+    monkeypatch.setattr(html, "_route_row_key", lambda eid, role, title, args: eid)
+    stale = [eid for eid, kept, fresh in _walk(viewer_client, session) if kept != fresh]
+    assert "aa0000e1" in stale
