@@ -282,6 +282,7 @@ def render_tree_rows(
     rows at the page's edges; everything else stays as the folded graph draws it."""
     detail = reverse("explorer:session_detail", args=[session.pk])
     chain_url = reverse("explorer:tree_chain", args=[session.pk])
+    entry_url = reverse("explorer:entry", args=[session.pk])
     out: list[str] = []
     rows = model.graph.rows()
     collapsed, hidden = default_folds(rows, selected)
@@ -384,7 +385,7 @@ def render_tree_rows(
                 tags.append(mark_safe('<span class="tag tag-leaf">leaf</span>'))
             if item.entry_id == cursor:
                 tags.append(cursor_tag(viewing))
-            body = _entry_body(detail, reverse("explorer:entry", args=[session.pk]),
+            body = _entry_body(detail, entry_url,
                                item.entry_id, role, title, tags)  # fmt: skip
         extra = (
             ' aria-expanded="{}"'.format("false" if n in collapsed else "true") if branch else ""
