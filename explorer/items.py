@@ -347,8 +347,10 @@ def route_rows(session, rmap: queries.RouteMap, lo: int) -> dict[str, str]:
 
 
 # The shared rows kept per session (the newest first): a Live tab's window and the rows the
-# broadcast rendered beside it, a few times over.
+# broadcast rendered beside it, a few times over; older rows only while the store stays
+# under SHARED_ROWS_BYTES (a row holds its images), since every kept window reads it whole.
 SHARED_ROWS_KEPT = 240
+SHARED_ROWS_BYTES = 4 * 1024 * 1024
 # Part of the kept rows' key: a new name whenever the row template or what its context
 # means changes, so no worker serves a row rendered under the old meaning.
 _SHARED_ROWS = "shared-rows-1"
@@ -394,10 +396,13 @@ def shared_rows(session, items: list[dict[str, Any]]) -> list[str]:
         used[digest] = row
         out.append(row)
     if rendered:
+        size = sum(len(row) for row in used.values())
         for digest, row in kept.items():
-            if len(used) >= SHARED_ROWS_KEPT:
+            if len(used) >= SHARED_ROWS_KEPT or size + len(row) > SHARED_ROWS_BYTES:
                 break
-            used.setdefault(digest, row)
+            if digest not in used:
+                used[digest] = row
+                size += len(row)
         queries.keep_later(key, used)
     return out
 
