@@ -1591,6 +1591,15 @@ def compaction_detail(
     )
 
 
+def kept_by(session: Session, name: str, shown: Any, builder: Callable[[], T]) -> T:
+    """``builder()`` kept under a digest of ``shown`` (everything it depends on besides
+    the session's identity, as a value whose ``repr`` names it) rather than per session
+    version: for what an append rarely changes, such as the list of every label, so the
+    first page after an append does not render it again."""
+    digest = hashlib.sha256(repr(shown).encode("utf-8", "surrogatepass")).hexdigest()
+    return _through_cache(_identity_key(session, f"kept-by|{name}|{digest}"), builder)
+
+
 def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[], T]) -> T:
     """``builder()`` kept per entry rather than per session version, for what depends only
     on ``entry_id``'s own ancestors (a compaction's detail, its rendering): the route up to
