@@ -112,36 +112,129 @@ def route_entry_rows(
     """Rows for single entries of an unfolded stretch (given as (id, parsed entry) pairs)."""
     detail = reverse("explorer:session_detail", args=[session.pk])
     entry_url = reverse("explorer:entry", args=[session.pk])
-    out = []
-    for eid, d in entries:
-        role = entry_role(d) or str(d.get("type") or "entry")
-        title = entry_title(d, 60) if d else ""
-        classes = ["tr", "tr-entry", f"role-{role}"] + (["active"] if active else [])
-        if selected and eid == selected:
-            classes.append("selected")
-        tags = _flag_tags(flags.get(eid))
-        label = (labels or {}).get(eid)
-        if label:
-            tags.insert(0, format_html('<span class="tag">⚑ {}</span>', label))
-        if eid == cursor:
-            tags.append(cursor_tag(viewing))
-        tool = role == "toolResult" or "[" in title
-        body = _entry_body(detail, entry_url, eid, role, title, tags)
-        glyph = first_glyph if not out else ""
-        out.append(
-            _li(
-                classes,
-                eid,
-                "entry",
-                role,
-                indent,
-                body,
-                labelled=bool(label),
-                tool=tool,
-                glyph=glyph,
-            )
-        )
-    return out
+    return [
+        _route_entry_row(
+            detail,
+            entry_url,
+            eid,
+            *_row_facts(d)[1:],
+            indent=indent,
+            selected=selected,
+            cursor=cursor,
+            flag=flags.get(eid),
+            label=(labels or {}).get(eid),
+            active=active,
+            viewing=viewing,
+            glyph=first_glyph if k == 0 else "",
+        )  # fmt: skip
+        for k, (eid, d) in enumerate(entries)
+    ]
+
+
+def _row_facts(d: dict) -> tuple[str | None, str, str]:
+    """What a route row shows of its entry: (its message role, the row's role, its title)."""
+    role = entry_role(d)
+    return role, role or str(d.get("type") or "entry"), entry_title(d, 60) if d else ""
+
+
+def _route_entry_row(
+    detail: str, entry_url: str, eid: str, role: str, title: str, *, indent: int,
+    selected: str | None, cursor: str | None, flag: str | None, label: str | None,
+    active: bool, viewing: bool, glyph: str,
+) -> SafeString:  # fmt: skip
+    classes = ["tr", "tr-entry", f"role-{role}"] + (["active"] if active else [])
+    if selected and eid == selected:
+        classes.append("selected")
+    tags = _flag_tags(flag)
+    if label:
+        tags.insert(0, format_html('<span class="tag">⚑ {}</span>', label))
+    if eid == cursor:
+        tags.append(cursor_tag(viewing))
+    tool = role == "toolResult" or "[" in title
+    body = _entry_body(detail, entry_url, eid, role, title, tags)
+    return _li(
+        classes, eid, "entry", role, indent, body, labelled=bool(label), tool=tool, glyph=glyph
+    )
+
+
+# The text tree's route rows kept per session and masking (``_KeptRouteRows``); a new name
+# whenever a row's markup or what its key means changes.
+_TREE_ROWS = "tree-route-rows-1"
+TREE_ROWS_KEPT = 1200  # rows kept, and entries' facts, per session and masking
+
+
+def _route_row_key(eid: str, role: str, title: str, args: dict[str, Any]) -> str:
+    """Everything a route row shows (:func:`_route_entry_row`'s arguments, the selection and
+    the cursor as whether they are this entry) but the session's pk, which is in the store's
+    key."""
+    shown = (eid, role, title, args["indent"], eid == args["selected"], eid == args["cursor"],
+             args["viewing"], args["flag"], args["label"], args["active"], args["glyph"])  # fmt: skip
+    return repr(shown)
+
+
+class _KeptRouteRows:
+    """The text tree's unfolded route rows kept across appends, keyed by what each shows.
+
+    A row is its entry's facts (role and title: the entry never changes, and the masking is
+    in the store's key) and the row's place: indent, branch glyph, whether it is the
+    selected entry, the cursor's (and how that is named), its hidden/replaced flag. Per
+    session version the whole text tree was rendered again after each append, though the
+    route page around the cursor differs by a row or two: the new entry's, and the cursor's
+    old row. Kept rows also spare reading and parsing the page's entries (the facts)."""
+
+    def __init__(self, session) -> None:
+        self.key = queries.identity_key(session, f"{_TREE_ROWS}|{queries.mask_key(session)}")
+        kept = queries.kept_read(self.key)
+        ok = isinstance(kept, tuple) and len(kept) == 2
+        self.facts: dict[str, tuple[str | None, str, str]] = dict(kept[0]) if ok else {}
+        self.rows: dict[str, str] = kept[1] if ok else {}
+        self.used: dict[str, str] = {}
+        self.changed = False
+        self.detail = reverse("explorer:session_detail", args=[session.pk])
+        self.entry_url = reverse("explorer:entry", args=[session.pk])
+
+    def learn(self, session, ids: list[str]) -> None:
+        """Read the facts of the ``ids`` not known yet (one query for them all)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self.facts]
+        if missing:
+            data = queries.load_entries(session, missing)
+            self.facts.update((i, _row_facts(data.get(i, {}))) for i in missing)
+            self.changed = True
+
+    def role(self, eid: str) -> str | None:
+        return self.facts[eid][0]
+
+    def rows_for(self, ids: list[str], **place: Any) -> list[str]:
+        out = []
+        for k, eid in enumerate(ids):
+            _msg_role, role, title = self.facts[eid]
+            flags = place["flags"]
+            args = {"indent": place["indent"], "selected": place["selected"],
+                    "cursor": place["cursor"], "flag": flags.get(eid), "label": None,
+                    "active": True, "viewing": place["viewing"],
+                    "glyph": place["first_glyph"] if k == 0 else ""}  # fmt: skip
+            key = _route_row_key(eid, role, title, args)
+            row = self.used.get(key) or self.rows.get(key)
+            if row is None:
+                row = str(_route_entry_row(self.detail, self.entry_url, eid, role, title, **args))
+                self.changed = True
+            self.used[key] = row
+            out.append(row)
+        return out
+
+    def keep(self) -> None:
+        """Keep this page's rows (and as many older ones as fit) when any was new."""
+        if not self.changed:
+            return
+        rows = dict(self.used)
+        for key, row in self.rows.items():
+            if len(rows) >= TREE_ROWS_KEPT:
+                break
+            rows.setdefault(key, row)
+        facts = self.facts
+        if len(facts) > TREE_ROWS_KEPT:
+            facts = dict(list(facts.items())[-TREE_ROWS_KEPT:])
+        queries.keep_later(self.key, (facts, rows))
 
 
 def page_row(
@@ -189,6 +282,7 @@ def render_tree_rows(
     rows at the page's edges; everything else stays as the folded graph draws it."""
     detail = reverse("explorer:session_detail", args=[session.pk])
     chain_url = reverse("explorer:tree_chain", args=[session.pk])
+    entry_url = reverse("explorer:entry", args=[session.pk])
     out: list[str] = []
     rows = model.graph.rows()
     collapsed, hidden = default_folds(rows, selected)
@@ -208,7 +302,8 @@ def render_tree_rows(
             continue
         spans[item.key] = (a, b)
         wanted.extend(path[max(a, lo) : min(b, hi - 1) + 1])
-    data = queries.load_entries(session, wanted) if wanted else {}
+    kept = _KeptRouteRows(session)
+    kept.learn(session, wanted)
     keep = list(keep)
     glyphs: dict[str, str] = {}
     for item, _ in rows:
@@ -222,22 +317,21 @@ def render_tree_rows(
             a, b = span
             ids = path[max(a, lo) : min(b, hi - 1) + 1]
             # The chain's user messages outside the page, when they lie on one side of it.
-            outside = item.user_turns - sum(entry_role(data.get(i, {})) == "user" for i in ids)
+            outside = item.user_turns - sum(kept.role(i) == "user" for i in ids)
             if a < lo:
                 out.append(page_row(session, direction="earlier", count=lo - a, anchor=path[lo],
                                     stop=path[a], indent=indent, keep=keep,
                                     users=outside if b < hi else 0))  # fmt: skip
             out.extend(
-                route_entry_rows(
-                    session,
-                    [(i, data.get(i, {})) for i in ids],
+                kept.rows_for(
+                    ids,
                     indent=indent,
                     selected=selected,
                     cursor=cursor,
                     flags=model.flags,
                     viewing=viewing,
                     first_glyph=glyphs.get(item.key, "") if ids and ids[0] == path[a] else "",
-                )  # fmt: skip
+                )
             )
             if b >= hi:
                 out.append(page_row(session, direction="later", count=b - hi + 1,
@@ -291,7 +385,7 @@ def render_tree_rows(
                 tags.append(mark_safe('<span class="tag tag-leaf">leaf</span>'))
             if item.entry_id == cursor:
                 tags.append(cursor_tag(viewing))
-            body = _entry_body(detail, reverse("explorer:entry", args=[session.pk]),
+            body = _entry_body(detail, entry_url,
                                item.entry_id, role, title, tags)  # fmt: skip
         extra = (
             ' aria-expanded="{}"'.format("false" if n in collapsed else "true") if branch else ""
@@ -312,6 +406,7 @@ def render_tree_rows(
                 glyph=glyphs.get(item.key, ""),
             )  # fmt: skip
         )
+    kept.keep()
     return mark_safe("".join(str(x) for x in out))  # noqa: S308 - every piece built with format_html
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import pickle
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -341,16 +342,69 @@ def route_rows(session, rmap: queries.RouteMap, lo: int) -> dict[str, str]:
     by every viewer (no CSRF token, which the page's script fills in, no "your cursor").
     The live broadcast calls it with a route it extended itself, so a burst of appends at a
     tip costs no route walk."""
+    items = window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None)
+    return {it["id"]: row for it, row in zip(items, shared_rows(session, items), strict=True)}
+
+
+# The shared rows kept per session (the newest first): a Live tab's window and the rows the
+# broadcast rendered beside it, a few times over; older rows only while the store stays
+# under SHARED_ROWS_BYTES (a row holds its images), since every kept window reads it whole.
+SHARED_ROWS_KEPT = 240
+SHARED_ROWS_BYTES = 4 * 1024 * 1024
+# Part of the kept rows' key: a new name whenever the row template or what its context
+# means changes, so no worker serves a row rendered under the old meaning.
+_SHARED_ROWS = "shared-rows-1"
+
+
+def _item_digest(it: dict[str, Any]) -> str:
+    """What a shared row depends on, as a digest: its item, whole (pickled, so a type such
+    as the rendered markdown's SafeString counts too). Equal digests are equal items; an
+    item built another way may pickle differently, which costs a render, never a wrong row."""
+    return hashlib.sha256(pickle.dumps(it, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+
+
+def shared_rows(session, items: list[dict[str, Any]]) -> list[str]:
+    """The shared row (``partials/transcript_item.html`` with no CSRF token, no "your
+    cursor", not editable) of each of ``items``, a row rendered only when no row of an equal
+    item is kept.
+
+    A row is kept under a digest of its item rather than per session version: after an
+    append at a tip of a big session the Live tab's window differs from the one before by
+    the new entry's row (and the rows the entry changed: a tool call paired with the new
+    result, a mark of a new compaction or edit, a new branch's switcher), so only those are
+    rendered. Everything else a row shows is the session's pk (in the store's key) and the
+    fixed context below. One cache read, and one write after the answer when a row was
+    rendered."""
     from django.template.loader import render_to_string
 
+    key = queries.identity_key(session, _SHARED_ROWS)
+    kept = queries.kept_read(key)
+    kept = kept if isinstance(kept, dict) else {}
     ctx = {"session": session, "cursor_entry": None, "editable": False,
            "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
            # Shared by every viewer: no token in the row (the page's script adds the viewer's).
            "shared_row": True}  # fmt: skip
-    return {
-        it["id"]: render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it})
-        for it in window_items(session, rmap, lo, len(rmap.ids), target=None, leaf_q=None)
-    }
+    used: dict[str, str] = {}
+    out: list[str] = []
+    rendered = False
+    for it in items:
+        digest = _item_digest(it)
+        row = used.get(digest) or kept.get(digest)
+        if row is None:
+            row = str(render_to_string(TRANSCRIPT_ROW, {**ctx, "it": it}))
+            rendered = True
+        used[digest] = row
+        out.append(row)
+    if rendered:
+        size = sum(len(row) for row in used.values())
+        for digest, row in kept.items():
+            if len(used) >= SHARED_ROWS_KEPT or size + len(row) > SHARED_ROWS_BYTES:
+                break
+            if digest not in used:
+                used[digest] = row
+                size += len(row)
+        queries.keep_later(key, used)
+    return out
 
 
 def entry_fragment(entry, row: str = "") -> dict[str, Any]:

@@ -145,6 +145,13 @@ def _identity_key(session: Session, kind: str) -> str:
     return "explorer:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def identity_key(session: Session, name: str) -> str:
+    """A shared cache key for ``name`` that outlives appends (the session's identity, not
+    its version): for what is kept by what it depends on rather than per session version,
+    such as rendered rows kept under a digest of their input."""
+    return _identity_key(session, f"kept|{name}")
+
+
 def _stamped_list(
     store: OrderedDict[str, tuple[str, list]], lock: threading.Lock, key: str
 ) -> list:
@@ -377,11 +384,17 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     messages = [i for i in range(len(head) - 1, model_change_i, -1) if head[i].type == "message"]
     for k in range(0, len(messages), 16):
         chunk = [head[i].entry_id for i in messages[k : k + 16]]
-        found = set(
-            Entry.objects.filter(session=session, entry_id__in=chunk, role="assistant")
+        # A column the covering skeleton index does not hold (``BY_PARENT_COLS``): else
+        # SQLite, without table statistics, walks the whole session with that index to
+        # find 16 ids (20 ms on 50,000 entries) instead of looking each one up.
+        found = {
+            eid
+            for eid, *_ in Entry.objects.filter(
+                session=session, entry_id__in=chunk, role="assistant"
+            )
             .order_by()
-            .values_list("entry_id", flat=True)
-        )
+            .values_list("entry_id", *BY_PARENT_COLS)
+        }
         assistant_id = next((c for c in chunk if c in found), None)
         if assistant_id:
             break
@@ -528,6 +541,26 @@ _GENERATION_KEY = "explorer:generation"
 
 def _cache_generation() -> str:
     return _shared_stamp(_GENERATION_KEY)
+
+
+def kept_read(key: str) -> Any:
+    """What :func:`keep_later` kept under ``key`` (None when nothing is): the copy still
+    queued in this process first, since it is newer than the shared one."""
+    queued = shared_copies.waiting(key)
+    return queued if queued is not None else cache.get(key)
+
+
+def keep_later(key: str, value: Any, timeout: int = 0) -> None:
+    """Keep ``value`` under ``key``, written after the answer (:mod:`explorer.shared_copies`)
+    and dropped if the cache is cleared meanwhile: a store of rendered rows is a few hundred
+    kilobytes, and writing it is no part of the page. ``value`` must not change after."""
+    shared_copies.write_later(
+        key,
+        value,
+        timeout or TREE_CACHE_SECONDS,
+        stamp_key=_GENERATION_KEY,
+        stamp=_cache_generation(),
+    )
 
 
 def current_labels(session: Session) -> dict[str, str]:
@@ -1730,6 +1763,15 @@ def compaction_detail(
     return kept_below(
         session, _COMPACTION_DETAIL, item["id"], lambda: _compaction_detail(session, light, item)
     )
+
+
+def kept_by(session: Session, name: str, shown: Any, builder: Callable[[], T]) -> T:
+    """``builder()`` kept under a digest of ``shown`` (everything it depends on besides
+    the session's identity, as a value whose ``repr`` names it) rather than per session
+    version: for what an append rarely changes, such as the list of every label, so the
+    first page after an append does not render it again."""
+    digest = hashlib.sha256(repr(shown).encode("utf-8", "surrogatepass")).hexdigest()
+    return _through_cache(_identity_key(session, f"kept-by|{name}|{digest}"), builder)
 
 
 def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[], T]) -> T:

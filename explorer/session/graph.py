@@ -284,13 +284,19 @@ class TreeShape:
         """Add appended records in place. False means the shape is no longer valid and
         must be built again (a repeated id, a record naming a later or absent one, an id
         an earlier record was waiting for, or a parent outside every rooted subtree)."""
-        present = self.sizes.keys() | self.parent.keys() | set(self.roots)
+        # Looked up in the shape's own maps rather than a union of them: that union is a
+        # new set of every id, as costly on a 50,000-entry tree as the rest of an append.
+        roots = set(self.roots)
+
+        def present(nid: str) -> bool:
+            return nid in self.sizes or nid in self.parent or nid in roots
+
         batch: set[str] = set()
         for nid, p in records:
-            if nid in present or nid in batch or nid in self.missing:
+            if present(nid) or nid in batch or nid in self.missing:
                 return False
             batch.add(nid)
-            if p and p != nid and p not in present and p not in batch:
+            if p and p != nid and not present(p) and p not in batch:
                 return False  # a missing or later parent: leave it to a full build
         for nid, p in records:
             if not p or p == nid:

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from explorer import conf, html, queries, turns
-from explorer.items import window_items
+from explorer.items import shared_rows, window_items
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 from explorer.session.sentinel import UNSET
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -55,6 +55,8 @@ def _tail_window(session, leaf: str | None) -> dict[str, Any]:
         "move_url": reverse("explorer:transcript_cursor", args=[session.pk]),
         "shared_row": True,  # cached for every viewer: no token; live.js adds the viewer's
     }  # fmt: skip
+    # Only the rows no kept row serves are rendered: after an append, the new entry's.
+    ctx["rows_html"] = html.join(shared_rows(session, items))
     rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
     return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
 

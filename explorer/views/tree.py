@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.http import HttpResponse
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
@@ -148,11 +149,16 @@ def graph_context(
         + ("?" + urlencode(q_base) if q_base else ""),
     }
     if rows:  # the text tree's panel, the same for every reader of these parameters
+
+        def panel() -> dict[str, Any]:
+            # The list of every label changes only with a label entry: kept by its content.
+            labels = ctx["all_labels"]
+            listed = queries.kept_by(session, "all-labels", labels, lambda: str(render_to_string(
+                "explorer/session_detail.html#all-labels", {"all_labels": labels})))  # fmt: skip
+            return {**ctx, "session": session, "labels_html": html.trusted(listed)}
+
         ctx["tree_panel_html"] = shared_fragment(
-            session,
-            f"{key}:{params['filter']}",
-            "explorer/session_detail.html#tree-panel",
-            {**ctx, "session": session},
+            session, f"{key}:{params['filter']}", "explorer/session_detail.html#tree-panel", panel
         )
     return ctx
 
