@@ -15,7 +15,6 @@ from typing import Any
 
 from explorer.session import jsonfmt
 from explorer.session.diagnostics import Problem, diagnose_tree, index_ids
-from explorer.session.gcpause import gc_paused
 
 LIMIT = 200
 
@@ -134,7 +133,7 @@ class TreeFindings:
 
     def __init__(
         self,
-        entries: tuple[dict[str, Any], ...],
+        entries: Sequence[dict[str, Any]],
         numbers: tuple[int, ...],
         problems: tuple[Problem, ...],
         index: dict[str, int],
@@ -152,15 +151,14 @@ class TreeFindings:
         state = self._state
         if state is None:  # unpacked once; a racing request unpacks an equal copy
             columns, numbers, awaited = pickle.loads(packed or b"")
-            with gc_paused():
-                entries = _stubs_of(columns)
-                state = (entries, numbers, index_ids(entries), awaited)
+            entries = _Stubs(columns)  # each stub made when a check looks at it
+            state = (entries, numbers, entries.index(), awaited)
             self._state = state
             self._packed = None
         return state
 
     @property
-    def entries(self) -> tuple[dict[str, Any], ...]:
+    def entries(self) -> Sequence[dict[str, Any]]:
         return self._full()[0]
 
     @property
@@ -195,9 +193,8 @@ class TreeFindings:
         packed = self._packed
         if packed is None:
             entries, numbers, _index, awaited = self._full()
-            packed = pickle.dumps(
-                (_stub_columns(entries), numbers, awaited), protocol=pickle.HIGHEST_PROTOCOL
-            )
+            columns = entries.columns() if isinstance(entries, _Stubs) else _stub_columns(entries)
+            packed = pickle.dumps((columns, numbers, awaited), protocol=pickle.HIGHEST_PROTOCOL)
         return (_restore_findings, (packed, self.problems, self.last_line))
 
     @classmethod
@@ -214,7 +211,10 @@ class TreeFindings:
         """These findings with appended ``entries`` checked; equal to :meth:`check` of all."""
         if not entries:
             return self
-        all_entries = self.entries + tuple(entries)
+        kept = self.entries
+        all_entries: Sequence[dict[str, Any]] = (
+            kept + tuple(entries) if isinstance(kept, _Stubs) else (*kept, *entries)
+        )
         all_numbers = self.numbers + tuple(numbers)
         if not self._appendable(entries, numbers):
             return TreeFindings.check(all_entries, all_numbers)
@@ -301,6 +301,7 @@ def _stub_columns(entries: Sequence[dict[str, Any]]) -> _Columns:
     extras: list[Any] = []
     whole: dict[int, dict[str, Any]] = {}
     names: dict[Any, Any] = {}  # one object per type name: the pickle writes each once
+    seen: dict[str, str] = {}  # one object per id
     for at, e in enumerate(entries):
         n = len(e)
         kind = e.get("type")
@@ -319,33 +320,97 @@ def _stub_columns(entries: Sequence[dict[str, Any]]) -> _Columns:
             whole[at] = e
             extra = None
         kinds.append(kind)
-        ids.append(e.get("id"))
-        parents.append(e.get("parentId"))
+        eid, parent = e.get("id"), e.get("parentId")
+        if type(eid) is str:
+            eid = seen.setdefault(eid, eid)
+        if type(parent) is str:  # the parent's own id object: the pickle writes it once
+            parent = seen.get(parent, parent)
+        ids.append(eid)
+        parents.append(parent)
         extras.append(extra)
     return kinds, ids, parents, extras, whole
 
 
-def _stubs_of(columns: _Columns) -> tuple[dict[str, Any], ...]:
-    """The entries :func:`_stub_columns` took apart, equal to them (messages of one role
-    share one role dict again, as the reader made them)."""
-    kinds, ids, parents, extras, whole = columns
-    roles: dict[Any, dict[str, Any]] = {}
-    out: list[dict[str, Any]] = []
-    add = out.append
-    for at, kind in enumerate(kinds):
+class _Stubs(Sequence):
+    """The stubs of unpacked columns (:func:`_stub_columns`) as a sequence whose items are
+    made when asked for, plus appended stubs as they are. An extension looks at a few
+    stubs (the new entries' parents and targets); making all 50,000 up front, with their
+    id index, cost a cold reader of the Integrity tab 50 ms after any append."""
+
+    __slots__ = ("_columns", "_tail", "_roles")
+
+    def __init__(self, columns: _Columns, tail: tuple[dict[str, Any], ...] = ()) -> None:
+        self._columns = columns
+        self._tail = tail
+        self._roles: dict[Any, dict[str, Any]] = {}  # one role dict per role, as the reader's
+
+    def __len__(self) -> int:
+        return len(self._columns[0]) + len(self._tail)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return tuple(self[k] for k in range(*at.indices(len(self))))
+        kinds, ids, parents, extras, whole = self._columns
+        n = len(kinds)
+        if at < 0:
+            at += len(self)
+        if at >= n:
+            return self._tail[at - n]
         if whole and at in whole:
-            add(whole[at])
-        elif kind == "message":
+            return whole[at]
+        kind = kinds[at]
+        if kind == "message":
             role = extras[at]
-            message = roles.get(role)
+            message = self._roles.get(role)
             if message is None:
-                message = roles[role] = {"role": role}
-            add({"type": kind, "id": ids[at], "parentId": parents[at], "message": message})
-        elif kind == "label":
-            add({"type": kind, "id": ids[at], "parentId": parents[at], "targetId": extras[at]})
+                message = self._roles[role] = {"role": role}
+            return {"type": kind, "id": ids[at], "parentId": parents[at], "message": message}
+        if kind == "label":
+            return {"type": kind, "id": ids[at], "parentId": parents[at], "targetId": extras[at]}
+        return {"type": kind, "id": ids[at], "parentId": parents[at]}
+
+    def __add__(self, more: Any) -> _Stubs:
+        return _Stubs(self._columns, self._tail + tuple(more))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def index(self, *args: Any) -> Any:  # type: ignore[override]
+        """With no argument: id → position of the last stub with it, as
+        :func:`~explorer.session.diagnostics.index_ids` gives (ids that cannot key a dict
+        left out), made from the id column without making the stubs."""
+        if args:
+            return super().index(*args)
+        ids = self._columns[1]
+        if all(type(i) is str for i in ids):
+            by_id: dict[Any, int] = {i: k for k, i in enumerate(ids)}
         else:
-            add({"type": kind, "id": ids[at], "parentId": parents[at]})
-    return tuple(out)
+            by_id = {i: k for k, i in enumerate(ids) if jsonfmt.hashable(i)}
+        n = len(ids)
+        for k, e in enumerate(self._tail):
+            key = e.get("id")
+            if type(key) is str or jsonfmt.hashable(key):
+                by_id[key] = n + k
+        return by_id
+
+    def columns(self) -> _Columns:
+        """The stubs as columns again, the appended ones added."""
+        if not self._tail:
+            return self._columns
+        kinds, ids, parents, extras, whole = self._columns
+        more = _stub_columns(self._tail)
+        n = len(kinds)
+        return (
+            kinds + more[0],
+            ids + more[1],
+            parents + more[2],
+            extras + more[3],
+            {**whole, **{n + k: v for k, v in more[4].items()}},
+        )
 
 
 def _restore_findings(packed: bytes, problems: tuple[Problem, ...], last_line: int) -> TreeFindings:

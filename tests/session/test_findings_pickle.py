@@ -7,7 +7,8 @@ import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.analysis.integrity import TreeFindings, _stub_columns, _stubs_of
+from explorer.analysis.integrity import TreeFindings, _stub_columns, _Stubs
+from explorer.session.diagnostics import index_ids
 from tests.session.test_integrity_incremental import _entries
 
 _ODD = [
@@ -23,9 +24,16 @@ _ODD = [
 
 
 def _same_stubs(entries):
-    back = _stubs_of(_stub_columns(entries))
-    assert list(back) == list(entries)
+    back = _Stubs(_stub_columns(entries))
+    assert list(back) == list(entries) and back == entries and len(back) == len(entries)
     assert [list(e) for e in back] == [list(e) for e in entries]  # key order too
+    assert back.index() == index_ids(entries)
+    cut = len(entries) // 2
+    grown = _Stubs(_stub_columns(entries[:cut])) + entries[cut:]
+    assert list(grown) == list(entries) and grown.index() == index_ids(entries)
+    assert list(_Stubs(grown.columns())) == list(entries)
+    if entries:
+        assert grown[-1] == entries[-1] and grown[1:3] == tuple(entries[1:3])
 
 
 @settings(max_examples=60, deadline=None)
@@ -44,6 +52,10 @@ def test_findings_come_back_equal_after_a_pickle(seed, n, odd):
         e["id"] = f"z{k}"
     lines = list(range(n + 2, n + 2 + len(more)))
     assert back.extended(more, lines) == found.extended(more, lines)
+    # Extended while its stubs are still columns, then packed again: still equal.
+    again = pickle.loads(pickle.dumps(back.extended(more, lines)))
+    assert again == found.extended(more, lines)
+    assert again.extended([], []) == again
 
 
 def test_entries_of_other_shapes_are_kept_whole():
