@@ -513,22 +513,12 @@ def _through_cache(key: str, builder: Callable[[], T], timeout: int = 0) -> T:
     change once handed out) is written by :mod:`explorer.shared_copies` after the answer,
     under the cache's current generation, so a clear meanwhile drops it; other values are
     written here, since a caller may still change what it was handed."""
-    hit = cache.get(key)
+    hit = kept_read(key)
     if hit is not None:
         return hit
-    queued = shared_copies.waiting(key)
-    if queued is not None:
-        return queued
     value = builder()
     if isinstance(value, str):
-        generation = _cache_generation()
-        shared_copies.write_later(
-            key,
-            value,
-            timeout or TREE_CACHE_SECONDS,
-            stamp_key=_GENERATION_KEY,
-            stamp=generation,
-        )
+        keep_later(key, value, timeout)
     else:
         cache.set(key, value, timeout or TREE_CACHE_SECONDS)
     return value
@@ -725,14 +715,10 @@ def grown(
             else:
                 upto, value, kept = -1, None, -1
                 found = stored_figures.load(session, name, last) if store else None
-                if found is not None:
+                if found is not None:  # adopted like a build (``shared`` is off here)
                     upto, value = found
                     saved = upto
-                    # Adopted like a build: the stamp that lets this process trust it.
-                    if shared:
-                        stamp, kept = _grown_store(key, upto, value), upto
-                    else:
-                        stamp, kept = _shared_stamp(key + ":stamp"), upto
+                    stamp, kept = _shared_stamp(key + ":stamp"), upto
         if value is not None and upto == last:
             pass
         elif value is not None and upto < last:

@@ -152,7 +152,7 @@ class TreeFindings:
         if state is None:  # unpacked once; a racing request unpacks an equal copy
             columns, numbers, awaited = pickle.loads(packed or b"")
             entries = _Stubs(columns)  # each stub made when a check looks at it
-            state = (entries, numbers, entries.index(), awaited)
+            state = (entries, numbers, entries.id_index(), awaited)
             self._state = state
             self._packed = None
         return state
@@ -379,12 +379,10 @@ class _Stubs(Sequence):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def index(self, *args: Any) -> Any:  # type: ignore[override]
-        """With no argument: id → position of the last stub with it, as
+    def id_index(self) -> dict[Any, int]:
+        """Id → position of the last stub with it, as
         :func:`~explorer.session.diagnostics.index_ids` gives (ids that cannot key a dict
         left out), made from the id column without making the stubs."""
-        if args:
-            return super().index(*args)
         ids = self._columns[1]
         if all(type(i) is str for i in ids):
             by_id: dict[Any, int] = {i: k for k, i in enumerate(ids)}

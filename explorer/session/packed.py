@@ -141,13 +141,18 @@ class PackedTree:
 
     # -- lookups ----------------------------------------------------------------------------
 
-    def position(self, eid: Any) -> int | None:
-        """File position (among the records) of ``eid``, None when absent."""
+    def _packed_index(self) -> dict[str, int]:
+        """Id → position of the packed records, made on first use (a racing reader makes
+        an equal one) and shared by every tree extended from this one."""
         index = self._index
-        if index is None:  # made on first use; a racing reader makes an equal one
+        if index is None:
             index = {eid: k for k, eid in enumerate(self.ids[: self.packed])}
             self._index = index
-        at = index.get(eid)
+        return index
+
+    def position(self, eid: Any) -> int | None:
+        """File position (among the records) of ``eid``, None when absent."""
+        at = self._packed_index().get(eid)
         if at is None and self._added_index:
             at = self._added_index.get(eid)
         return at
@@ -247,8 +252,7 @@ class PackedTree:
         new.odd_parent = dict(self.odd_parent)
         new.packed = self.packed
         new.added_kids = {k: list(v) for k, v in self.added_kids.items()}
-        self.position("")  # the packed ids' index, made once and shared by every copy
-        new._index = self._index
+        new._index = self._packed_index()
         new._added_index = dict(self._added_index)
         return new
 

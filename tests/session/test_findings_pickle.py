@@ -27,10 +27,10 @@ def _same_stubs(entries):
     back = _Stubs(_stub_columns(entries))
     assert list(back) == list(entries) and back == entries and len(back) == len(entries)
     assert [list(e) for e in back] == [list(e) for e in entries]  # key order too
-    assert back.index() == index_ids(entries)
+    assert back.id_index() == index_ids(entries)
     cut = len(entries) // 2
     grown = _Stubs(_stub_columns(entries[:cut])) + entries[cut:]
-    assert list(grown) == list(entries) and grown.index() == index_ids(entries)
+    assert list(grown) == list(entries) and grown.id_index() == index_ids(entries)
     assert list(_Stubs(grown.columns())) == list(entries)
     if entries:
         assert grown[-1] == entries[-1] and grown[1:3] == tuple(entries[1:3])
