@@ -2073,7 +2073,12 @@ def _hit_ids(
     qs = _text_matches(query, session, scan=scan).filter(position__gt=after, position__lte=upto)
     if entry_type:
         qs = qs.filter(type=entry_type)
-    return list(qs.order_by("position").values_list("id", flat=True))
+    # Read straight from the cursor: a common word has tens of thousands of hits, and the
+    # ORM's row iteration cost a quarter of a cold search of 20,000 (about 25 ms).
+    sql, params = qs.order_by("position").values_list("id", flat=True).query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return [row[0] for row in cur.fetchall()]
 
 
 # ---------------------------------------------------------------------------------------------

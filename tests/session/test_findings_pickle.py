@@ -63,3 +63,53 @@ def test_entries_of_other_shapes_are_kept_whole():
     found = TreeFindings.check(_ODD, list(range(1, len(_ODD) + 1)))
     assert pickle.loads(pickle.dumps(found)) == found
     assert found.problems  # the odd parent and the edit of a non-editable entry are found
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(0, 120),
+    odd=st.sampled_from([0, 0.1, 0.4]),
+    budget=st.sampled_from([0, 1, 8]),
+)
+def test_the_searched_id_index_answers_as_the_dict_does(seed, n, odd, budget):
+    """A restored copy's id index searches the id column instead of building the dict;
+    every answer, before and after it gives up and builds the dict, is the dict's."""
+    from explorer.analysis import integrity
+
+    kept, integrity.SEARCHES_BEFORE_DICT = integrity.SEARCHES_BEFORE_DICT, budget
+    try:
+        _answers_as_the_dict(integrity, seed, n, odd)
+    finally:
+        integrity.SEARCHES_BEFORE_DICT = kept
+
+
+def _answers_as_the_dict(integrity, seed, n, odd):
+    entries = _entries(seed, n, odd)
+    entries += [{"type": "message", "id": 7, "parentId": None}, {"type": "x", "id": True}]
+    cut = len(entries) // 2
+    stubs = _Stubs(_stub_columns(entries[:cut])) + entries[cut:]
+    want = index_ids(entries)
+    index = integrity._IdIndex(stubs)
+    asked = [*want, "absent", 1, 7.0, None, "", ("t",)]
+    for key in asked:
+        assert index.get(key) == want.get(key)
+        assert (key in index) == (key in want)
+    assert index == want and len(index) == len(want)
+    grown = index.plus({"new": 10**6})
+    assert grown["new"] == 10**6 and "new" not in index and grown == {**want, "new": 10**6}
+
+
+def test_a_restored_copy_extends_without_building_its_id_index():
+    entries = _entries(3, 400, 0)
+    found = TreeFindings.check(entries, list(range(2, 402)))
+    back = pickle.loads(pickle.dumps(found, pickle.HIGHEST_PROTOCOL))
+    tip = entries[-1]["id"]
+    more = [
+        {"type": "message", "id": f"new{k}", "parentId": tip if k == 0 else f"new{k - 1}"}
+        for k in range(3)
+    ]
+    grown = back.extended(more, [402, 403, 404])
+    assert grown.index._dict is None  # answered by searching the column: the point of it
+    assert back.index._dict is None
+    assert grown == TreeFindings.check(entries + more, list(range(2, 405)))
