@@ -227,3 +227,28 @@ def test_after_an_append_only_the_new_entries_are_matched(make_session, monkeypa
     grown = _say(grown, "last fix", 9)
     assert queries.search_entries("fix", session=grown, entry_type="message")["total"] == 6
     assert queries.search_entries("FIX", session=grown)["total"] == 6
+
+
+@pytest.mark.django_db
+def test_the_index_is_asked_for_the_sessions_own_rows_only(make_session, monkeypatch):
+    """The trigram index answers for the corpus; a session's search bounds it by the
+    session's text row ids, and rows of a session stored in between are still left out."""
+    from django.core.cache import cache
+
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    session = make_session(_session_bytes())
+    other = make_session()
+    _append_text(other, "fix in the other session")
+    between = _say(session, "a fix after the other session's rows", 1)
+    lo, hi = queries._text_id_span(between)
+    others = queries.EntryText.objects.filter(session=other).values_list("id", flat=True)
+    assert lo < min(others) and max(others) < hi  # the other session's rows lie inside
+    cache.clear()
+    with CaptureQueriesContext(connection) as seen:
+        found = queries.search_entries("fix", session=between)
+    assert found["total"] == 3
+    assert {h["session"].pk for h in found["hits"]} == {session.pk}
+    if connection.vendor == "sqlite":
+        asked = [q["sql"] for q in seen.captured_queries if "_fts" in q["sql"]]
+        assert asked and all("rowid BETWEEN" in q for q in asked)
+    assert queries._text_id_span(type(session)(pk=10**9)) == (0, -1)
