@@ -1774,7 +1774,7 @@ def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[],
         return _through_cache(key, builder)
 
     def stored() -> T:
-        label = "below:" + key.rsplit(":", 1)[-1]  # no "|": each one is its own kind
+        label = stored_figures.BELOW + key.rsplit(":", 1)[-1]  # no "|": its own kind
         found = stored_figures.load(session, label, 0)
         if found is not None:
             return found[1]

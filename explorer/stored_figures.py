@@ -45,6 +45,12 @@ STORE_LAG = 512  # positions a reader's copy may be ahead of the stored one befo
 # copy on the way to its answer, while an import may hold the lock for minutes: it must not
 # wait the connection's 30 s for a copy the next reader can write as well.
 READER_WAIT_MS = 50
+# Figures that depend on one entry's ancestors (``queries.kept_below``: a compaction's
+# detail, a compared pair of routes) are stored per entry, so a session would gain a row
+# for every pair ever compared: the most recently written this many are kept per session,
+# and a dropped one is built again when asked for (it can never be wrong, only missing).
+BELOW_KEPT = 64
+BELOW = "below:"  # the name prefix of those figures
 
 _patient: ContextVar[bool] = ContextVar("stored_figures_patient", default=False)
 
@@ -144,6 +150,8 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
             StoredFigure.objects.filter(session=session).exclude(
                 name__startswith=f"{FORMAT}:"
             ).delete()
+            if name.startswith(_stored(BELOW)):
+                _prune_below(session)
         return True
     except IntegrityError:  # another worker stored it first: its copy serves as well
         return False
@@ -152,3 +160,14 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
             "stored figure %s of session %s not written", name, session.pk, exc_info=True
         )
         return False
+
+
+def _prune_below(session: Session) -> None:
+    """Drop all but the :data:`BELOW_KEPT` most recently written per-entry figures."""
+    stale = list(
+        StoredFigure.objects.filter(session=session, name__startswith=_stored(BELOW))
+        .order_by("-written", "-pk")
+        .values_list("pk", flat=True)[BELOW_KEPT:]
+    )
+    if stale:
+        StoredFigure.objects.filter(pk__in=stale).delete()

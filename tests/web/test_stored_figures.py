@@ -309,3 +309,38 @@ def test_a_reader_does_not_wait_for_a_writer_holding_the_database(store_small, c
     with stored_figures.patiently():
         assert stored_figures.store(session, "costs", 10**6, {"x": 1.0})  # the lock is gone
     assert waits[-1] == before
+
+
+def test_per_entry_figures_are_kept_to_a_bound_per_session(make_session, store_small, monkeypatch):
+    """A compared pair or a compaction's detail is stored per entry; a session keeps the
+    newest few, and one dropped is built again when asked for."""
+    monkeypatch.setattr(stored_figures, "BELOW_KEPT", 3)
+    from tests.web import crafted
+
+    session = make_session()
+    entries = [crafted.message("o1", None, "user", "elsewhere", 1)]
+    other = crafted.imported(
+        crafted.session_bytes(crafted.header("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a"), entries),
+        "other.jsonl",
+    )
+    assert other.pk != session.pk
+    tip = _tip(session)
+    below = f"{stored_figures.FORMAT}:{stored_figures.BELOW}"
+
+    def stored_below(s: Session) -> int:
+        return StoredFigure.objects.filter(session=s, name__startswith=below).count()
+
+    queries.kept_below(other, "kept-elsewhere", _tip(other), lambda: 1)
+    before = stored_below(other)
+    for k in range(6):
+        queries.kept_below(session, f"pair-{k}", tip, lambda k=k: k)
+    assert stored_below(session) == 3
+    assert stored_below(other) == before  # another session's rows are its own
+    whole = {
+        n.split("|")[0]
+        for n in StoredFigure.objects.filter(session=session).values_list("name", flat=True)
+    }
+    assert {f"{stored_figures.FORMAT}:{n}" for n in NAMES} <= whole  # the whole-session ones stay
+    _cold_worker()
+    assert queries.kept_below(session, "pair-0", tip, lambda: "built again") == "built again"
+    assert queries.kept_below(session, "pair-5", tip, lambda: "not again") == 5
