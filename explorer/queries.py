@@ -618,12 +618,23 @@ def _last_position(session: Session) -> int:
     return last
 
 
-# The grown figures this process holds: key -> (stamp, upto, value, shared upto). A figure of
-# a 50,000-entry session is megabytes once pickled, and unpickling it, extending it and
-# pickling it back cost more than the page that wanted it; the process keeps its copy and
-# trusts it while the shared cache still names the same stamp (so a cleared or replaced
-# shared copy is never outlived by a process's own).
-_GROWN: OrderedDict[str, tuple[str, int, Any, int, int]] = OrderedDict()
+@dataclass
+class _GrownCopy:
+    """A grown figure as this process holds it (:func:`grown`)."""
+
+    stamp: str  # the shared stamp it was made or adopted under
+    upto: int  # the file position the value covers
+    value: Any
+    shared: int  # the position of the shared copy it last wrote or read
+    stored: int  # the position of the stored copy as far as this process knows; -1: unknown
+
+
+# The grown figures this process holds, by key. A figure of a 50,000-entry session is
+# megabytes once pickled, and unpickling it, extending it and pickling it back cost more
+# than the page that wanted it; the process keeps its copy and trusts it while the shared
+# cache still names the same stamp (so a cleared or replaced shared copy is never outlived
+# by a process's own).
+_GROWN: OrderedDict[str, _GrownCopy] = OrderedDict()
 _GROWN_LOCK = threading.RLock()
 GROWN_KEPT = 32  # figures kept per process (eight or so per big session being read)
 # The shared copy is written again once the process's copy is this far ahead of it, so a
@@ -697,50 +708,55 @@ def grown(
         # would be pickled again after every GROWN_LAG positions for no reader.
         shared = False
     with _GROWN_LOCK:
-        stamp = cache.get(key + ":stamp")
-        mine = _GROWN.get(key)
-        # Position of the stored copy as far as this process knows (-1: not known). A
-        # cleared cache disowns the process's copy, not what it knows of the stored one.
-        saved = mine[4] if mine is not None else -1
-        if mine is not None and stamp is not None and mine[0] == stamp:
-            _GROWN.move_to_end(key)
-            _stamp, upto, value, kept, saved = mine
-        else:
-            hit = cache.get(key) if shared else None
-            if isinstance(hit, tuple) and len(hit) == 3:
-                if stamp is None:  # the copy outlived its stamp (written after a clear)
-                    cache.add(key + ":stamp", hit[0], TREE_CACHE_SECONDS)
-                stamp, upto, value = hit
-                kept = upto
-            else:
-                upto, value, kept = -1, None, -1
-                found = stored_figures.load(session, name, last) if store else None
-                if found is not None:  # adopted like a build (``shared`` is off here)
-                    upto, value = found
-                    saved = upto
-                    stamp, kept = _shared_stamp(key + ":stamp"), upto
-        if value is not None and upto == last:
+        copy = _grown_copy(session, key, name, last, shared=shared, store=store)
+        if copy.value is not None and copy.upto == last:
             pass
-        elif value is not None and upto < last:
-            value = extend(value, upto, last)
-            if shared and last - kept >= GROWN_LAG:
-                stamp, kept = _grown_store(key, last, value), last
+        elif copy.value is not None and copy.upto < last:
+            copy.value = extend(copy.value, copy.upto, last)
+            if shared and last - copy.shared >= GROWN_LAG:
+                copy.stamp, copy.shared = _grown_store(key, last, copy.value), last
         else:
-            value = build(last)
+            copy.value = build(last)
             if shared:
-                stamp, kept = _grown_store(key, last, value), last
+                copy.stamp, copy.shared = _grown_store(key, last, copy.value), last
             else:
-                stamp, kept = _shared_stamp(key + ":stamp"), last
+                copy.stamp, copy.shared = _shared_stamp(key + ":stamp"), last
+        copy.upto = last
         lag = store_lag or stored_figures.STORE_LAG
-        if store and last - saved >= lag:
-            if saved < 0:  # built, or adopted from the shared cache: is a copy stored?
-                saved = stored_figures.position(session, name)
-            if last - saved >= lag and stored_figures.store(session, name, last, value):
-                saved = last
-        _GROWN[key] = (stamp, last, value, kept, saved)
+        if store and last - copy.stored >= lag:
+            if copy.stored < 0:  # built, or adopted from the shared cache: is a copy stored?
+                copy.stored = stored_figures.position(session, name)
+            if last - copy.stored >= lag and stored_figures.store(session, name, last, copy.value):
+                copy.stored = last
+        _GROWN[key] = copy
+        _GROWN.move_to_end(key)
         while len(_GROWN) > GROWN_KEPT:
             _GROWN.popitem(last=False)
-        return value
+        return copy.value
+
+
+def _grown_copy(
+    session: Session, key: str, name: str, last: int, *, shared: bool, store: bool
+) -> _GrownCopy:
+    """The nearest copy of a grown figure, tier by tier: this process's (while the shared
+    stamp still names it), the shared cache's, the stored one; else an empty copy (value
+    None) for :func:`grown` to build. Called under :data:`_GROWN_LOCK`."""
+    stamp = cache.get(key + ":stamp")
+    mine = _GROWN.get(key)
+    if mine is not None and stamp is not None and mine.stamp == stamp:
+        return replace(mine)  # a new record: a racing reader of the old one sees it whole
+    # A cleared cache disowns the process's copy, not what it knows of the stored one.
+    saved = mine.stored if mine is not None else -1
+    hit = cache.get(key) if shared else None
+    if isinstance(hit, tuple) and len(hit) == 3:
+        if stamp is None:  # the copy outlived its stamp (written after a clear)
+            cache.add(key + ":stamp", hit[0], TREE_CACHE_SECONDS)
+        return _GrownCopy(hit[0], hit[1], hit[2], hit[1], saved)
+    found = stored_figures.load(session, name, last) if store else None
+    if found is not None:  # adopted like a build (``shared`` is off here)
+        upto, value = found
+        return _GrownCopy(_shared_stamp(key + ":stamp"), upto, value, upto, upto)
+    return _GrownCopy(stamp or "", -1, None, -1, saved)
 
 
 def store_figures(session: Session) -> None:
@@ -1003,7 +1019,7 @@ def _freeze(model: TreeModel) -> tuple:
 def _thaw(frozen: tuple) -> TreeModel:
     items, total, truncated, titles, path_ids, cursor, flags = frozen
     by_key = {it.key: it for it in items}
-    roots = []
+    roots: list[Any] = []
     for it in items:
         it.children = []
     for it in items:
@@ -1968,7 +1984,8 @@ def _text_matches(
     # characters ("日本", an emoji) it answers with nothing at all rather than a scan.
     indexed = len(query) >= 3 and not any(c in query for c in "%_\\")
     if connection.vendor == "sqlite" and indexed and not small:
-        sql, params = "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s", [f"%{query}%"]
+        sql = "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s"
+        params: list[Any] = [f"%{query}%"]
         if session is not None:
             # The index answers for the whole corpus, and checks each candidate's text; its
             # rows are the text rows' ids, so the session's id span keeps every other

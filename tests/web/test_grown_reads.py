@@ -233,7 +233,7 @@ def test_a_figure_kept_per_process_shares_its_stamp_not_its_value(make_session):
     queries._GROWN.clear()  # another worker: its own memory, the same shared cache
     run()
     assert len(builds) == 2
-    assert queries._GROWN[key][0] == first_worker[key][0]  # the stamp was adopted
+    assert queries._GROWN[key].stamp == first_worker[key].stamp  # the stamp was adopted
     queries._GROWN.clear()
     queries._GROWN.update(first_worker)  # back in the first worker: its copy still holds
     run()

@@ -106,7 +106,7 @@ def test_the_integrity_page_answers_before_its_findings_are_shared(
     assert shared_copies.flush(10)
     stamp, _upto, findings = cache.get(key)
     assert stamp == cache.get(key + ":stamp")
-    assert findings.entries == queries._GROWN[key][2].entries
+    assert findings.entries == queries._GROWN[key].value.entries
 
 
 def test_a_rendered_fragment_is_written_after_the_answer_and_not_over_a_clear(held_writer):
