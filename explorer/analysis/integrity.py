@@ -15,6 +15,7 @@ from typing import Any
 
 from explorer.session import jsonfmt
 from explorer.session.diagnostics import Problem, diagnose_tree, index_ids
+from explorer.session.gcpause import gc_paused
 
 LIMIT = 200
 
@@ -150,7 +151,10 @@ class TreeFindings:
         packed = self._packed  # read before the state: it is dropped only after the state is set
         state = self._state
         if state is None:  # unpacked once; a racing request unpacks an equal copy
-            columns, numbers, awaited = pickle.loads(packed or b"")
+            # Paused collector: the young collections triggered while 150,000 objects are
+            # made would walk them again and again (half the unpickling's time, measured).
+            with gc_paused():
+                columns, numbers, awaited = pickle.loads(packed or b"")
             entries = _Stubs(columns)  # each stub made when a check looks at it
             state = (entries, numbers, _IdIndex(entries), awaited)
             self._state = state
