@@ -347,6 +347,7 @@ def _load_by_pk(session: Session, light: Sequence[LightEntry]) -> dict[str, dict
     pks = list(expected)
     table = Entry._meta.db_table
     found: set[str] = set()
+    session_pk = session.pk  # a property: read once, not per row
     with connection.cursor() as cur:
         for k in range(0, len(pks), 500):
             chunk = pks[k : k + 500]
@@ -355,7 +356,7 @@ def _load_by_pk(session: Session, light: Sequence[LightEntry]) -> dict[str, dict
                 f"SELECT id, session_id, entry_id, raw FROM {table} WHERE id IN ({marks})", chunk
             )
             for pk, session_id, eid, raw in cur.fetchall():
-                if session_id == session.pk and expected.get(pk) == eid:
+                if session_id == session_pk and expected.get(pk) == eid:
                     found.add(eid)
                     _parse_into(out, eid, raw, holding, allow)
     missing = [e.entry_id for e in light if e.entry_id not in found]
@@ -2579,20 +2580,20 @@ def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimel
                 continue
             new = light[end:]
             if new:
-                extend_timeline(item.state, full_path(session, new))
+                with gc_paused():
+                    extend_timeline(item.state, full_path(session, new))
                 item.fed += len(new)
                 item.last_id = new[-1].entry_id
         return item
     window = light[start:]
-    state = TimelineState()
-    if start:  # the window's turns go on from the context the route before it leaves
-        prime_timeline(state, context_path(session, light[:start])[0])
-    item = _KeptTimeline(
-        start,
-        len(window),
-        window[-1].entry_id if window else "",
-        extend_timeline(state, full_path(session, window)),
-    )
+    # What is parsed and estimated here is kept (the state holds the route's entries and
+    # their messages): the collector's passes over it as it grows are paused.
+    with gc_paused():
+        state = TimelineState()
+        if start:  # the window's turns go on from the context the route before it leaves
+            prime_timeline(state, context_path(session, light[:start])[0])
+        state = extend_timeline(state, full_path(session, window))
+    item = _KeptTimeline(start, len(window), window[-1].entry_id if window else "", state)
     with _TIMELINES_LOCK:
         kept.append(item)
         del kept[:-TIMELINES_KEPT]
