@@ -469,6 +469,9 @@ class _Record:
     system: bool  # whether it contributes a system message
 
 
+_NO_SHARE = _Record([], 0, 0, -1, False)  # the share of an entry not counted yet (never changed)
+
+
 class ProjectedEstimates:
     """The projected-context estimate at every entry of a path, in one walk along it.
 
@@ -584,31 +587,37 @@ class ProjectedEstimates:
         k = len(self._entries)
         self._entries.append(entry)
         self._where[entry["id"]] = k
-        self._records.append(_Record([], 0, 0, -1, False))
+        self._records.append(_NO_SHARE)
         self._recount(k)
 
     def _recount(self, k: int) -> None:
         old = self._records[k]
-        self._tokens -= old.tokens
-        self._nans -= old.nans
-        if old.usage >= 0:
-            self._usage.remove(k)
-        self._systems.discard(k)
+        if old is not _NO_SHARE:  # a new entry has no share to take back
+            self._tokens -= old.tokens
+            self._nans -= old.nans
+            if old.usage >= 0:
+                self._usage.remove(k)
+            self._systems.discard(k)
         messages = _entry_messages(self._entries[k], k, self._edits)
         tokens: float = 0
         nans = 0
         usage = -1
         system = False
         for n, message in enumerate(messages):
-            if isinstance(message, dict) and message.get("role") == "system":
-                system = True
-                continue
+            if isinstance(message, dict):
+                role = message.get("role")
+                if role == "system":
+                    system = True
+                    continue
+            else:
+                role = None
             t = estimate_tokens(message)
             if t != t:  # NaN
                 nans += 1
             else:
                 tokens += t
-            if get_assistant_usage(message) is not None:
+            # Only an assistant reply carries usage: the check is skipped for the others.
+            if role == "assistant" and get_assistant_usage(message) is not None:
                 usage = n
         self._records[k] = _Record(messages, tokens, nans, usage, system)
         self._tokens += tokens

@@ -217,11 +217,64 @@ _UNDEFINED = _Undefined()
 UNDEFINED = _UNDEFINED
 
 
-def dumps(value: Any) -> str:
-    """Serialize exactly like JavaScript `JSON.stringify(value)` (no indentation)."""
+def _encode_reference(value: Any) -> str:
+    """The project encoder itself (JavaScript rules for every value); :func:`dumps` uses it
+    whenever orjson's bytes are not provably the same."""
     parts: list[str] = []
     _encode(value, parts)
     return "".join(parts)
+
+
+_SAFE_INT = 2**53
+
+
+def _orjson_writes_alike(value: Any) -> bool:
+    """Whether orjson writes ``value`` byte for byte as :func:`_encode_reference` does.
+
+    For strings, ``None``, booleans, integers within 2**53, lists, tuples and dicts with
+    string keys the two agree: the same escapes (the short ones for backspace, form feed,
+    newline, carriage return and tab, the quote and the backslash, lowercase ``\\u00xx``
+    for the other control characters, nothing else), no spaces, insertion order. Everything
+    else goes to the reference encoder: floats (JavaScript writes ``1.0`` as ``1`` and
+    ``-0.0`` as ``0``), integers beyond 2**53 (doubles in JavaScript), keys JavaScript
+    moves first (array indices), ``UNDEFINED``, subclasses. Lone surrogates and nesting
+    deeper than orjson goes are refused by orjson itself, and fall back too.
+    """
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is int:
+            if -_SAFE_INT <= v <= _SAFE_INT:
+                continue
+            return False
+        if t is dict:
+            for k in v:
+                if type(k) is not str or ("0" <= k[:1] <= "9" and is_array_index(k)):
+                    return False
+            extend(v.values())
+        elif t is list or t is tuple:
+            extend(v)
+        else:
+            return False
+    return True
+
+
+def dumps(value: Any) -> str:
+    """Serialize exactly like JavaScript `JSON.stringify(value)` (no indentation).
+
+    orjson writes the values it provably writes alike (:func:`_orjson_writes_alike`), at a
+    fraction of the cost: the token estimate measures every tool call's arguments this way.
+    """
+    if _orjson_writes_alike(value):
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate, or nesting beyond orjson's limit
+    return _encode_reference(value)
 
 
 # ---------------------------------------------------------------------------------------------
