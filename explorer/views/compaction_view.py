@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import params, queries
+from explorer import params, queries, stored_figures
 from explorer.analysis.compactions import list_window
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
@@ -22,6 +23,7 @@ from explorer.views.common import (
 from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
+DETAIL_PARTIAL = f"{TEMPLATE}#compaction-detail"
 LIST_SHOWN = 10  # the newest compactions listed at first; older ones on request
 
 
@@ -62,6 +64,34 @@ def _detail(session, light, picked: dict[str, Any] | None) -> dict[str, Any] | N
     detail["summary_html"] = render_markdown(detail["figures"]["summary"] or "")
     detail["item"] = picked
     return detail
+
+
+def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None]) -> SafeString:
+    """The drawn detail of compaction ``shown``, kept below it (``detail`` is called only
+    when no reader drew it yet)."""
+    return shared_fragment(
+        session,
+        "detail-2",
+        DETAIL_PARTIAL,
+        lambda: {"session": session, "detail": detail()},
+        below=shown,
+    )
+
+
+def store_opening_detail(session) -> None:
+    """Draw the detail the tab opens on (the default route's newest compaction) and keep
+    it, called by the import after :func:`queries.store_figures`: a big session's drawing
+    is stored with it like the detail itself, so the first reader loads it instead of
+    drawing 150 replaced entries (what made the first visit of a big session's tab cost
+    twice a small one's). A session under the stored figures' bound is left alone."""
+    if not stored_figures.wanted(session):
+        return
+    with stored_figures.patiently():
+        light = queries.light_path(session, queries.default_leaf_id(session))
+        listed = queries.route_compactions(session, light)
+        if listed:
+            picked = {**listed[-1], "chosen": True}
+            _detail_html(session, picked["id"], lambda: _detail(session, light, picked))
 
 
 def _list_window(items: list[dict[str, Any]], older: str | None) -> dict[str, Any]:
@@ -108,19 +138,12 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     # The detail is the same for every reader: drawn once per compaction (it shows only
     # what lies above the compaction, which appends do not change), or, when the route has
     # none, once per cursor and session version. Read only when it is not drawn yet.
-    partial = f"{TEMPLATE}#compaction-detail"
     shown = next((c["id"] for c in panel["compactions"] if c["chosen"]), None)
     if shown is not None:
-        ctx["detail_html"] = shared_fragment(
-            session,
-            "detail-2",
-            partial,
-            lambda: {"session": session, "detail": detail_of()},
-            below=shown,
-        )
+        ctx["detail_html"] = _detail_html(session, shown, detail_of)
     else:
         name = f"{cursor or ''}:{request.GET.get('c') or ''}"
         ctx["detail_html"] = shared_fragment(
-            session, name, partial, {"session": session, "detail": None}
+            session, name, DETAIL_PARTIAL, {"session": session, "detail": None}
         )
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)
