@@ -6,6 +6,11 @@ small session, cold (first request, empty cache), warm, and cold again after an 
 appended (the cache as the page left it: what a reader meets after every write); page weight
 (HTML bytes) is reported beside it; the folded graph keeps a few hundred nodes at most.
 
+The small session is generated with compactions considered after fewer characters of path
+(``--small-compact-after``) than the big one's default: at the default it has none on its
+default route, and its Compactions tab would be an empty state compared with a full one. With
+40,000 its default route has one compaction keeping 16 entries, as the big one's has.
+
 Run:  python benchmarks/bench_pages.py [--entries 50000] [--small 500] [--repeat 7] [--only 'tree page,live'] [--write-results]
 """
 
@@ -28,6 +33,9 @@ from benchmarks.results import write_section  # noqa: E402
 from benchmarks.site import setup_site  # noqa: E402
 
 TARGET = 2.0
+# The small session's compaction spacing (characters of path): its default route then holds a
+# compaction like the big session's (generated at the default spacing) does.
+SMALL_COMPACT_AFTER = 40_000
 MAX_NODES = 400
 # (title, url name, query string); "{a}"/"{b}" are two leaves of the session, "{word}" a word
 # the generator writes into user messages.
@@ -57,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=50_000)
     ap.add_argument("--small", type=int, default=500)
+    ap.add_argument(
+        "--small-compact-after",
+        type=int,
+        default=SMALL_COMPACT_AFTER,
+        help="characters of path before the small session's generator considers a compaction",
+    )
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--only", default="", help="comma-separated page titles to run")
     ap.add_argument("--write-results", action="store_true")
@@ -73,9 +87,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sessions: dict[str, Session] = {}
     leaves: dict[str, tuple[str, str]] = {}
+    spacing = {"small": args.small_compact_after, "big": None}
     for label, n, bp, seed in (("small", args.small, 5, 11), ("big", args.entries, 200, 7)):
         path = tmp / f"{label}.jsonl"
-        generate_session(str(path), entries=n, branch_points=bp, seed=seed)
+        generate_session(
+            str(path), entries=n, branch_points=bp, seed=seed, compact_after=spacing[label]
+        )
         t = time.perf_counter()
         result = services.import_bytes(path.read_bytes(), source_path=str(path), user=None)
         print(f"imported {label}: {n} entries in {time.perf_counter() - t:.1f}s", flush=True)
@@ -153,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         "## Explorer pages (`benchmarks/bench_pages.py`)",
         "",
         f"SQLite, Django test client, {backend} cache; generated sessions of {args.small} and {args.entries} entries "
-        f"(5 and 200 branch points). Per page: one cold request (cache cleared), the median of {args.repeat} warm "
+        f"(5 and 200 branch points; the small one's compactions considered after {args.small_compact_after:,} "
+        "characters of path instead of 600,000, so that its default route has one as the big one's has). "
+        f"Per page: one cold request (cache cleared), the median of {args.repeat} warm "
         "requests, then one request after an entry was appended at the tip (the cache as the page left it). "
         "Ratios are big / small in the same run; target ≤ 2 for all three.",
         "",

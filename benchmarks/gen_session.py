@@ -100,6 +100,10 @@ class BigShapes:
     """Characters of path since the last compaction before the next one is considered."""
 
 
+DEFAULT_COMPACT_AFTER = 600_000
+"""Characters of path since the last compaction before the next one is considered, unless
+told otherwise: a 50,000-entry session gets about a hundred compactions."""
+
 # Measured on generated files: per entry, about 0.23 `read`/`bash` results and 0.12 user
 # prompts; the default shapes average about 1,800 bytes a line.
 _READ_BASH_PER_ENTRY = 0.23
@@ -129,6 +133,7 @@ class _Gen:
         seed: int,
         cwd: str,
         big: BigShapes | None = None,
+        compact_after: int | None = None,
     ):
         self.path = path
         self.total = entries
@@ -146,6 +151,9 @@ class _Gen:
         self.out: Any = None  # the open temporary file: lines are streamed, never all held
         self.bytes_written = 0
         self.big = big
+        if compact_after is None:
+            compact_after = big.compaction_chars if big is not None else DEFAULT_COMPACT_AFTER
+        self.compact_after = compact_after
         # Big shapes draw from their own random stream, so the default shapes stay identical
         # to what this generator always produced for the same arguments.
         self.big_rng = random.Random(seed ^ 0x5EED_B16) if big is not None else None
@@ -618,7 +626,7 @@ class _Gen:
 
     def _body(self) -> None:
         rng = self.rng
-        compact_after = self.big.compaction_chars if self.big is not None else 600_000
+        compact_after = self.compact_after
         if self.total > 0:
             self.system()
         # Branch points spread evenly over the file; leave room for the final stretch.
@@ -652,18 +660,25 @@ def generate_session(
     *,
     cwd: str = "/home/dev/project",
     big: BigShapes | None = None,
+    compact_after: int | None = None,
 ) -> Path:
     """Write a version-3 session file with exactly `entries` entries after the header.
 
     `branch_points` distinct entries get a second child (a navigation back to them); the
     file's last entry is the default leaf. `big` adds huge tool results, images and sparse
-    compactions (see `BigShapes`). Lines are streamed to a temporary file that replaces
+    compactions (see `BigShapes`). `compact_after` is how many characters of path since the
+    last compaction (or the root) go before a compaction is considered (default:
+    `DEFAULT_COMPACT_AFTER`, or the big shapes' `compaction_chars`): a short session needs a
+    lower one to have compactions on its routes at all, e.g. to be compared like for like
+    with a long one. Lines are streamed to a temporary file that replaces
     `path` at the end, so memory stays bounded by the tree's ids, whatever the file size.
     Returns the path written.
     """
     if entries < 0 or branch_points < 0:
         raise ValueError("entries and branch_points must be non-negative")
-    return _Gen(Path(path), entries, branch_points, seed, cwd, big).run()
+    if compact_after is not None and compact_after < 0:
+        raise ValueError("compact_after must be non-negative")
+    return _Gen(Path(path), entries, branch_points, seed, cwd, big, compact_after).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -679,9 +694,23 @@ def main(argv: list[str] | None = None) -> int:
         help="add big shapes (1-5 MB tool results, images, sparse compactions) sized so the "
         "file is about this many bytes, e.g. 2e9",
     )
+    parser.add_argument(
+        "--compact-after",
+        type=int,
+        default=None,
+        help="characters of path since the last compaction before the next one is considered "
+        f"(default {DEFAULT_COMPACT_AFTER:,}; lower it for compactions in a short session)",
+    )
     args = parser.parse_args(argv)
     big = big_shapes_for(int(args.target_bytes), args.entries) if args.target_bytes else None
-    out = generate_session(args.path, args.entries, args.branch_points, args.seed, big=big)
+    out = generate_session(
+        args.path,
+        args.entries,
+        args.branch_points,
+        args.seed,
+        big=big,
+        compact_after=args.compact_after,
+    )
     size = out.stat().st_size
     print(f"{out}: {args.entries} entries, {args.branch_points} branch points, {size / 1e6:.1f} MB")
     return 0

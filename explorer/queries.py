@@ -1737,7 +1737,8 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
 # The kept lists' cache name; a new name whenever what an item holds changes meaning, so no
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
-_COMPACTION_DETAIL = "compaction-detail-3"  # 3: "tokens after" is the engine's estimate
+# 3: "tokens after" is the engine's estimate; 4: the compaction's figures, not the entries.
+_COMPACTION_DETAIL = "compaction-detail-4"
 
 
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
@@ -1857,8 +1858,19 @@ def _compaction_detail(
     info = compaction_info(sub, ci - lo, 0, (fk - lo) if fk is not None else None)
     summary = info.entry.get("summary")
     return {
-        "info": info,
-        "summary": summary if isinstance(summary, str) else "",
+        # The figures the tab shows, not the whole CompactionInfo: its replaced and kept
+        # entries are whole lines (300 KB for 150 of them), and this dict is pickled into
+        # the cache and the stored figures by the first reader of every compaction.
+        "figures": {
+            "id": info.entry.get("id"),
+            "first_kept": info.entry.get("firstKeptEntryId"),
+            "summary": summary if isinstance(summary, str) else None,
+            "tokens_before": info.tokens_before,
+            "tokens_after": info.tokens_after,
+            "read_files": info.read_files,
+            "modified_files": info.modified_files,
+            "off_path": info.off_path,
+        },
         "replaced": [
             {
                 "id": e.get("id"),

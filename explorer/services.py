@@ -488,6 +488,10 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
         return
     _refresh_planner_statistics(result.added)
     queries.store_figures(session)
+    # The Compactions tab's opening detail, drawn: a page's part, so the views draw it.
+    from explorer.views.compaction_view import store_opening_detail
+
+    store_opening_detail(session)
     entries = result.new_entries
     if entries is None:
         entries = _newest_entries(session, result.added)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import params, queries
+from explorer import params, queries, stored_figures
 from explorer.analysis.compactions import list_window
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
@@ -21,31 +23,75 @@ from explorer.views.common import (
 from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
+DETAIL_PARTIAL = f"{TEMPLATE}#compaction-detail"
 LIST_SHOWN = 10  # the newest compactions listed at first; older ones on request
 
 
-def compactions_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    chosen = request.GET.get("c") or ""
-    panel = queries.cached(
-        session,
-        f"compactions:{cursor or ''}:{chosen}",
-        lambda: _compactions(session, cursor, chosen or None),
-    )
-    return {**panel, **_list_window(panel["compactions"], request.GET.get("older"))}
+def compactions_panel(
+    request: HtmxHttpRequest, session, cursor: str | None
+) -> tuple[dict[str, Any], Callable[[], dict[str, Any] | None]]:
+    """The route's compactions (and the stretch of them listed), with a builder of the
+    chosen one's detail.
 
-
-def _compactions(session, cursor: str | None, asked: str | None) -> dict[str, Any]:
+    Nothing here is cached per session version: the route, the list and the detail are
+    each kept as they grow (the process's routes, the list kept per compaction, the
+    detail kept below its compaction), so the first request after an append pays a few
+    cache reads instead of writing the whole panel again. The detail is read only when
+    asked: a page shows its rendering, which is kept below the compaction as well."""
+    asked = request.GET.get("c") or None
     light = queries.light_path(session, cursor)
     listed = queries.route_compactions(session, light)
     chosen = asked or (listed[-1]["id"] if listed else None)
     items = [{**c, "chosen": c["id"] == chosen} for c in listed]
-    detail = None
     picked = next((c for c in items if c["chosen"]), None)
-    if picked is not None:
-        detail = dict(queries.compaction_detail(session, light, picked))
-        detail["summary_html"] = render_markdown(detail.pop("summary"))
-        detail["item"] = picked
-    return {"compactions": items, "detail": detail}
+    memo: list[dict[str, Any] | None] = []
+
+    def detail() -> dict[str, Any] | None:
+        if not memo:
+            memo.append(_detail(session, light, picked))
+        return memo[0]
+
+    panel = {"compactions": items, **_list_window(items, request.GET.get("older"))}
+    return panel, detail
+
+
+def _detail(session, light, picked: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The detail of ``picked`` (an item of the list, None: no compaction chosen) as the
+    partial and the JSON answer read it."""
+    if picked is None:
+        return None
+    detail = dict(queries.compaction_detail(session, light, picked))
+    detail["summary_html"] = render_markdown(detail["figures"]["summary"] or "")
+    detail["item"] = picked
+    return detail
+
+
+def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None]) -> SafeString:
+    """The drawn detail of compaction ``shown``, kept below it (``detail`` is called only
+    when no reader drew it yet)."""
+    return shared_fragment(
+        session,
+        "detail-2",
+        DETAIL_PARTIAL,
+        lambda: {"session": session, "detail": detail()},
+        below=shown,
+    )
+
+
+def store_opening_detail(session) -> None:
+    """Draw the detail the tab opens on (the default route's newest compaction) and keep
+    it, called by the import after :func:`queries.store_figures`: a big session's drawing
+    is stored with it like the detail itself, so the first reader loads it instead of
+    drawing 150 replaced entries (what made the first visit of a big session's tab cost
+    twice a small one's). A session under the stored figures' bound is left alone."""
+    if not stored_figures.wanted(session):
+        return
+    with stored_figures.patiently():
+        light = queries.light_path(session, queries.default_leaf_id(session))
+        listed = queries.route_compactions(session, light)
+        if listed:
+            picked = {**listed[-1], "chosen": True}
+            _detail_html(session, picked["id"], lambda: _detail(session, light, picked))
 
 
 def _list_window(items: list[dict[str, Any]], older: str | None) -> dict[str, Any]:
@@ -62,15 +108,11 @@ def _json_data(ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     """The JSON answer: every compaction of the route (not only the listed stretch), and the
     chosen one's detail with its figures instead of rendered HTML."""
     detail = dict(ctx["detail"] or {})
-    info = detail.pop("info", None)
+    figures = detail.pop("figures", None)
     detail.pop("summary_html", None)
-    if info is not None:
-        summary = info.entry.get("summary")
-        detail["summary"] = summary if isinstance(summary, str) else None
-        detail["tokens_before"] = info.tokens_before
-        detail["tokens_after"] = info.tokens_after
-        detail["read_files"] = info.read_files
-        detail["modified_files"] = info.modified_files
+    if figures is not None:
+        for name in ("summary", "tokens_before", "tokens_after", "read_files", "modified_files"):
+            detail[name] = figures[name]
     listed = [
         {k: v for k, v in c.items() if k not in ("start", "first_kept_index")}
         for c in ctx["compactions"]
@@ -86,20 +128,22 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compactions", cursor)
-    ctx.update(compactions_panel(request, session, cursor))
+    panel, detail_of = compactions_panel(request, session, cursor)
+    ctx.update(panel)
     if wants_json(request):
+        ctx["detail"] = detail_of()
         return json_page(plain(_json_data(ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
     # The detail is the same for every reader: drawn once per compaction (it shows only
     # what lies above the compaction, which appends do not change), or, when the route has
-    # none, once per cursor and session version.
-    detail = {"session": session, "detail": ctx["detail"]}
-    partial = f"{TEMPLATE}#compaction-detail"
-    if ctx["detail"] is not None:
-        shown = ctx["detail"]["item"]["id"]
-        ctx["detail_html"] = shared_fragment(session, "detail-2", partial, detail, below=shown)
+    # none, once per cursor and session version. Read only when it is not drawn yet.
+    shown = next((c["id"] for c in panel["compactions"] if c["chosen"]), None)
+    if shown is not None:
+        ctx["detail_html"] = _detail_html(session, shown, detail_of)
     else:
         name = f"{cursor or ''}:{request.GET.get('c') or ''}"
-        ctx["detail_html"] = shared_fragment(session, name, partial, detail)
+        ctx["detail_html"] = shared_fragment(
+            session, name, DETAIL_PARTIAL, {"session": session, "detail": None}
+        )
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

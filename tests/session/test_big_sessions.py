@@ -523,3 +523,36 @@ def test_generated_big_shapes_read_the_same_deferred_or_not(tmp_path: Path) -> N
     assert deferred.deferred_count() >= 2
     assert deferred.build_session_context().to_json() == eager.build_session_context().to_json()
     assert deferred.to_bytes() == data
+
+
+def _default_route_types(entries: list[dict[str, Any]]) -> list[str]:
+    """Types along the route of the file's last entry (its default leaf), root first."""
+    by_id = {e["id"]: e for e in entries}
+    out: list[str] = []
+    node: Any = entries[-1]["id"]
+    while node is not None:
+        out.append(by_id[node]["type"])
+        node = by_id[node].get("parentId")
+    return out[::-1]
+
+
+def test_a_lower_compaction_spacing_puts_compactions_on_a_short_route(tmp_path: Path) -> None:
+    from benchmarks.bench_pages import SMALL_COMPACT_AFTER
+    from benchmarks.gen_session import DEFAULT_COMPACT_AFTER, generate_session
+
+    plain = read_bytes(generate_session(tmp_path / "a.jsonl", 500, 5, 11))
+    spelled = generate_session(
+        tmp_path / "b.jsonl", 500, 5, 11, compact_after=DEFAULT_COMPACT_AFTER
+    )
+    assert read_bytes(spelled) == plain  # the default is the spacing files always had
+    dense = read_bytes(
+        generate_session(tmp_path / "c.jsonl", 500, 5, 11, compact_after=SMALL_COMPACT_AFTER)
+    )
+    entries = [load_line(line) for line in dense.split(b"\n")[1:-1]]
+    assert len(entries) == 500
+    before = [load_line(line) for line in plain.split(b"\n")[1:-1]]
+    assert "compaction" not in _default_route_types(before)
+    # The benchmark's small session: compactions on its default route, as the big one has.
+    assert _default_route_types(entries).count("compaction") >= 1
+    with pytest.raises(ValueError):
+        generate_session(tmp_path / "d.jsonl", 10, 0, 1, compact_after=-1)

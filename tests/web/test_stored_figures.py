@@ -217,7 +217,73 @@ def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, 
     newest = queries.route_compactions(session, light)[-1]
     _cold_worker()
     monkeypatch.setattr(compactions, "compaction_info", _no_build)
-    assert queries.compaction_detail(session, light, newest)["info"].entry["id"] == newest["id"]
+    assert queries.compaction_detail(session, light, newest)["figures"]["id"] == newest["id"]
+
+
+def test_the_import_stores_the_drawn_detail_the_compactions_tab_opens_on(
+    store_small, viewer_client, monkeypatch
+):
+    from django.urls import reverse
+
+    from explorer.views import compaction_view
+    from tests.web import crafted
+
+    entries = [
+        crafted.message("u1", None, "user", "first", 1),
+        crafted.message("a1", "u1", "assistant", "one", 2),
+        crafted.message("u2", "a1", "user", "second", 3),
+        crafted.compaction("c1", "u2", "u2", 4, summary="what came before", tokens_before=99),
+        crafted.message("a2", "c1", "assistant", "two", 5),
+    ]
+    data = crafted.session_bytes(crafted.header("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a"), entries)
+    session = crafted.imported(data, "drawn.jsonl")
+    url = reverse("explorer:compactions", args=[session.pk])
+    _cold_worker()
+    monkeypatch.setattr(compaction_view, "_detail", _no_build)
+    body = viewer_client.get(url).content.decode()
+    assert 'id="compaction-detail"' in body and "what came before" in body
+    # Without the stored drawing the first reader draws it (here: fails to).
+    StoredFigure.objects.filter(session=session).delete()
+    _cold_worker()
+    with pytest.raises(AssertionError, match="although the import stored it"):
+        viewer_client.get(url)
+
+
+def test_a_kept_compaction_detail_holds_its_figures_not_the_replaced_lines(store_small):
+    """The detail is pickled into the cache and the stored figures by its first reader: the
+    replaced entries' whole lines (hundreds of kilobytes on a long route) must not ride along."""
+    from tests.web import crafted
+
+    bulky = "bulky-tool-output " * 2000
+    entries = [
+        crafted.message("u1", None, "user", "first step in src/app.py", 1),
+        crafted.message("a1", "u1", "assistant", bulky, 2),
+        crafted.message("u2", "a1", "user", "second", 3),
+        crafted.compaction("c1", "u2", "u2", 4, summary="worked on src/app.py", tokens_before=99),
+        crafted.message("a2", "c1", "assistant", "two", 5),
+    ]
+    data = crafted.session_bytes(crafted.header("0b6f2d34-9a1e-4c7d-8e2f-3a4b5c6d7e8f"), entries)
+    session = crafted.imported(data, "bulky.jsonl")
+    light = queries.light_path(session, queries.default_leaf_id(session))
+    newest = queries.route_compactions(session, light)[-1]
+    _cold_worker()
+    detail = queries.compaction_detail(session, light, newest)
+    assert detail["figures"] == {
+        "id": "c1",
+        "first_kept": "u2",
+        "summary": "worked on src/app.py",
+        "tokens_before": 99,
+        "tokens_after": detail["figures"]["tokens_after"],
+        "read_files": [],
+        "modified_files": [],
+        "off_path": False,
+    }
+    assert detail["figures"]["tokens_after"] > 0
+    assert [e["id"] for e in detail["replaced"]] == ["u1", "a1"]
+    assert detail["report"].total >= 1  # the survival check still read the replaced lines
+    kept = pickle.dumps(detail)
+    assert kept.count(b"bulky-tool-output") < 10  # its title's start, not its line
+    assert len(kept) < len(bulky) // 4
 
 
 def _no_build(*args, **kwargs):
