@@ -235,6 +235,8 @@ def test_the_index_is_asked_for_the_sessions_own_rows_only(make_session, monkeyp
     session's text row ids, and rows of a session stored in between are still left out."""
     from django.core.cache import cache
 
+    from tests.web import crafted
+
     monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
     session = make_session(_session_bytes())
     other = make_session()
@@ -243,12 +245,28 @@ def test_the_index_is_asked_for_the_sessions_own_rows_only(make_session, monkeyp
     lo, hi = queries._text_id_span(between)
     others = queries.EntryText.objects.filter(session=other).values_list("id", flat=True)
     assert lo < min(others) and max(others) < hi  # the other session's rows lie inside
-    cache.clear()
-    with CaptureQueriesContext(connection) as seen:
-        found = queries.search_entries("fix", session=between)
-    assert found["total"] == 3
-    assert {h["session"].pk for h in found["hits"]} == {session.pk}
+
+    def asked_index() -> list[str]:
+        cache.clear()
+        with CaptureQueriesContext(connection) as seen:
+            found = queries.search_entries("fix", session=between)
+        assert found["total"] == 3
+        assert {h["session"].pk for h in found["hits"]} == {session.pk}
+        return [q["sql"] for q in seen.captured_queries if "_fts" in q["sql"]]
+
+    # The session spans most of the corpus: the bound would only slow the index down.
+    wide = asked_index()
+    # A later, bigger session: now the bound keeps most of the corpus out.
+    entries = [
+        crafted.message(f"c{k}", f"c{k - 1}" if k else None, "user", "fix", k) for k in range(60)
+    ]
+    crafted.imported(crafted.session_bytes(crafted.header(_LATER), entries), "later.jsonl")
+    assert hi - lo < queries._text_id_span(None)[1] // 2
+    bounded = asked_index()
     if connection.vendor == "sqlite":
-        asked = [q["sql"] for q in seen.captured_queries if "_fts" in q["sql"]]
-        assert asked and all("rowid BETWEEN" in q for q in asked)
+        assert wide and not any("rowid BETWEEN" in q for q in wide)
+        assert bounded and all("rowid BETWEEN" in q for q in bounded)
     assert queries._text_id_span(type(session)(pk=10**9)) == (0, -1)
+
+
+_LATER = "7f4e9d0a-3b5c-4e8d-9f2a-9c0d1e2f3a4b"
