@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from explorer import broadcast, conf, files, queries, secrets
@@ -51,6 +52,7 @@ __all__ = [
     "rename_session",
     "rescan_secrets",
     "reveal_finding",
+    "session_imported",
     "session_lock",
     "set_finding_status",
     "set_label",
@@ -58,6 +60,10 @@ __all__ = [
 
 _registry_lock = threading.Lock()
 _locks: dict[str, threading.RLock] = {}
+
+# Sent after an import committed and stored its figures, with ``session``: receivers (the
+# views, connected in ``ExplorerConfig.ready``) store what they draw for its first reader.
+session_imported = Signal()
 
 
 def _lock_for(key: str) -> threading.RLock:
@@ -488,10 +494,9 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
         return
     _refresh_planner_statistics(result.added)
     queries.store_figures(session)
-    # The Compactions tab's opening detail, drawn: a page's part, so the views draw it.
-    from explorer.views.compaction_view import store_opening_detail
-
-    store_opening_detail(session)
+    # What the pages keep drawn for a big session's first reader (the Compactions tab's
+    # opening detail): the views draw it, on this signal.
+    session_imported.send(sender=Session, session=session)
     entries = result.new_entries
     if entries is None:
         entries = _newest_entries(session, result.added)

@@ -78,9 +78,10 @@ def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None
     )
 
 
-def store_opening_detail(session) -> None:
+def store_opening_detail(sender: Any = None, *, session, **kwargs: Any) -> None:
     """Draw the detail the tab opens on (the default route's newest compaction) and keep
-    it, called by the import after :func:`queries.store_figures`: a big session's drawing
+    it, on ``services.session_imported`` (after :func:`queries.store_figures`; connected
+    in ``ExplorerConfig.ready``, so the writer never imports a view): a big session's drawing
     is stored with it like the detail itself, so the first reader loads it instead of
     drawing 150 replaced entries (what made the first visit of a big session's tab cost
     twice a small one's). A session under the stored figures' bound is left alone."""
