@@ -231,10 +231,15 @@ class TreeFindings:
             index = {**kept_index, **more}
         # The stubs the new entries' checks look at, each once, in file order.
         wanted: set[int] = set()
+        # Names of the batch's own entries are not stored ones (``_appendable`` holds the
+        # two apart); the rest are looked up together, in one pass when they are absent.
+        named = {n for e in entries for n in _named(e) if n not in new}
+        if isinstance(kept_index, _IdIndex):
+            named = kept_index.present(named)
+        for name in named:
+            if name in kept_index:
+                wanted.add(kept_index[name])
         for e in entries:
-            for name in _named(e):
-                if name in self.index:
-                    wanted.add(self.index[name])
             if e.get("type") in _LINKING:
                 wanted.update(self._route_above(e.get("parentId"), new))
         old = sorted(wanted)
@@ -262,10 +267,12 @@ class TreeFindings:
         if not all(isinstance(e.get("id"), str) for e in entries):
             return False
         batch = {e["id"] for e in entries}
+        index = self.index
+        stored = index.present(batch) if isinstance(index, _IdIndex) else batch & index.keys()
         seen: set[str] = set()
         for e in entries:
             eid = e["id"]
-            if eid in self.index or eid in seen or eid in self.awaited:
+            if eid in stored or eid in seen or eid in self.awaited:
                 return False
             parent = e.get("parentId")
             if parent == eid:
@@ -484,6 +491,21 @@ class _IdIndex(Mapping):
 
     def __len__(self) -> int:
         return len(self._whole())
+
+    def present(self, keys: set[Any]) -> set[Any]:
+        """Those of ``keys`` (hashable) that the index holds, in one pass over the id column
+        for all of them: an extension's new ids are absent, and one search each would
+        cost a whole pass apiece."""
+        if self._dict is not None:
+            return {k for k in keys if k in self._dict}
+        found = keys & self._more.keys()
+        rest = keys - found
+        if rest:
+            try:
+                found |= rest.intersection(self._stubs._columns[1])
+            except TypeError:  # an id that cannot key a dict (a list, an object) in the column
+                found |= {k for k in rest if self.get(k, _ABSENT) is not _ABSENT}
+        return found
 
     def plus(self, more: dict[Any, int]) -> _IdIndex:
         """This index with appended ids (id -> position), leaving this one as it is."""

@@ -95,6 +95,9 @@ def _answers_as_the_dict(integrity, seed, n, odd):
     for key in asked:
         assert index.get(key) == want.get(key)
         assert (key in index) == (key in want)
+    assert index.present(set(asked[-6:-1]) | set(list(want)[:3])) == {
+        k for k in [*asked[-6:-1], *list(want)[:3]] if k in want
+    }
     assert index == want and len(index) == len(want)
     grown = index.plus({"new": 10**6})
     assert grown["new"] == 10**6 and "new" not in index and grown == {**want, "new": 10**6}
@@ -113,3 +116,31 @@ def test_a_restored_copy_extends_without_building_its_id_index():
     assert grown.index._dict is None  # answered by searching the column: the point of it
     assert back.index._dict is None
     assert grown == TreeFindings.check(entries + more, list(range(2, 405)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 150), odd=st.sampled_from([0, 0.1, 0.4]))
+def test_a_restored_copy_extended_by_a_chain_equals_a_fresh_check(seed, n, odd):
+    """Appended entries whose parents are appended too, with edits, labels and a dangling
+    parent among them: the restored copy's batched lookups find what a fresh check does."""
+    entries = _entries(seed, n, odd)
+    found = TreeFindings.check(entries, list(range(2, n + 2)))
+    back = pickle.loads(pickle.dumps(found, pickle.HIGHEST_PROTOCOL))
+    first, tip = entries[0]["id"], entries[-1]["id"]
+    chain = [
+        {"type": "message", "id": "q0", "parentId": tip, "message": {"role": "user"}},
+        {"type": "message", "id": "q1", "parentId": "q0", "message": {"role": "assistant"}},
+        {"type": "label", "id": "q2", "parentId": "q1", "targetId": first},
+        {
+            "type": "context_edit",
+            "id": "q3",
+            "parentId": "q2",
+            "targetId": "q0",
+            "replacement": None,
+        },
+        {"type": "message", "id": "q4", "parentId": "nowhere", "message": {"role": "user"}},
+        {"type": "label", "id": "q5", "parentId": "q4", "targetId": "absent"},
+    ]
+    lines = list(range(n + 2, n + 2 + len(chain)))
+    grown = back.extended(chain, lines)
+    assert grown == TreeFindings.check(entries + chain, list(range(2, n + 2)) + lines)
