@@ -200,8 +200,8 @@ def test_what_depends_only_on_an_entrys_ancestors_is_built_once_for_every_worker
     assert other["n"] == 2  # its own name, its own build
 
 
-def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, monkeypatch):
-    from explorer.analysis import compactions
+def _compacted(header_id: str, name: str) -> Session:
+    """A five-entry session whose route holds one compaction, imported as ``name``."""
     from tests.web import crafted
 
     entries = [
@@ -211,8 +211,13 @@ def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, 
         crafted.compaction("c1", "u2", "u2", 4, summary="what came before", tokens_before=99),
         crafted.message("a2", "c1", "assistant", "two", 5),
     ]
-    data = crafted.session_bytes(crafted.header("5d2c7b8e-1f3a-4c6b-9e0d-7a8b9c0d1e2f"), entries)
-    session = crafted.imported(data, "compacted.jsonl")
+    return crafted.imported(crafted.session_bytes(crafted.header(header_id), entries), name)
+
+
+def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, monkeypatch):
+    from explorer.analysis import compactions
+
+    session = _compacted("5d2c7b8e-1f3a-4c6b-9e0d-7a8b9c0d1e2f", "compacted.jsonl")
     light = queries.light_path(session, queries.default_leaf_id(session))
     newest = queries.route_compactions(session, light)[-1]
     _cold_worker()
@@ -226,17 +231,8 @@ def test_the_import_stores_the_drawn_detail_the_compactions_tab_opens_on(
     from django.urls import reverse
 
     from explorer.views import compaction_view
-    from tests.web import crafted
 
-    entries = [
-        crafted.message("u1", None, "user", "first", 1),
-        crafted.message("a1", "u1", "assistant", "one", 2),
-        crafted.message("u2", "a1", "user", "second", 3),
-        crafted.compaction("c1", "u2", "u2", 4, summary="what came before", tokens_before=99),
-        crafted.message("a2", "c1", "assistant", "two", 5),
-    ]
-    data = crafted.session_bytes(crafted.header("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a"), entries)
-    session = crafted.imported(data, "drawn.jsonl")
+    session = _compacted("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a", "drawn.jsonl")
     url = reverse("explorer:compactions", args=[session.pk])
     _cold_worker()
     monkeypatch.setattr(compaction_view, "_detail", _no_build)
