@@ -821,10 +821,17 @@ def _store_figures(session: Session) -> None:
     current_labels(session)
     # The Compactions tab opens on the default route's newest compaction, whose detail
     # depends only on what lies above it: stored now, it is ready for every later reader.
+    opening = opening_compaction(session)
+    if opening is not None:
+        compaction_detail(session, *opening)
+
+
+def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
+    """The default route and its newest compaction (an item of :func:`route_compactions`),
+    which the Compactions tab opens on; None when the route has none."""
     light = light_path(session, default_leaf_id(session))
     listed = route_compactions(session, light)
-    if listed:
-        compaction_detail(session, light, listed[-1])
+    return (light, listed[-1]) if listed else None
 
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:

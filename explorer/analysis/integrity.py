@@ -234,11 +234,7 @@ class TreeFindings:
         # Names of the batch's own entries are not stored ones (``_appendable`` holds the
         # two apart); the rest are looked up together, in one pass when they are absent.
         named = {n for e in entries for n in _named(e) if n not in new}
-        if isinstance(kept_index, _IdIndex):
-            named = kept_index.present(named)
-        for name in named:
-            if name in kept_index:
-                wanted.add(kept_index[name])
+        wanted.update(kept_index[name] for name in _present(kept_index, named))
         for e in entries:
             if e.get("type") in _LINKING:
                 wanted.update(self._route_above(e.get("parentId"), new))
@@ -267,8 +263,7 @@ class TreeFindings:
         if not all(isinstance(e.get("id"), str) for e in entries):
             return False
         batch = {e["id"] for e in entries}
-        index = self.index
-        stored = index.present(batch) if isinstance(index, _IdIndex) else batch & index.keys()
+        stored = _present(self.index, batch)
         seen: set[str] = set()
         for e in entries:
             eid = e["id"]
@@ -513,6 +508,13 @@ class _IdIndex(Mapping):
         if self._dict is not None:
             grown._dict = {**self._dict, **more}
         return grown
+
+
+def _present(index: Mapping[Any, int], keys: set[Any]) -> set[Any]:
+    """Those of ``keys`` that ``index`` holds (a restored copy's index: in one pass)."""
+    if isinstance(index, _IdIndex):
+        return index.present(keys)
+    return {k for k in keys if k in index}
 
 
 _ABSENT = object()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -44,13 +45,7 @@ def compactions_panel(
     chosen = asked or (listed[-1]["id"] if listed else None)
     items = [{**c, "chosen": c["id"] == chosen} for c in listed]
     picked = next((c for c in items if c["chosen"]), None)
-    memo: list[dict[str, Any] | None] = []
-
-    def detail() -> dict[str, Any] | None:
-        if not memo:
-            memo.append(_detail(session, light, picked))
-        return memo[0]
-
+    detail = functools.cache(lambda: _detail(session, light, picked))  # built once if asked
     panel = {"compactions": items, **_list_window(items, request.GET.get("older"))}
     return panel, detail
 
@@ -88,10 +83,10 @@ def store_opening_detail(sender: Any = None, *, session, **kwargs: Any) -> None:
     if not stored_figures.wanted(session):
         return
     with stored_figures.patiently():
-        light = queries.light_path(session, queries.default_leaf_id(session))
-        listed = queries.route_compactions(session, light)
-        if listed:
-            picked = {**listed[-1], "chosen": True}
+        opening = queries.opening_compaction(session)
+        if opening is not None:
+            light, newest = opening
+            picked = {**newest, "chosen": True}
             _detail_html(session, picked["id"], lambda: _detail(session, light, picked))
 
 
