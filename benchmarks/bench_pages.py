@@ -1,8 +1,8 @@
 """Explorer page benchmark: a 50,000-entry session against a 500-entry one, in one run.
 
 Targets (issue 12): every page of the big session (tree, graph, transcript, raw vs projected,
-compactions, compare, timeline, integrity, search, live) costs at most 2x the same page of the
-small session, cold (first request, empty cache), warm, and cold again after an entry is
+compactions, compare, timeline, integrity, search and its count, live) costs at most 2x the
+same page of the small session, cold (first request, empty cache), warm, and cold again after an entry is
 appended (the cache as the page left it: what a reader meets after every write); page weight
 (HTML bytes) is reported beside it; the folded graph keeps a few hundred nodes at most.
 
@@ -52,6 +52,8 @@ PAGES = (
     ("timeline", "explorer:timeline", ""),
     ("integrity", "explorer:integrity", ""),
     ("search", "explorer:session_search", "q={word}"),
+    # What the search page asks for after it listed a big session's first hits uncounted.
+    ("search count", "explorer:session_search_count", "q={word}&type=&offset=0"),
     ("live", "explorer:live", ""),
 )
 

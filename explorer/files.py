@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -1818,10 +1819,16 @@ def store_search_rows(rows: list[tuple]) -> None:
     transaction holds SQLite's single write lock (``BEGIN IMMEDIATE``; in a deferred one a
     writer that committed after the read makes this insert fail), so no other writer's rows
     can land in between.
-    PostgreSQL's pg_trgm index (0011) follows the table by itself.
+    PostgreSQL's pg_trgm index (0011) follows the table by itself. A session's rows come in
+    file order (both callers store positions above every stored one, in order), so their
+    ids run in file order too.
     """
     if not rows:
         return
+    if any(a[0] == b[0] and a[2] >= b[2] for a, b in pairwise(rows)):
+        # Search pages walk a session's rows in id order as file order (queries'
+        # _first_hit_ids): a batch out of order would list its hits out of order.
+        raise ValueError("search rows must be stored in file order")
     sqlite = connection.vendor == "sqlite"
     q = "?" if sqlite else "%s"
     table = connection.ops.quote_name(EntryText._meta.db_table)

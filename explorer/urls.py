@@ -53,6 +53,9 @@ tab_urls = [
     path("sessions/<int:pk>/compare/", compare.compare_view, name="compare"),
     path("sessions/<int:pk>/timeline/", timeline.timeline_view, name="timeline"),
     path("sessions/<int:pk>/search/", search.session_search, name="session_search"),
+    path(
+        "sessions/<int:pk>/search/count/", search.session_search_count, name="session_search_count"
+    ),
     path("sessions/<int:pk>/integrity/", integrity.integrity_view, name="integrity"),
 ]
 

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
@@ -48,11 +49,16 @@ def _params(request: HtmxHttpRequest) -> tuple[str, str, int]:
     return q, t if t in dict(TYPES) else "", offset
 
 
-def search_context(request: HtmxHttpRequest, session=None) -> dict[str, Any]:
-    """The one builder of a search page, its partial and its JSON."""
+def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True) -> dict[str, Any]:
+    """The one builder of a search page, its partial, its count and its JSON.
+
+    ``exact=False`` (a session's page): a big session's first search of a word lists its
+    first hits at once and leaves ``found.total`` None when there are more; the page then
+    asks :func:`session_search_count` for the count, so a reader does not wait for every
+    hit to be matched before seeing the first ones."""
     q, t, offset = _params(request)
     found = (
-        queries.search_entries(q, session=session, entry_type=t, offset=offset)
+        queries.search_entries(q, session=session, entry_type=t, offset=offset, exact=exact)
         if len(q) >= 2
         else None
     )
@@ -83,6 +89,14 @@ def search_context(request: HtmxHttpRequest, session=None) -> dict[str, Any]:
         if offset
         else None,
         "too_short": 0 < len(q) < 2,
+        "count_url": reverse("explorer:session_search_count", args=[session.pk])
+        + "?"
+        + urlencode({"q": q, "type": t, "offset": offset})
+        if session is not None
+        else None,
+        "exact_url": request.path
+        + "?"
+        + urlencode({"q": q, "type": t, "offset": offset, "exact": 1}),
     }
 
 
@@ -151,12 +165,29 @@ def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return as_json(request, ctx | search_context(request, session))
     # The results are the same for every reader of this query: drawn once per version.
     q, t, offset = _params(request)
+    # exact=1: the count's link, for a reader without scripts
+    exact = request.GET.get("exact") == "1" or (
+        len(q) >= 2 and queries.search_is_counted(q, session, t)
+    )
     ctx.update(_form_context(q, t, session))
     ctx["results_html"] = shared_fragment(
-        session, f"{request.path}:{offset}:{t}:{q}", f"{SESSION_PAGE}#search-results",
-        lambda: ctx | search_context(request, session),
+        session, f"{request.path}:{offset}:{t}:{q}:{int(exact)}", f"{SESSION_PAGE}#search-results",
+        lambda: ctx | search_context(request, session, exact=exact),
     )  # fmt: skip
     return render_panel(request, SESSION_PAGE, "search-results", ctx)
+
+
+@viewer_required
+@require_GET
+def session_search_count(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The count line of a session's search, every hit counted: what the page asks for when
+    it listed a big session's first hits before counting them (the hits are then kept, so
+    the next pages and the same search again read them by id)."""
+    session = get_session_for_user(request, pk)
+    ctx = {"session": session, **search_context(request, session)}
+    response = render(request, "explorer/partials/_search_count.html", ctx)
+    response["Vary"] = "HX-Request"
+    return response
 
 
 @viewer_required

@@ -79,6 +79,26 @@ def test_it_searches_and_jumps_to_a_hit(demo, browser_page):
     assert page.errors == []
 
 
+def test_a_big_sessions_search_shows_its_first_hits_then_the_count(browser_page, monkeypatch):
+    """In a big session the first page comes before the count; the count then replaces the
+    page's "more than 50" by itself, and the next page reads the counted hits."""
+    from tests.web.test_search_first_hits import HITS, _session_bytes
+
+    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)  # every session searched as big
+    session = services.import_bytes(_session_bytes(), source_path="", user=None).session
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{session.pk}/search/")
+    page.locator("#search-q").fill("fix")
+    page.keyboard.press("Enter")
+    expect(page.locator(".result-link")).to_have_count(50)
+    expect(page.locator("#search-count")).to_contain_text(f"{HITS} hits in 1 session")
+    page.screenshot(path=str(SHOTS / "search-counted.png"))
+    page.locator("#search-next").click()
+    expect(page.locator("#search-count")).to_contain_text("showing 51–100")
+    expect(page.locator("#search-count")).to_contain_text(f"{HITS} hits")
+    assert page.errors == []
+
+
 @pytest.fixture
 def generated(transactional_db, tmp_path):
     from benchmarks.gen_session import generate_session
