@@ -7,7 +7,6 @@ count exactly every hit: these tests hold the quick way to the exact one."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -18,39 +17,26 @@ from django.urls import reverse
 
 from explorer import files, queries
 from explorer.models import EntryText, Session
+from tests.web import crafted
+from tests.web.crafted import EPOCH_MS
 
 HITS = 130  # more than two pages of 50
 
 
 def _session_bytes(hits: int = HITS, tag: str = "1") -> bytes:
-    """A session whose user messages say "fix" ``hits`` times among others that do not, with
-    upper case and a tool result in between."""
-    lines: list[dict] = [
-        {
-            "type": "session",
-            "version": 3,
-            "id": f"0195f3a2-7c41-7d2e-9b1a-5ea2c000000{tag}",
-            "timestamp": "2025-03-04T05:06:07.089Z",
-            "cwd": "/home/ana/first",
-        }
-    ]
+    """A session whose user messages say "fix" ``hits`` times among others that do not, some
+    in upper case."""
+    entries: list[dict] = []
     parent = None
     for k in range(hits * 2):
         eid = f"f{tag}{k:05d}"
         text = f"step {k}: " + (
             ("FIX the bug" if k % 7 == 0 else "fix it") if k % 2 else "all good"
         )
-        lines.append(
-            {
-                "type": "message",
-                "id": eid,
-                "parentId": parent,
-                "timestamp": "2025-03-04T05:06:08.000Z",
-                "message": {"role": "user", "content": text, "timestamp": 1741064768000 + k},
-            }
-        )
+        entries.append(crafted.message(eid, parent, "user", text, k % 60, ms=EPOCH_MS + k))
         parent = eid
-    return ("\n".join(json.dumps(x) for x in lines) + "\n").encode()
+    head = crafted.header(f"0195f3a2-7c41-7d2e-9b1a-5ea2c000000{tag}", cwd="/home/ana/first")
+    return crafted.session_bytes(head, entries)
 
 
 def _say(session: Session, text: str, k: int) -> Session:
