@@ -1952,6 +1952,7 @@ def _compare_pair(
         projection_diff,
         route_stats,
     )
+    from explorer.analysis.projection import projected_estimate
 
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
@@ -1962,9 +1963,6 @@ def _compare_pair(
     pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
     ancestor = la[k].entry_id if k >= 0 else None
-    # The projected estimate does not depend on them; the configured ones are Raw vs
-    # projected's default, so its summary is shared with that page.
-    window, reserve = conf.window_and_reserve()
     return {
         "a": a,
         "b": b,
@@ -1979,8 +1977,10 @@ def _compare_pair(
         "len_b": len(rb),
         "stats_a": asdict(sa),
         "stats_b": asdict(sb),
-        "projected_a": context_summary(session, a, window, reserve)["projected_tokens"],
-        "projected_b": context_summary(session, b, window, reserve)["projected_tokens"],
+        # Raw vs projected's figure (the same live ranges, the same engine estimate),
+        # without its rows: building both routes' summaries was half a cold Compare.
+        "projected_a": projected_estimate(pa),
+        "projected_b": projected_estimate(pb),
         "diff": collapse_shared(diff),
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
     }
