@@ -25,6 +25,7 @@ NAMES = {
     "skeleton",
     "tree-shape",
     "integrity-findings",
+    "integrity-report",
     "integrity-tools",
     "costs",
     "leaves",
@@ -129,9 +130,55 @@ def test_stored_figures_behind_the_session_are_extended_and_written_again(
     assert _figures(session) == expected  # loaded at the import's position, then extended
     last = queries.last_position(session)
     assert _upto(session, "tree-shape") == last
-    assert _upto(session, "integrity-findings") == last
+    assert _upto(session, "integrity-report") == last
+    # Plain messages were appended: the report checked them against the entries they name,
+    # and the whole findings (every stub) were neither loaded nor extended.
+    assert _upto(session, "integrity-findings") == stored_at
     _cold_worker()
     assert _figures(session) == expected  # the rewritten copies load as they are
+
+
+def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
+    make_session, store_small
+):
+    """An edit (its checks walk the route above it) and an entry that arrives with an id
+    the session was waiting for (it changes an earlier finding) go to the whole findings;
+    the page then shows what a fresh check finds."""
+    from tests.web import crafted
+
+    session = make_session()
+    stored_at = queries.last_position(session)
+    tip = _tip(session)
+    services.append_message(session, None, _user("before"), leaf_id=tip)
+    session.refresh_from_db()
+    _cold_worker()
+    assert queries.integrity_sections(session) == _fresh_figures(session)[2]
+    assert _upto(session, "integrity-findings") == stored_at  # the light path
+    import json
+
+    steps = [
+        lambda: services.add_context_edit(session, None, _tip(session), None, leaf_id=_tip(session)),
+        lambda: services.append_lines_verbatim(
+            session, [json.dumps(crafted.message("orphan", "not-yet", "user", "waits", 90))],
+            ["orphan"], source="test",
+        ),
+        lambda: services.append_lines_verbatim(
+            session, [json.dumps(crafted.message("not-yet", _tip(session), "user", "is", 91))],
+            ["not-yet"], source="test",
+        ),
+    ]  # fmt: skip
+    for step in steps:
+        before = _upto(session, "integrity-findings")
+        step()
+        session.refresh_from_db()
+        expected = _fresh_figures(session)[2]
+        _cold_worker()
+        assert queries.integrity_sections(session) == expected
+        if step is steps[1]:  # a dangling parent: the report checked it alone
+            assert any(i["id"] == "orphan" for sec in expected for i in sec["items"])
+            assert _upto(session, "integrity-findings") == before
+        else:
+            assert _upto(session, "integrity-findings") == queries.last_position(session)
 
 
 def test_a_stored_copy_that_does_not_load_is_built_again(make_session, store_small, caplog):
