@@ -987,6 +987,17 @@ def folded_tree(
     return _thaw(frozen)
 
 
+def keep_tree_figures(session: Session, cursor: str | None) -> None:
+    """Load the figures a fold of the tree at ``cursor`` reads (the tree shape, the labels,
+    the route) into this process, without folding: for a request answered from the stored
+    drawing (``views.tree``), so that the first request after the next append extends
+    them by its entry instead of loading each from the database, which made it cost twice
+    the small session's. A few milliseconds; the stored drawing saved a hundred."""
+    _tree_shape(session)
+    current_labels(session)
+    light_path(session, cursor)
+
+
 def _build_folded_tree(
     session: Session,
     cursor: str | None,
@@ -1953,6 +1964,10 @@ def _compaction_detail(
 # Comparing two routes
 
 ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
+# Lines of the projection difference listed (the last ones, nearest the two leaves); the
+# counts cover every line. Unbounded, the list grew with the live ranges (630 lines on the
+# benchmark's big session), and the page weighed and cost three times a small session's.
+DIFF_SHOWN = 150
 
 
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
@@ -1981,7 +1996,7 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-1"
+_COMPARED_PAIR = "compared-pair-2"
 
 
 def _compared_pair(session: Session, a: str, b: str) -> dict[str, Any]:
@@ -2014,6 +2029,7 @@ def _compare_pair(
     pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
     ancestor = la[k].entry_id if k >= 0 else None
+    lines = collapse_shared(diff)
     return {
         "a": a,
         "b": b,
@@ -2032,7 +2048,8 @@ def _compare_pair(
         # without its rows: building both routes' summaries was half a cold Compare.
         "projected_a": projected_estimate(pa),
         "projected_b": projected_estimate(pb),
-        "diff": collapse_shared(diff),
+        "diff": lines[-DIFF_SHOWN:],
+        "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # earlier lines not listed
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
     }
 
