@@ -407,9 +407,16 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     since settings are restored over the whole path). Returns (entries, index of the first
     entry of the live range in `light`).
     """
+    chosen, start = context_light(session, light)
+    return full_path(session, chosen), start
+
+
+def context_light(session: Session, light: Sequence[LightEntry]) -> tuple[list[LightEntry], int]:
+    """:func:`context_path`'s entries before they are parsed, and its start: for a caller
+    that parses them together with others (Compare: two routes and their live ranges)."""
     comp = next((i for i in range(len(light) - 1, -1, -1) if light[i].type == "compaction"), -1)
     if comp < 0:
-        return full_path(session, light), 0
+        return list(light), 0
     comp_entry = load_entries(session, [light[comp].entry_id]).get(light[comp].entry_id, {})
     fk = comp_entry.get("firstKeptEntryId")
     start = next((i for i in range(comp) if light[i].entry_id == fk), comp)
@@ -445,7 +452,7 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     elif model_change_i >= 0:
         settings_ids.append(head[model_change_i].entry_id)
     chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])
-    return full_path(session, chosen), start
+    return chosen, start
 
 
 def last_position(session: Session) -> int:
@@ -2022,11 +2029,20 @@ def _compare_pair(
 
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
-    data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+    ca, _ = context_light(session, la)
+    cb, _ = context_light(session, lb)
+    # The routes after the ancestor and both live ranges overlap: each row is read and
+    # parsed once, by primary key (a thousand rows of two long routes were parsed twice).
+    rows = {e.pk: e for e in (*ra, *rb, *ca, *cb)}
+    if rows and 0 not in rows and len({e.entry_id for e in rows.values()}) == len(rows):
+        data = _load_by_pk(session, list(rows.values()))
+        pa = [data[e.entry_id] for e in ca if e.entry_id in data]
+        pb = [data[e.entry_id] for e in cb if e.entry_id in data]
+    else:  # an id on two rows (or a row without a key): each part as it reads alone
+        data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+        pa, pb = full_path(session, ca), full_path(session, cb)
     sa = route_stats([data[e.entry_id] for e in ra if e.entry_id in data])
     sb = route_stats([data[e.entry_id] for e in rb if e.entry_id in data])
-    pa, _ = context_path(session, la)
-    pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
     ancestor = la[k].entry_id if k >= 0 else None
     lines = collapse_shared(diff)

@@ -116,3 +116,29 @@ def test_the_abandoned_total_is_the_sum_over_every_costed_entry_off_the_route(co
     by_set = off_route_cost(list(costs), route, costs)  # through the set of the ids
     assert off_route_cost(costs, route, costs) == by_set
     assert by_set == pytest.approx(sum(c for i, c in costs.items() if i not in set(route)))
+
+
+@pytest.mark.django_db
+def test_the_routes_read_once_give_what_each_part_read_alone_gives(make_session, monkeypatch):
+    """Compare reads both routes and both live ranges in one pass (``_compare_pair``); an id
+    on two rows takes the old way, each part read alone: the two agree."""
+    session = make_session()
+    choices = [c["id"] for c in queries.leaf_choices(session)]
+    a, b = choices[0], choices[-1]
+    la, lb = queries.light_path(session, a), queries.light_path(session, b)
+    once = queries._compare_pair(session, a, b, la, lb)
+    reads: list[int] = []
+    real = queries._load_by_pk
+    monkeypatch.setattr(
+        queries, "_load_by_pk", lambda s, light: reads.append(len(light)) or real(s, light)
+    )
+    assert queries._compare_pair(session, a, b, la, lb) == once
+    assert len(reads) == 1  # one read of the union
+    # Without keys every part is read alone, as before.
+    from dataclasses import replace
+
+    reads.clear()
+    alone = queries._compare_pair(
+        session, a, b, [replace(e, pk=0) for e in la], [replace(e, pk=0) for e in lb]
+    )
+    assert alone == once and len(reads) != 1
