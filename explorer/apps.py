@@ -15,6 +15,7 @@ class ExplorerConfig(AppConfig):
         from explorer.permissions import sync_admin_staff
         from explorer.services import session_imported
         from explorer.views.compaction_view import store_opening_detail
+        from explorer.views.tree import store_opening_graph
 
         m2m_changed.connect(
             sync_admin_staff,
@@ -22,3 +23,4 @@ class ExplorerConfig(AppConfig):
             dispatch_uid="explorer.sync_admin_staff",
         )
         session_imported.connect(store_opening_detail, dispatch_uid="explorer.opening_detail")
+        session_imported.connect(store_opening_graph, dispatch_uid="explorer.opening_graph")

@@ -407,9 +407,16 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     since settings are restored over the whole path). Returns (entries, index of the first
     entry of the live range in `light`).
     """
+    chosen, start = context_light(session, light)
+    return full_path(session, chosen), start
+
+
+def context_light(session: Session, light: Sequence[LightEntry]) -> tuple[list[LightEntry], int]:
+    """:func:`context_path`'s entries before they are parsed, and its start: for a caller
+    that parses them together with others (Compare: two routes and their live ranges)."""
     comp = next((i for i in range(len(light) - 1, -1, -1) if light[i].type == "compaction"), -1)
     if comp < 0:
-        return full_path(session, light), 0
+        return list(light), 0
     comp_entry = load_entries(session, [light[comp].entry_id]).get(light[comp].entry_id, {})
     fk = comp_entry.get("firstKeptEntryId")
     start = next((i for i in range(comp) if light[i].entry_id == fk), comp)
@@ -445,7 +452,7 @@ def context_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[di
     elif model_change_i >= 0:
         settings_ids.append(head[model_change_i].entry_id)
     chosen = [e for e in light[:start] if e.entry_id in settings_ids] + list(light[start:])
-    return full_path(session, chosen), start
+    return chosen, start
 
 
 def last_position(session: Session) -> int:
@@ -987,6 +994,17 @@ def folded_tree(
     return _thaw(frozen)
 
 
+def keep_tree_figures(session: Session, cursor: str | None) -> None:
+    """Load the figures a fold of the tree at ``cursor`` reads (the tree shape, the labels,
+    the route) into this process, without folding: for a request answered from the stored
+    drawing (``views.tree``), so that the first request after the next append extends
+    them by its entry instead of loading each from the database, which made it cost twice
+    the small session's. A few milliseconds; the stored drawing saved a hundred."""
+    _tree_shape(session)
+    current_labels(session)
+    light_path(session, cursor)
+
+
 def _build_folded_tree(
     session: Session,
     cursor: str | None,
@@ -1415,51 +1433,102 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     Only index columns are read for most entries; compactions and context edits, whose
     checks look inside them, are parsed. The findings grow with the session (:func:`grown`,
     :class:`~explorer.analysis.integrity.TreeFindings`): after an append only the new rows
-    are read and checked."""
-    from explorer.analysis.integrity import TreeFindings, sections_of
+    are read and checked. The page reads their :class:`~explorer.analysis.integrity.
+    TreeReport`, kept (and stored) beside them: an ordinary append extends the report
+    against the few stored entries it names, so a cold reader does not load and unpack
+    every stub of a big session's findings to check one entry."""
+    from explorer.analysis.integrity import TreeFindings, TreeReport, sections_of
 
-    def read(after: int, upto: int) -> tuple[list[dict[str, Any]], list[int]]:
-        # The stubs are kept (and shared), so the collector is paused while they are made;
-        # messages of one role share one ``{"role": ...}`` (the checks only read it), which
-        # halves what is made and what the shared copy pickles.
-        with gc_paused():
-            rows = list(
-                Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
-                .order_by("position")
-                .values_list("entry_id", "parent_id", "type", "role", "line_no", "target_id")
-            )
-            full = load_entries(
-                session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")]
-            )
-            roles: dict[Any, dict[str, Any]] = {}
-            entries: list[dict[str, Any]] = []
-            add = entries.append
-            for eid, parent, kind, role, _line, target in rows:
-                item = full.get(eid) if full else None
-                if item is not None:
-                    add(item)
-                elif kind == "message":
-                    message = roles.get(role)
-                    if message is None:
-                        message = roles[role] = {"role": role}
-                    add({"type": kind, "id": eid, "parentId": parent, "message": message})
-                elif kind == "label":
-                    add({"type": kind, "id": eid, "parentId": parent, "targetId": target})
-                else:
-                    add({"type": kind, "id": eid, "parentId": parent})
-            return entries, [r[4] for r in rows]
-
-    def build() -> list[dict[str, Any]]:
-        found = grown(
+    def findings() -> TreeFindings:
+        return grown(
             session,
             "integrity-findings",
-            lambda last: TreeFindings.check(*read(-1, last)),
-            lambda found, after, upto: found.extended(*read(after, upto)),
+            lambda last: TreeFindings.check(*_integrity_stubs(session, -1, last)),
+            lambda found, after, upto: found.extended(*_integrity_stubs(session, after, upto)),
             stored=True,
         )
-        return sections_of(found.problems)
+
+    def extend(report: TreeReport, after: int, upto: int) -> TreeReport:
+        entries, numbers = _integrity_stubs(session, after, upto)
+        light = report.extended(entries, numbers, lambda ids: _stored_stubs(session, ids, after))
+        return light if light is not None else TreeReport.of(findings())
+
+    def build() -> list[dict[str, Any]]:
+        report = grown(
+            session,
+            "integrity-report",
+            lambda last: TreeReport.of(findings()),
+            extend,
+            stored=True,
+        )
+        return sections_of(report.problems)
 
     return cached(session, "integrity", build)
+
+
+_STUB_COLS = ("entry_id", "parent_id", "type", "role", "line_no", "target_id")
+
+
+def _integrity_stubs(
+    session: Session, after: int, upto: int
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """The stubs the tree checks read of the entries at positions (after, upto], in file
+    order, and their line numbers."""
+    with gc_paused():
+        rows = list(
+            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+            .order_by("position")
+            .values_list(*_STUB_COLS)
+        )
+        return _stubs_of(session, rows), [r[4] for r in rows]
+
+
+def _stored_stubs(
+    session: Session, ids: set[str], upto: int
+) -> dict[str, tuple[int, dict[str, Any], int]]:
+    """Id -> (position, stub, line) of the last entry at or before ``upto`` with each of
+    ``ids`` that has one: the stored entries an append names, as the findings hold them
+    (:class:`~explorer.analysis.integrity.StoredLookup`). A stub whose own id is not the
+    one asked for (an id column written for an id that is not a string) is left out, as the
+    findings' index would not find it."""
+    out: dict[str, tuple[int, dict[str, Any], int]] = {}
+    wanted = list(ids)
+    for k in range(0, len(wanted), 500):
+        # A column the covering skeleton index does not hold (``BY_PARENT_COLS``), no
+        # ORDER BY and no position bound: else SQLite walks the whole session with that
+        # index (10 ms on 50,000 entries) instead of looking the few ids up.
+        found = Entry.objects.filter(session=session, entry_id__in=wanted[k : k + 500])
+        cols = found.order_by().values_list(*_STUB_COLS, "position", *BY_PARENT_COLS)
+        rows = sorted((r for r in cols if r[6] <= upto), key=lambda r: r[6])
+        stubs = _stubs_of(session, [r[:6] for r in rows])
+        for row, stub in zip(rows, stubs, strict=True):
+            if stub.get("id") == row[0] and row[0] in ids:
+                out[row[0]] = (row[6], stub, row[4])
+    return out
+
+
+def _stubs_of(session: Session, rows: list[tuple]) -> list[dict[str, Any]]:
+    """The stubs of ``rows`` (:data:`_STUB_COLS`): compactions and context edits parsed
+    whole, whose checks look inside them; messages of one role sharing one ``{"role": ...}``
+    (the checks only read it), which halves what is made and what a shared copy pickles."""
+    full = load_entries(session, [r[0] for r in rows if r[2] in ("compaction", "context_edit")])
+    roles: dict[Any, dict[str, Any]] = {}
+    entries: list[dict[str, Any]] = []
+    add = entries.append
+    for eid, parent, kind, role, _line, target in rows:
+        item = full.get(eid) if full else None
+        if item is not None:
+            add(item)
+        elif kind == "message":
+            message = roles.get(role)
+            if message is None:
+                message = roles[role] = {"role": role}
+            add({"type": kind, "id": eid, "parentId": parent, "message": message})
+        elif kind == "label":
+            add({"type": kind, "id": eid, "parentId": parent, "targetId": target})
+        else:
+            add({"type": kind, "id": eid, "parentId": parent})
+    return entries
 
 
 def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
@@ -1902,6 +1971,10 @@ def _compaction_detail(
 # Comparing two routes
 
 ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
+# Lines of the projection difference listed (the last ones, nearest the two leaves); the
+# counts cover every line. Unbounded, the list grew with the live ranges (630 lines on the
+# benchmark's big session), and the page weighed and cost three times a small session's.
+DIFF_SHOWN = 150
 
 
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
@@ -1930,7 +2003,7 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-1"
+_COMPARED_PAIR = "compared-pair-2"
 
 
 def _compared_pair(session: Session, a: str, b: str) -> dict[str, Any]:
@@ -1952,19 +2025,27 @@ def _compare_pair(
         projection_diff,
         route_stats,
     )
+    from explorer.analysis.projection import projected_estimate
 
     k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
     ra, rb = la[k + 1 :], lb[k + 1 :]
-    data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+    ca, _ = context_light(session, la)
+    cb, _ = context_light(session, lb)
+    # The routes after the ancestor and both live ranges overlap: each row is read and
+    # parsed once, by primary key (a thousand rows of two long routes were parsed twice).
+    rows = {e.pk: e for e in (*ra, *rb, *ca, *cb)}
+    if rows and 0 not in rows and len({e.entry_id for e in rows.values()}) == len(rows):
+        data = _load_by_pk(session, list(rows.values()))
+        pa = [data[e.entry_id] for e in ca if e.entry_id in data]
+        pb = [data[e.entry_id] for e in cb if e.entry_id in data]
+    else:  # an id on two rows (or a row without a key): each part as it reads alone
+        data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
+        pa, pb = full_path(session, ca), full_path(session, cb)
     sa = route_stats([data[e.entry_id] for e in ra if e.entry_id in data])
     sb = route_stats([data[e.entry_id] for e in rb if e.entry_id in data])
-    pa, _ = context_path(session, la)
-    pb, _ = context_path(session, lb)
     diff = projection_diff(pa, pb)
     ancestor = la[k].entry_id if k >= 0 else None
-    # The projected estimate does not depend on them; the configured ones are Raw vs
-    # projected's default, so its summary is shared with that page.
-    window, reserve = conf.window_and_reserve()
+    lines = collapse_shared(diff)
     return {
         "a": a,
         "b": b,
@@ -1979,9 +2060,12 @@ def _compare_pair(
         "len_b": len(rb),
         "stats_a": asdict(sa),
         "stats_b": asdict(sb),
-        "projected_a": context_summary(session, a, window, reserve)["projected_tokens"],
-        "projected_b": context_summary(session, b, window, reserve)["projected_tokens"],
-        "diff": collapse_shared(diff),
+        # Raw vs projected's figure (the same live ranges, the same engine estimate),
+        # without its rows: building both routes' summaries was half a cold Compare.
+        "projected_a": projected_estimate(pa),
+        "projected_b": projected_estimate(pb),
+        "diff": lines[-DIFF_SHOWN:],
+        "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # earlier lines not listed
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pickle
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from explorer.session import jsonfmt
@@ -294,6 +295,81 @@ class TreeFindings:
             out.append(i)
             parent = self.entries[i].get("parentId")
         return out
+
+
+# Looks up stored entries by id: id -> (file position, stub, line number) of the last stored
+# entry with that id, for those of the ids asked that are stored.
+StoredLookup = Callable[[set[str]], Mapping[str, tuple[int, dict[str, Any], int]]]
+
+
+@dataclass(frozen=True)
+class TreeReport:
+    """What the Integrity tab shows of :class:`TreeFindings` (the problems) and what an
+    ordinary append is checked against (the ids still awaited, the highest line, the count
+    of entries), without the stubs.
+
+    A cold reader of a 50,000-entry session's tab after an append loaded the stored
+    findings (megabytes) and unpacked their 50,000 stubs to check one new entry, twice the
+    small session's page. The report is stored beside them; an append that names only
+    entries already there (no edit or compaction, whose checks walk the whole route) is
+    checked against those few entries, read by id, as :meth:`TreeFindings.extended` checks
+    it against its stubs. Anything else goes to the whole findings (``extended`` is None)."""
+
+    problems: tuple[Problem, ...]
+    awaited: frozenset[Any]
+    last_line: int
+    count: int
+
+    @classmethod
+    def of(cls, found: TreeFindings) -> TreeReport:
+        return cls(found.problems, found.awaited, found.last_line, len(found.entries))
+
+    def extended(
+        self, entries: Sequence[dict[str, Any]], numbers: Sequence[int], stored: StoredLookup
+    ) -> TreeReport | None:
+        """This report with appended ``entries`` checked: ``TreeReport.of`` the findings
+        extended by them, or None when only the whole findings can tell (the conditions of
+        :meth:`TreeFindings._appendable`, plus: no linking entry, only string names)."""
+        if not entries:
+            return self
+        if any(e.get("type") in _LINKING for e in entries):
+            return None
+        if self.count and min(numbers) <= self.last_line:
+            return None
+        if list(numbers) != sorted(set(numbers)):
+            return None
+        if not all(type(e.get("id")) is str for e in entries):
+            return None
+        batch = {e["id"] for e in entries}
+        named = {n for e in entries for n in _named(e) if n not in batch}
+        if not all(type(n) is str for n in named):
+            return None
+        found = stored(batch | named)
+        seen: set[str] = set()
+        for e in entries:
+            eid = e["id"]
+            if eid in found or eid in seen or eid in self.awaited:
+                return None
+            parent = e.get("parentId")
+            if parent == eid:
+                return None
+            if jsonfmt.hashable(parent) and parent in batch and parent not in seen:
+                return None
+            seen.add(eid)
+        # The stored entries the new ones name, in file order, as the findings' stubs are.
+        old = sorted((found[n] for n in named if n in found), key=lambda t: t[0])
+        subset = [stub for _at, stub, _line in old] + list(entries)
+        lines = [line for _at, _stub, line in old] + list(numbers)
+        new_lines = set(numbers)
+        more = [p for p in diagnose_tree(subset, lines) if p.line in new_lines]
+        index = {n: found[n][0] for n in named if n in found}
+        index.update((eid, 0) for eid in batch)
+        return TreeReport(
+            self.problems + tuple(more),
+            self.awaited | _awaited(entries, index),
+            numbers[-1],
+            self.count + len(entries),
+        )
 
 
 _STUB_KEYS = ("type", "id", "parentId")

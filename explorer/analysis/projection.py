@@ -183,6 +183,20 @@ def _reusable_rows(reuse: AlignedView | None, path: Sequence[dict]) -> int:
     return n
 
 
+def projected_estimate(path: Sequence[dict]) -> int:
+    """The engine's estimate of the context ``path`` projects to: :func:`align_projection`'s
+    ``projected_tokens`` without aligning and explaining every row, which is what a page that
+    shows only the figure (Compare, for two routes at once) needs. It depends on neither the
+    window nor the reserve."""
+    path = list(path)
+    return _estimate_tokens(estimate_projected_context(projection_from_path(path), path))
+
+
+def _estimate_tokens(est: Any) -> int:
+    """The estimate as the pages show it (whole tokens, NaN as 0)."""
+    return int(finite(est.tokens))
+
+
 def align_projection(
     path: Sequence[dict],
     *,
@@ -305,7 +319,7 @@ def align_projection(
         rows.append(row)
 
     est = estimate_projected_context(projection, path)
-    projected_tokens = int(finite(est.tokens))
+    projected_tokens = _estimate_tokens(est)
     threshold = context_window - settings.reserve_tokens
     raw_reported_id = None
     for entry in reversed(path):

@@ -129,3 +129,74 @@ def test_awaited_ids_are_every_named_id_not_stored(seed, n, odd, cuts):
     expected = {x for e in entries for x in _named(e) if x not in ids}
     assert TreeFindings.check(entries, numbers).awaited == expected
     assert _grow(entries, numbers, cuts).awaited == expected
+
+
+def _lookup(stored: list[dict], numbers: list[int]):
+    """What the database answers a report's extension: the last stored entry per id."""
+
+    def lookup(ids: set) -> dict:
+        out = {}
+        for at, e in enumerate(stored):
+            if e["id"] in ids:
+                out[e["id"]] = (at, e, numbers[at])
+        return out
+
+    return lookup
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    n=st.integers(1, 160),
+    odd=st.sampled_from([0.0, 0.02, 0.1, 0.3]),
+    cut=st.integers(0, 160),
+    plain=st.booleans(),
+)
+def test_an_extended_report_is_the_report_of_the_extended_findings(seed, n, odd, cut, plain):
+    """`TreeReport.extended` gives what `TreeFindings.extended` gives, or declines."""
+    from explorer.analysis.integrity import TreeReport
+
+    entries = _entries(seed, n, odd)
+    if plain:  # appends of messages and labels alone: the kind the report extends itself
+        for e in entries[cut:]:
+            if e["type"] in ("context_edit", "compaction"):
+                e["type"], e["message"] = "message", {"role": "user"}
+                e.pop("targetId", None), e.pop("firstKeptEntryId", None), e.pop("replacement", None)
+    numbers = [i + 2 for i in range(n)]
+    cut = min(cut, n)
+    head = TreeFindings.check(entries[:cut], numbers[:cut])
+    report = TreeReport.of(head).extended(
+        entries[cut:], numbers[cut:], _lookup(entries[:cut], numbers[:cut])
+    )
+    expected = TreeReport.of(TreeFindings.check(entries, numbers))
+    if report is not None:
+        assert report == expected
+        assert list(report.problems) == diagnose_tree(entries, numbers)
+    else:
+        assert any(
+            e["type"] in ("context_edit", "compaction") for e in entries[cut:]
+        ) or not head._appendable(entries[cut:], numbers[cut:])
+
+
+def test_a_report_extends_itself_by_a_plain_append_and_finds_its_problems():
+    from explorer.analysis.integrity import TreeReport
+
+    entries = _entries(5, 300, 0.0)
+    numbers = [i + 2 for i in range(300)]
+    report = TreeReport.of(TreeFindings.check(entries, numbers))
+    tip = entries[-1]["id"]
+    more = [
+        {"type": "label", "id": "x1", "parentId": tip, "targetId": "no-such-entry"},
+        {"type": "message", "id": "x3", "parentId": "gone", "message": {"role": "user"}},
+    ]
+    grown = report.extended(more, [302, 303], _lookup(entries, numbers))
+    assert grown is not None
+    codes = [(p.entry_id, p.code) for p in grown.problems if p.line > 301]
+    assert codes == [("x1", "label-unknown-target"), ("x3", "dangling-parent")]
+    assert grown.awaited == report.awaited | {"no-such-entry", "gone"}
+    # The awaited id arriving changes an earlier finding: left to the whole findings.
+    late = {"type": "message", "id": "gone", "parentId": None}
+    assert grown.extended([late], [304], _lookup(entries + more, numbers + [302, 303])) is None
+    # So is an edit, whose checks walk the route above it.
+    edit = {"type": "context_edit", "id": "x4", "parentId": "x3", "targetId": tip}
+    assert grown.extended([edit], [304], _lookup(entries + more, numbers + [302, 303])) is None

@@ -115,6 +115,35 @@ def test_projection_difference_is_aligned_and_counts_shared_messages_once(viewer
     assert result["same"] is False
 
 
+def test_the_difference_lists_its_last_lines_and_counts_every_line(
+    viewer_client, tree, monkeypatch
+):
+    """Only the last ``DIFF_SHOWN`` lines are listed, page and JSON alike, and the page
+    says how many came before; the counts still cover every line."""
+    from explorer import queries
+
+    monkeypatch.setattr(queries, "DIFF_SHOWN", 2)
+    result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
+    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2}
+    assert [d["source_id"] for d in result["diff"]] == ["u4", "a4"]
+    assert result["diff_hidden"] == 3
+    url = reverse("explorer:compare", args=[tree.pk])
+    page = viewer_client.get(url, {"a": "a3", "b": "a4"}).content.decode()
+    assert 'id="diff-hidden">3 earlier lines of the difference not listed' in page
+    listed = page.split('<ol class="pdiff small">', 1)[1].split("</ol>", 1)[0]
+    assert listed.count("<li ") == 2 and "u4" in listed and "u3" not in listed
+    monkeypatch.setattr(queries, "DIFF_SHOWN", 5)
+    tree.refresh_from_db()
+    queries.forget_reads()
+    from django.core.cache import cache
+
+    cache.clear()
+    whole = _compare(viewer_client, tree, a="a3", b="a4")["result"]
+    assert whole["diff_hidden"] == 0 and whole["diff"][-2:] == result["diff"]
+    page = viewer_client.get(url, {"a": "a3", "b": "a4"}).content.decode()
+    assert 'id="diff-hidden"' not in page
+
+
 def test_a_leaf_compared_with_itself_says_so(viewer_client, tree):
     url = reverse("explorer:compare", args=[tree.pk])
     page = viewer_client.get(url, {"a": "a3", "b": "a3"}).content.decode()

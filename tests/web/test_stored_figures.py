@@ -25,10 +25,12 @@ NAMES = {
     "skeleton",
     "tree-shape",
     "integrity-findings",
+    "integrity-report",
     "integrity-tools",
     "costs",
     "leaves",
     "labels",
+    "opening-graph",  # drawn by the views on ``session_imported`` (``store_opening_graph``)
 }
 
 
@@ -128,9 +130,55 @@ def test_stored_figures_behind_the_session_are_extended_and_written_again(
     assert _figures(session) == expected  # loaded at the import's position, then extended
     last = queries.last_position(session)
     assert _upto(session, "tree-shape") == last
-    assert _upto(session, "integrity-findings") == last
+    assert _upto(session, "integrity-report") == last
+    # Plain messages were appended: the report checked them against the entries they name,
+    # and the whole findings (every stub) were neither loaded nor extended.
+    assert _upto(session, "integrity-findings") == stored_at
     _cold_worker()
     assert _figures(session) == expected  # the rewritten copies load as they are
+
+
+def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
+    make_session, store_small
+):
+    """An edit (its checks walk the route above it) and an entry that arrives with an id
+    the session was waiting for (it changes an earlier finding) go to the whole findings;
+    the page then shows what a fresh check finds."""
+    from tests.web import crafted
+
+    session = make_session()
+    stored_at = queries.last_position(session)
+    tip = _tip(session)
+    services.append_message(session, None, _user("before"), leaf_id=tip)
+    session.refresh_from_db()
+    _cold_worker()
+    assert queries.integrity_sections(session) == _fresh_figures(session)[2]
+    assert _upto(session, "integrity-findings") == stored_at  # the light path
+    import json
+
+    steps = [
+        lambda: services.add_context_edit(session, None, _tip(session), None, leaf_id=_tip(session)),
+        lambda: services.append_lines_verbatim(
+            session, [json.dumps(crafted.message("orphan", "not-yet", "user", "waits", 90))],
+            ["orphan"], source="test",
+        ),
+        lambda: services.append_lines_verbatim(
+            session, [json.dumps(crafted.message("not-yet", _tip(session), "user", "is", 91))],
+            ["not-yet"], source="test",
+        ),
+    ]  # fmt: skip
+    for step in steps:
+        before = _upto(session, "integrity-findings")
+        step()
+        session.refresh_from_db()
+        expected = _fresh_figures(session)[2]
+        _cold_worker()
+        assert queries.integrity_sections(session) == expected
+        if step is steps[1]:  # a dangling parent: the report checked it alone
+            assert any(i["id"] == "orphan" for sec in expected for i in sec["items"])
+            assert _upto(session, "integrity-findings") == before
+        else:
+            assert _upto(session, "integrity-findings") == queries.last_position(session)
 
 
 def test_a_stored_copy_that_does_not_load_is_built_again(make_session, store_small, caplog):
@@ -406,3 +454,71 @@ def test_per_entry_figures_are_kept_to_a_bound_per_session(make_session, store_s
     _cold_worker()
     assert queries.kept_below(session, "pair-0", tip, lambda: "built again") == "built again"
     assert queries.kept_below(session, "pair-5", tip, lambda: "not again") == 5
+
+
+def _graph(client, session: Session, **params) -> bytes:
+    from django.urls import reverse
+
+    r = client.get(reverse("explorer:graph_svg", args=[session.pk]), params)
+    assert r.status_code == 200
+    return r.content
+
+
+def _drawn_fresh(client, session: Session, **params) -> bytes:
+    """The graph as a cold worker draws it with nothing stored."""
+    _cold_worker()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stored_figures, "load", lambda *a: None)
+        return _graph(client, session, **params)
+
+
+def test_the_import_stores_the_graph_the_tree_tab_opens_on(
+    make_session, store_small, viewer_client, monkeypatch
+):
+    session = make_session()
+    expected = _drawn_fresh(viewer_client, session)
+    assert b"<svg" in expected
+    _cold_worker()
+    monkeypatch.setattr(queries, "folded_tree", _no_build)
+    assert _graph(viewer_client, session) == expected  # the stored drawing, byte for byte
+    # The Tree page reads the stored drawing too (its text tree is still built).
+    monkeypatch.undo()
+    from django.urls import reverse
+
+    _cold_worker()
+    page = viewer_client.get(reverse("explorer:session_detail", args=[session.pk])).content
+    assert expected.decode().split("<svg", 1)[1][:2000] in page.decode()
+
+
+def test_the_stored_graph_serves_only_the_version_it_was_drawn_at(
+    make_session, store_small, viewer_client
+):
+    session = make_session()
+    before = _drawn_fresh(viewer_client, session)
+    services.append_message(session, None, _user("one more"), leaf_id=_tip(session))
+    session.refresh_from_db()
+    expected = _drawn_fresh(viewer_client, session)
+    assert expected != before  # the appended entry is drawn
+    _cold_worker()
+    assert _graph(viewer_client, session) == expected
+
+
+def test_another_cursor_or_view_is_drawn_not_read_from_the_stored_graph(
+    make_session, store_small, viewer_client, viewer_user
+):
+    session = make_session()
+    leaves = [c["id"] for c in queries.leaf_choices(session)]
+    other = next(leaf for leaf in leaves if leaf != _tip(session))
+    services.move_cursor(session, viewer_user, other)
+    expected = _drawn_fresh(viewer_client, session)
+    permalink = _drawn_fresh(viewer_client, session, leaf=_tip(session))
+    from explorer.views import tree
+
+    stored = tree._stored_graph(session, _tip(session))
+    assert stored is not None and stored["svg"]  # the import's drawing, at the file's leaf
+    # Each differs from the stored drawing (another route marked; links that carry the
+    # leaf), so serving it would fail the comparisons below.
+    assert stored["svg"] not in (expected.decode(), permalink.decode())
+    _cold_worker()
+    assert _graph(viewer_client, session) == expected  # the user's own cursor
+    assert _graph(viewer_client, session, leaf=_tip(session)) == permalink
