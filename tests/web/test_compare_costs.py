@@ -130,6 +130,9 @@ def test_the_difference_lists_its_last_lines_and_counts_every_line(
     url = reverse("explorer:compare", args=[tree.pk])
     page = viewer_client.get(url, {"a": "a3", "b": "a4"}).content.decode()
     assert 'id="diff-hidden">3 earlier lines of the difference not listed' in page
+    context_url = reverse("explorer:context", args=[tree.pk])
+    assert f'href="{context_url}?leaf=a3">Raw vs projected of A' in page  # the whole of each
+    assert f'href="{context_url}?leaf=a4">of B' in page
     listed = page.split('<ol class="pdiff small">', 1)[1].split("</ol>", 1)[0]
     assert listed.count("<li ") == 2 and "u4" in listed and "u3" not in listed
     monkeypatch.setattr(queries, "DIFF_SHOWN", 5)
