@@ -29,6 +29,7 @@ NAMES = {
     "costs",
     "leaves",
     "labels",
+    "timeline-state",
 }
 
 
