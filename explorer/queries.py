@@ -831,6 +831,8 @@ def _store_figures(session: Session) -> None:
     opening = opening_compaction(session)
     if opening is not None:
         compaction_detail(session, *opening)
+    # The Timeline tab opens on the default route too: its kept turns are stored.
+    _timeline_figures(session, default_leaf_id(session))
 
 
 def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
@@ -2740,6 +2742,7 @@ class _KeptTimeline:
     fed: int  # light entries of the window read so far
     last_id: str  # the last of them
     state: TimelineState
+    stored: int = -1  # the position of the stored copy as far as this process knows
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -2764,9 +2767,32 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     return cached(session, f"timeline-2:{cursor or ''}", lambda: _timeline_figures(session, cursor))
 
 
+# The stored tier of a big session's timeline (:mod:`explorer.stored_figures`): the kept
+# turns of the default route with the route itself, written by the import and again by a
+# reader of the tip once it is STORE_LAG positions ahead. A worker without a copy of its own
+# adopts them and extends them by what was appended since, instead of building them.
+_TIMELINE_STATE = "timeline-state"
+
+
 def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
+    """The figures of the route to ``cursor``, from the turns kept in this process, or
+    stored with a big session, or built.
+
+    A cold reader of a 50,000-entry session's tip used to walk the whole route up, parse
+    every entry of it and run the estimate along it: three costs proportional to the
+    route, which made its first request twice a small session's. The stored turns are one
+    row, loaded in about the time of one of those three; after an append they are extended
+    in this process like its own, so the first request after it stays cheap too."""
+    store = bool(cursor) and stored_figures.wanted(session)
+    # The stored turns hold masked entries: named by what the masking showed in clear and
+    # by the secret rules the findings were made with (a copy outlives a rescan).
+    variant = f"{mask_key(session)}:{getattr(session, 'secrets_rules', '')}"
+    if store:
+        _adopt_stored_timeline(session, variant)
     light = light_path(session, cursor)
     kept = _timeline_state(session, light)
+    if store and cursor == default_leaf_id(session):
+        _store_timeline(session, light, kept, variant)
     with kept.lock:
         points = settled(kept.state, sampled_points(kept.state.points))
         marks = list(kept.state.marks)
@@ -2780,6 +2806,57 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
         "turns": len(points),
         "path_length": len(light),
     }
+
+
+def _adopt_stored_timeline(session: Session, variant: str) -> None:
+    """Take the stored kept turns (and their route) into this process when it keeps none
+    for the session: :func:`_timeline_state` then extends them like its own, and the
+    route is reused by :func:`light_path` (a tip a few entries below it walks those few).
+    What does not fit (a branch elsewhere, a window that moved) is built as before."""
+    kept = _session_timelines(session)
+    with _TIMELINES_LOCK:
+        if kept:
+            return
+    found = stored_figures.load(session, f"{_TIMELINE_STATE}|{variant}", _last_position(session))
+    if found is None:
+        return
+    upto, (rows, start, fed, last_id, state) = found
+    route = [LightEntry(*r) for r in rows]
+    if not fed or start + fed != len(route) or route[-1].entry_id != last_id:
+        return
+    _remember_route(_session_routes(session), route)
+    with _TIMELINES_LOCK:
+        if not kept:
+            kept.append(_KeptTimeline(start, fed, last_id, state, stored=upto))
+
+
+def _store_timeline(
+    session: Session,
+    light: Sequence[LightEntry],
+    kept: _KeptTimeline,
+    variant: str,
+) -> None:
+    """Store the tip's kept turns and route when the stored copy is
+    :data:`~explorer.stored_figures.STORE_LAG` positions behind (or missing), so a cold
+    reader loads them instead of building them from the route (a reader of another
+    branch builds its own: the stored copy is the tip's)."""
+    last = _last_position(session)
+    state_name = f"{_TIMELINE_STATE}|{variant}"
+    with kept.lock:  # the state must not be extended while it is pickled
+        if kept.start + kept.fed != len(light) or not light or light[-1].entry_id != kept.last_id:
+            return  # extended meanwhile by a longer route: that reader stores it
+        if kept.stored < 0:
+            kept.stored = stored_figures.position(session, state_name)
+        if last - kept.stored < stored_figures.STORE_LAG:
+            return
+        rows = [
+            (e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count)
+            + (e.target_id, e.pk)
+            for e in light
+        ]
+        value = (rows, kept.start, kept.fed, kept.last_id, kept.state)
+        if stored_figures.store(session, state_name, last, value):
+            kept.stored = last
 
 
 def _session_timelines(session: Session) -> list[_KeptTimeline]:
