@@ -831,8 +831,12 @@ def _store_figures(session: Session) -> None:
     opening = opening_compaction(session)
     if opening is not None:
         compaction_detail(session, *opening)
-    # The Timeline tab opens on the default route too: its kept turns are stored.
-    _timeline_figures(session, default_leaf_id(session))
+    # The Timeline tab opens on the default route too: its kept turns are stored, when
+    # the route's window is small enough to hold parsed (see STORED_TIMELINE_CHARS).
+    leaf = default_leaf_id(session)
+    light = light_path(session, leaf)
+    if _timeline_storable(session, light[timeline_window(len(light)) :]):
+        _timeline_figures(session, leaf)
 
 
 def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
@@ -2808,6 +2812,33 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     }
 
 
+# The most characters of JSON a route's window may hold for its kept turns to be stored.
+# The turns hold every entry of the window parsed (the running estimate needs them to go
+# on), about twelve times the lines' size in memory, and their stored row is the pickle of
+# that: a 50,000-entry session's 984-entry route is 2 M characters; a big file's route of
+# multi-MB tool results would make the import hold, and write, hundreds of MB (the import
+# must stay within a quarter of the file's size). Above it, a reader builds the turns.
+STORED_TIMELINE_CHARS = 4_000_000
+
+
+def _timeline_storable(session: Session, window: Sequence[LightEntry]) -> bool:
+    """Whether the kept turns of ``window`` are small enough to store (one sum over the
+    window's rows; no line is read into Python)."""
+    from django.db.models import Sum
+    from django.db.models.functions import Length
+
+    pks = [e.pk for e in window]
+    if not pks or 0 in pks:
+        return False
+    chars = 0
+    for k in range(0, len(pks), 900):
+        part = Entry.objects.filter(session=session, pk__in=pks[k : k + 900])
+        chars += part.aggregate(n=Sum(Length("raw")))["n"] or 0
+        if chars > STORED_TIMELINE_CHARS:
+            return False
+    return True
+
+
 def _adopt_stored_timeline(session: Session, variant: str) -> None:
     """Take the stored kept turns (and their route) into this process when it keeps none
     for the session: :func:`_timeline_state` then extends them like its own, and the
@@ -2848,6 +2879,9 @@ def _store_timeline(
         if kept.stored < 0:
             kept.stored = stored_figures.position(session, state_name)
         if last - kept.stored < stored_figures.STORE_LAG:
+            return
+        if not _timeline_storable(session, light[kept.start :]):
+            kept.stored = last  # asked again after the next STORE_LAG positions
             return
         rows = [
             (e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count)

@@ -111,6 +111,35 @@ def test_a_session_under_the_bound_stores_no_timeline(make_session, monkeypatch)
     assert not StoredFigure.objects.filter(session=session).exists()
 
 
+def test_a_route_too_big_to_hold_parsed_stores_no_timeline(make_session, store_small, monkeypatch):
+    """The stored turns hold the window's entries parsed: a route of more JSON than
+    STORED_TIMELINE_CHARS is neither stored by the import nor by a reader of its tip, and
+    its figures are the rows' all the same."""
+    monkeypatch.setattr(queries, "STORED_TIMELINE_CHARS", 1000)  # 12 replies: 4,000+
+    big = make_session(crafted.session_bytes(crafted.header("0195-too-big"), _replies(12)))
+    assert _stored_upto(big) == -1
+    for k in range(3):
+        _append_reply(big, f"more {k}", _tip(big))
+    _cold_worker()
+    tip = _tip(big)
+    figures = queries.timeline_figures(big, tip)
+    assert _stored_upto(big) == -1  # three positions behind, and still too big
+    assert figures == _slow(big, tip) and figures["turns"] == 15
+    monkeypatch.setattr(queries, "STORED_TIMELINE_CHARS", 10**9)
+    assert (
+        _stored_upto(make_session(crafted.session_bytes(crafted.header("0195-ok"), _replies(12))))
+        >= 0
+    )
+
+
+def _replies(n: int) -> list[dict]:
+    entries, parent = [], None
+    for k in range(n):
+        entries.append(_reply(f"r{k:03d}", parent, k))
+        parent = entries[-1]["id"]
+    return entries
+
+
 def test_after_appends_the_stored_turns_are_extended_and_stored_again(
     make_session, store_small, monkeypatch
 ):
