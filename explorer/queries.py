@@ -1977,8 +1977,8 @@ def _compaction_detail(
 # Comparing two routes
 
 ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
-# Lines of the projection difference listed (the last ones, nearest the two leaves); the
-# counts cover every line. Unbounded, the list grew with the live ranges (630 lines on the
+# Lines of the projection difference listed (the newest of each side, in turn:
+# ``analysis.compare.listed_lines``); the counts cover every line. Unbounded, the list grew with the live ranges (630 lines on the
 # benchmark's big session), and the page weighed and cost three times a small session's.
 DIFF_SHOWN = 150
 
@@ -2009,7 +2009,7 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-2"
+_COMPARED_PAIR = "compared-pair-3"
 
 
 def _compared_pair(session: Session, a: str, b: str) -> dict[str, Any]:
@@ -2028,6 +2028,7 @@ def _compare_pair(
     from explorer.analysis.compare import (
         collapse_shared,
         common_ancestor_index,
+        listed_lines,
         projection_diff,
         route_stats,
     )
@@ -2070,8 +2071,8 @@ def _compare_pair(
         # without its rows: building both routes' summaries was half a cold Compare.
         "projected_a": projected_estimate(pa),
         "projected_b": projected_estimate(pb),
-        "diff": lines[-DIFF_SHOWN:],
-        "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # earlier lines not listed
+        "diff": listed_lines(lines, DIFF_SHOWN),
+        "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
     }
 

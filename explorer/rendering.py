@@ -309,11 +309,13 @@ def projection_diff(diff: list[dict[str, Any]]) -> SafeString:
     engine cost more than comparing the routes."""
     out = []
     for d in diff:
+        # A line's number in the whole difference, when not every line is listed.
+        value = f' value="{int(d["n"])}"' if "n" in d else ""
         if d["side"] == "both":
             count = d["count"]
             last = f' … <span class="mono ids">{escape(d["last_id"])}</span>' if count > 1 else ""
             out.append(
-                f'<li class="pd-both muted"><span class="side">A+B</span> {escape(count)} '
+                f'<li class="pd-both muted"{value}><span class="side">A+B</span> {escape(count)} '
                 f'shared message{"" if count == 1 else "s"} (<span class="mono ids">'
                 f"{escape(d['first_id'])}</span>{last}), {escape(d['tokens'])} tok, "
                 "counted once</li>"
@@ -321,7 +323,7 @@ def projection_diff(diff: list[dict[str, Any]]) -> SafeString:
         else:
             side = escape(d["side"])
             out.append(
-                f'<li class="pd-{side}"><span class="side">{escape(str(d["side"]).upper())}'
+                f'<li class="pd-{side}"{value}><span class="side">{escape(str(d["side"]).upper())}'
                 f'</span> <span class="mono ids">{escape(d["source_id"])}</span> '
                 f'<span class="pill pill-{escape(d["role"])}">{escape(d["role"])}</span> '
                 f'{escape(d["text"])} <span class="muted">{escape(d["tokens"])} tok</span></li>'

@@ -140,6 +140,28 @@ def collapse_shared(rows: Sequence[ProjectionDiffRow]) -> list[dict[str, Any]]:
     return out
 
 
+def listed_lines(lines: Sequence[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most ``limit`` of the collapsed difference's ``lines`` to list, in their order, each
+    with its 1-based line number ``n``: the newest lines of each side in turn (A only, B only,
+    shared runs), so a long run of one side's messages cannot push the other side off the
+    page (the last lines alone listed none of A's when B's 200 came after them)."""
+    if len(lines) <= limit:
+        return [{**line, "n": i + 1} for i, line in enumerate(lines)]
+    by_side: dict[str, list[int]] = {"a": [], "b": [], "both": []}
+    for i, line in enumerate(lines):
+        by_side[line["side"]].append(i)
+    kept: set[int] = set()
+    while len(kept) < limit:
+        took = False
+        for side in ("a", "b", "both"):
+            if by_side[side] and len(kept) < limit:
+                kept.add(by_side[side].pop())
+                took = True
+        if not took:
+            break
+    return [{**lines[i], "n": i + 1} for i in sorted(kept)]
+
+
 def off_route_cost(
     entry_ids: Iterable[str], route_ids: Iterable[str], costs: Mapping[str, float]
 ) -> float:

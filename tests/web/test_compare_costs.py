@@ -115,26 +115,36 @@ def test_projection_difference_is_aligned_and_counts_shared_messages_once(viewer
     assert result["same"] is False
 
 
-def test_the_difference_lists_its_last_lines_and_counts_every_line(
+def test_the_difference_lists_each_sides_newest_lines_and_counts_every_line(
     viewer_client, tree, monkeypatch
 ):
-    """Only the last ``DIFF_SHOWN`` lines are listed, page and JSON alike, and the page
-    says how many came before; the counts still cover every line."""
+    """At most ``DIFF_SHOWN`` lines are listed, page and JSON alike: the newest of each side
+    in turn, numbered as in the whole difference, so one side's long run cannot hide the
+    other's; the page says how many are not listed; the counts still cover every line."""
     from explorer import queries
 
     monkeypatch.setattr(queries, "DIFF_SHOWN", 2)
     result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
     assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2}
-    assert [d["source_id"] for d in result["diff"]] == ["u4", "a4"]
+    # The whole: 1 shared run, 2 u3, 3 a3, 4 u4, 5 a4; B's lines come after A's.
+    assert [(d["n"], d["source_id"]) for d in result["diff"]] == [(3, "a3"), (5, "a4")]
     assert result["diff_hidden"] == 3
     url = reverse("explorer:compare", args=[tree.pk])
     page = viewer_client.get(url, {"a": "a3", "b": "a4"}).content.decode()
-    assert 'id="diff-hidden">3 earlier lines of the difference not listed' in page
+    assert 'id="diff-hidden">3 lines of the difference not listed' in page
     context_url = reverse("explorer:context", args=[tree.pk])
     assert f'href="{context_url}?leaf=a3">Raw vs projected of A' in page  # the whole of each
     assert f'href="{context_url}?leaf=a4">of B' in page
     listed = page.split('<ol class="pdiff small">', 1)[1].split("</ol>", 1)[0]
-    assert listed.count("<li ") == 2 and "u4" in listed and "u3" not in listed
+    assert listed.count("<li ") == 2 and "u4" not in listed and "u3" not in listed
+    assert '<li class="pd-a" value="3">' in listed and '<li class="pd-b" value="5">' in listed
+    monkeypatch.setattr(queries, "DIFF_SHOWN", 4)
+    queries.forget_reads()
+    from django.core.cache import cache
+
+    cache.clear()
+    four = _compare(viewer_client, tree, a="a3", b="a4")["result"]["diff"]
+    assert [d["n"] for d in four] == [1, 2, 3, 5]  # in turn: A, B, the shared run, A
     monkeypatch.setattr(queries, "DIFF_SHOWN", 5)
     tree.refresh_from_db()
     queries.forget_reads()
@@ -142,7 +152,7 @@ def test_the_difference_lists_its_last_lines_and_counts_every_line(
 
     cache.clear()
     whole = _compare(viewer_client, tree, a="a3", b="a4")["result"]
-    assert whole["diff_hidden"] == 0 and whole["diff"][-2:] == result["diff"]
+    assert whole["diff_hidden"] == 0 and [d["n"] for d in whole["diff"]] == [1, 2, 3, 4, 5]
     page = viewer_client.get(url, {"a": "a3", "b": "a4"}).content.decode()
     assert 'id="diff-hidden"' not in page
 
