@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pickle
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,19 +264,7 @@ class TreeFindings:
         if not all(isinstance(e.get("id"), str) for e in entries):
             return False
         batch = {e["id"] for e in entries}
-        stored = _present(self.index, batch)
-        seen: set[str] = set()
-        for e in entries:
-            eid = e["id"]
-            if eid in stored or eid in seen or eid in self.awaited:
-                return False
-            parent = e.get("parentId")
-            if parent == eid:
-                return False
-            if jsonfmt.hashable(parent) and parent in batch and parent not in seen:
-                return False  # a parent appended after its child: cycles need the full walk
-            seen.add(eid)
-        return True
+        return _arrive_plainly(entries, batch, _present(self.index, batch), self.awaited)
 
     def _route_above(self, parent: Any, new: dict[str, dict[str, Any]]) -> list[int]:
         """Indexes of the stored stubs from ``parent`` up to its root, as the parent links
@@ -345,17 +333,8 @@ class TreeReport:
         if not all(type(n) is str for n in named):
             return None
         found = stored(batch | named)
-        seen: set[str] = set()
-        for e in entries:
-            eid = e["id"]
-            if eid in found or eid in seen or eid in self.awaited:
-                return None
-            parent = e.get("parentId")
-            if parent == eid:
-                return None
-            if jsonfmt.hashable(parent) and parent in batch and parent not in seen:
-                return None
-            seen.add(eid)
+        if not _arrive_plainly(entries, batch, found, self.awaited):
+            return None
         # The stored entries the new ones name, in file order, as the findings' stubs are.
         old = sorted((found[n] for n in named if n in found), key=lambda t: t[0])
         subset = [stub for _at, stub, _line in old] + list(entries)
@@ -679,3 +658,24 @@ def unmatched_tool_results(
             if (a is None or cid not in calls[a]) and len(out) < room:
                 out.append({"id": rid, "line": line, "detail": f"no assistant call {cid} above it"})
     return out
+
+
+def _arrive_plainly(
+    entries: Sequence[dict], batch: set[str], stored: Container[str], awaited: Container[str]
+) -> bool:
+    """Whether appended ``entries`` (ids ``batch``) change no earlier finding: no id already
+    stored, repeated or awaited by an earlier dangling parent, no entry its own parent, and
+    no parent appended after its child (cycles need the full walk). Both incremental checks
+    (the findings' copy and the stored report) extend only past such a batch."""
+    seen: set[str] = set()
+    for e in entries:
+        eid = e["id"]
+        if eid in stored or eid in seen or eid in awaited:
+            return False
+        parent = e.get("parentId")
+        if parent == eid:
+            return False
+        if jsonfmt.hashable(parent) and parent in batch and parent not in seen:
+            return False
+        seen.add(eid)
+    return True
