@@ -24,6 +24,7 @@ from sessions_site.env import (
     redis_url_db,
     redis_url_with_db,
 )
+from sessions_site.fingerprint import code_fingerprint
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("SESSIONS_VAR_DIR", str(BASE_DIR / "var")))
@@ -221,6 +222,9 @@ else:
 # under the var directory (shared by every daphne process on the machine). The test suite
 # switches to a per-process memory cache (tests/conftest.py).
 SESSIONS_CACHE = envstr("SESSIONS_CACHE", "redis" if REDIS_URL else "file")
+# Cached values are named by the code that made them too (sessions_site/fingerprint.py): an
+# upgrade never shows what the old code computed for a session that has not changed since.
+CODE_FINGERPRINT = code_fingerprint(BASE_DIR)
 # Every value the app caches has a lifetime of at most a day; on Redis no key may outlive
 # SESSIONS_CACHE_MAX_SECONDS, so the cache is bounded by what is rendered in that window
 # (a hard memory bound is Redis's maxmemory, docs/deploy.md).
@@ -237,7 +241,7 @@ if SESSIONS_CACHE == "redis":
         "default": {
             "BACKEND": "sessions_site.cache.BoundedRedisCache",
             "LOCATION": REDIS_CACHE_URL,
-            "KEY_PREFIX": f"{REDIS_PREFIX}:cache",
+            "KEY_PREFIX": f"{REDIS_PREFIX}:cache:{CODE_FINGERPRINT}",
             "OPTIONS": {
                 "MAX_TIMEOUT": SESSIONS_CACHE_MAX_SECONDS,
                 # A cache that cannot answer quickly is worse than none.
@@ -251,6 +255,7 @@ elif SESSIONS_CACHE == "file":
         "default": {
             "BACKEND": "sessions_site.cache.QuickFileCache",
             "LOCATION": str(VAR_DIR / "cache"),
+            "KEY_PREFIX": CODE_FINGERPRINT,
             "OPTIONS": {"MAX_ENTRIES": 2000},
         }
     }
