@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sessions_site.env import redis_url_db, redis_url_with_db
+from sessions_site.fingerprint import code_fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,8 @@ def test_a_separate_cache_server_and_prefix_can_be_chosen():
         }
     )
     assert out["caches"]["default"]["LOCATION"] == "redis://127.0.0.1:2/0"
-    assert out["caches"]["default"]["KEY_PREFIX"] == "site-b:cache"
+    # Named by the running code too (sessions_site/fingerprint.py).
+    assert out["caches"]["default"]["KEY_PREFIX"] == f"site-b:cache:{code_fingerprint(ROOT)}"
     assert out["caches"]["default"]["OPTIONS"]["MAX_TIMEOUT"] == 600
     assert out["channel_layers"]["default"]["CONFIG"]["prefix"] == "site-b:asgi"
 
