@@ -1978,8 +1978,9 @@ def _compaction_detail(
 
 ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover them all
 # Lines of the projection difference listed (the newest of each side, in turn:
-# ``analysis.compare.listed_lines``); the counts cover every line. Unbounded, the list grew with the live ranges (630 lines on the
-# benchmark's big session), and the page weighed and cost three times a small session's.
+# ``analysis.compare.listed_lines``); the counts cover every line. Unbounded, the list grew
+# with the live ranges (630 lines on the benchmark's big session), and the page weighed and
+# cost three times a small session's.
 DIFF_SHOWN = 150
 
 
@@ -2134,8 +2135,7 @@ def _text_matches(
     small = scan or (session is not None and session.entry_count <= SEARCH_SCAN_ENTRIES)
     # The trigram index serves only three characters or more; a shorter query of multi-byte
     # characters ("日本", an emoji) it answers with nothing at all rather than a scan.
-    indexed = len(query) >= 3 and not any(c in query for c in "%_\\")
-    if connection.vendor == "sqlite" and indexed and not small:
+    if connection.vendor == "sqlite" and _index_serves(query) and not small:
         sql = "SELECT rowid FROM explorer_entrytext_fts WHERE text LIKE %s"
         params: list[Any] = [f"%{query}%"]
         span = _text_id_span(session) if session is not None else None
@@ -2156,6 +2156,12 @@ def _text_matches(
         ilike = RawSQL(f"{column} ILIKE %s", [f"%{escaped}%"], output_field=models.BooleanField())
         return qs.filter(ilike)
     return qs.filter(text__icontains=query)
+
+
+def _index_serves(visible: str) -> bool:
+    """Whether SQLite's trigram index answers ``LIKE`` for this (visible) query: three
+    characters or more, without LIKE's own wildcards."""
+    return len(visible) >= 3 and not any(c in visible for c in "%_\\")
 
 
 def _text_id_span(session: Session | None) -> tuple[int, int]:
@@ -2193,7 +2199,7 @@ def search_entries(
 
     ``exact=False`` (the session page): when counting would mean matching every hit of a
     big session afresh, only this page's hits are found and ``total`` is None when there
-    are more; the page asks for the count afterwards (:func:`search_count`)."""
+    are more; the page asks the count view for it afterwards (``exact=True``)."""
     if session is not None:
         return _session_search(query, session, entry_type, offset, limit, exact)
     qs = _text_matches(query, session)
@@ -2218,12 +2224,6 @@ def search_entries(
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
     }
-
-
-def search_count(query: str, session: Session, entry_type: str = "") -> int:
-    """How many hits ``query`` has in ``session``: the length of its kept hit list, which
-    this computes (and keeps) when no request has yet."""
-    return len(session_hit_ids(query, session, entry_type))
 
 
 def _session_search(
@@ -2287,8 +2287,7 @@ def _first_hit_ids(query: str, session: Session, entry_type: str, n: int) -> lis
     session's rows, which asks the index once per row (seconds). Elsewhere the database
     walks the session's rows by position and stops at the ``n``-th match."""
     visible = jsonfmt.visible(query)
-    indexed = len(visible) >= 3 and not any(c in visible for c in "%_\\")
-    if connection.vendor == "sqlite" and indexed:
+    if connection.vendor == "sqlite" and _index_serves(visible):
         lo, hi = _text_id_span(session)
         table = EntryText._meta.db_table
         sql = (
