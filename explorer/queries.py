@@ -68,6 +68,15 @@ class LightEntry:
     target_id: str
     pk: int = 0
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its fields in order. A slotted dataclass's own state walks its field
+        # list per object: 9 ms for the 2,000 rows of two routes' kept figures each write.
+        return (
+            LightEntry,
+            (self.entry_id, self.parent_id, self.type, self.role, self.position, self.size,
+             self.child_count, self.target_id, self.pk),
+        )  # fmt: skip
+
 
 _LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id, id"
 
@@ -837,6 +846,9 @@ def _store_figures(session: Session) -> None:
     light = light_path(session, leaf)
     if _timeline_storable(session, light[timeline_window(len(light)) :]):
         _timeline_figures(session, leaf)
+    # The Compare tab opens with the default leaf as A: its route's part of every pair.
+    if leaf:
+        route_figure_set(session, leaf)
 
 
 def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
@@ -1795,12 +1807,17 @@ def entry_costs(session: Session) -> dict[str, float]:
     )
 
 
-def abandoned_cost(session: Session, cursor: str | None) -> float:
-    """Cost of every entry on no route to ``cursor``: all abandoned branches together."""
+def abandoned_cost(
+    session: Session, cursor: str | None, route: Sequence[str] | None = None
+) -> float:
+    """Cost of every entry on no route to ``cursor``: all abandoned branches together.
+    ``route``: the cursor's route (root first), when the caller has it already."""
     from explorer.analysis.compare import off_route_cost
 
     costs = entry_costs(session)
-    return off_route_cost(costs, [e.entry_id for e in light_path(session, cursor)], costs)
+    if route is None:
+        route = [e.entry_id for e in light_path(session, cursor)]
+    return off_route_cost(costs, route, costs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1987,15 +2004,26 @@ DIFF_SHOWN = 150
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
     """Two routes from their common ancestor with every figure the Compare page shows.
 
-    The page, its partial and its JSON all read this. What depends only on the two entries
-    (their routes, the routes' figures, the projection difference) is kept across appends
-    (:func:`kept_below`: an entry's route never changes); what depends on the reader's
-    cursor or on the whole session (the costs off the cursor's route) per session version."""
+    The page, its partial and its JSON all read this. What depends only on one entry's
+    route (its figures, the messages its context holds, its newest entries) is kept per
+    entry (:func:`route_figure_set`: a route never changes), so a pair is worked out from
+    two kept routes; the pair itself is kept across appends too. What depends on the
+    reader's cursor or on the whole session (the costs off the cursor's route) is worked
+    out per session version."""
     return cached(
         session,
         f"compare:{a}:{b}:{cursor or ''}",
-        lambda: {**_compared_pair(session, a, b), **_compare_costs(session, a, b, cursor)},
+        lambda: _compare_routes(session, a, b, cursor),
     )
+
+
+def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    fa, fb = route_figure_set(session, a), route_figure_set(session, b)
+    pair = _through_cache(
+        _upto_key(session, mask_key(session), f"{_COMPARED_PAIR}|{b}", a),
+        lambda: _compare_pair(session, a, b, fa, fb),
+    )
+    return {**pair, **_compare_costs(session, a, b, cursor, fa, fb)}
 
 
 def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict[str, str]]:
@@ -2010,49 +2038,119 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-3"
+_COMPARED_PAIR = "compared-pair-4"
+# The kept route figures' name; likewise.
+_ROUTE_FIGURES = "route-figures-1"
 
 
-def _compared_pair(session: Session, a: str, b: str) -> dict[str, Any]:
-    la, lb = light_path(session, a), light_path(session, b)
-    build = lambda: _compare_pair(session, a, b, la, lb)  # noqa: E731
-    if la and lb and la[-1].entry_id == a and lb[-1].entry_id == b:
-        return kept_below(session, f"{_COMPARED_PAIR}|{b}", a, build)
-    return cached(session, f"{_COMPARED_PAIR}:{a}:{b}", build)  # an id not stored (yet)
+@dataclass
+class RouteFigureSet:
+    """What a comparison needs of one entry's route, kept per entry (:func:`kept_below`).
+
+    Comparing two leaves used to parse both routes after their common ancestor and both
+    live ranges: on a big session 1,400 lines and 600 projected messages for a first pair,
+    which grew with the routes. Everything a pair shows is a tail of a route or a route's
+    context, so each route's part is worked out once, whatever it is compared with, and
+    the import stores the default leaf's (the route the Compare tab opens on)."""
+
+    route: list[LightEntry]  # root → entry
+    figures: Any  # analysis.compare.RouteFigures
+    projected: list[Any]  # analysis.compare.ProjectedRow of each message of its context
+    estimate: int  # the engine's estimate of that context
+    newest: list[dict[str, str]]  # :func:`_route_rows` of the route's last ROUTE_SHOWN
+
+
+def route_figure_set(session: Session, entry_id: str) -> RouteFigureSet:
+    """The :class:`RouteFigureSet` of the route to ``entry_id``: kept per entry (and stored
+    with a big session) when the entry is stored, else worked out (an id no entry has: an
+    empty route). A kept route joins this process's known routes, so the walks that follow
+    (the cursor's route) start from it."""
+    if not entry_exists(session, entry_id):
+        return _route_figure_set(session, light_path(session, entry_id))
+    found = kept_below(
+        session,
+        _ROUTE_FIGURES,
+        entry_id,
+        lambda: _route_figure_set(session, light_path(session, entry_id)),
+    )
+    if found.route and found.route[-1].entry_id == entry_id:
+        _remember_route(_session_routes(session), found.route)
+    return found
+
+
+def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFigureSet:
+    from explorer.analysis.compare import RouteFigures, projected_rows, spend_of
+    from explorer.analysis.projection import projected_estimate
+    from explorer.files import COSTED_TYPES
+    from explorer.session.context import projection_from_path
+
+    light = list(light)
+    live, _ = context_light(session, light)
+    newest = light[-ROUTE_SHOWN:]
+    # Only assistant messages and the costed types spend or call tools: the route's other
+    # lines (tool results, user messages: most of its bytes) are read only when its
+    # context or its newest rows hold them. Roles come from the covering skeleton index.
+    spenders = _assistant_positions(session, [e.position for e in light if e.type == "message"])
+    spending = [e for e in light if e.type in COSTED_TYPES or e.position in spenders]
+    wanted = {e.pk: e for e in (*live, *newest, *spending)}
+    if wanted and 0 not in wanted and len({e.entry_id for e in wanted.values()}) == len(wanted):
+        data = _load_by_pk(session, list(wanted.values()))
+    else:  # an id on two rows (or a row without a key): read by id, as the rest of the page
+        data = load_entries(session, [e.entry_id for e in wanted.values()])
+    spend_ids = {e.entry_id for e in spending}
+    spends = [
+        s
+        for i, e in enumerate(light)
+        if e.entry_id in spend_ids and e.entry_id in data
+        if (s := spend_of(i, data[e.entry_id])) is not None
+    ]
+    path = [data[e.entry_id] for e in live if e.entry_id in data]
+    projection = projection_from_path(path)
+    return RouteFigureSet(
+        route=light,
+        figures=RouteFigures(
+            length=len(light),
+            message_at=[i for i, e in enumerate(light) if e.type == "message"],
+            spends=spends,
+        ),
+        projected=projected_rows(path, projection),
+        estimate=projected_estimate(path, projection),
+        newest=_route_rows(newest, data),
+    )
+
+
+def _assistant_positions(session: Session, positions: Sequence[int]) -> set[int]:
+    """Which of ``positions`` hold assistant messages, from the covering skeleton index
+    (the role lies after the raw line in the table: reading it there reads every line)."""
+    found: set[int] = set()
+    for k in range(0, len(positions), 500):
+        found.update(
+            Entry.objects.filter(
+                session=session, position__in=positions[k : k + 500], role="assistant"
+            )
+            .order_by()
+            .values_list("position", flat=True)
+        )
+    return found
 
 
 def _compare_pair(
-    session: Session, a: str, b: str, la: Sequence[LightEntry], lb: Sequence[LightEntry]
+    session: Session, a: str, b: str, fa: RouteFigureSet, fb: RouteFigureSet
 ) -> dict[str, Any]:
     from dataclasses import asdict
 
     from explorer.analysis.compare import (
         collapse_shared,
         common_ancestor_index,
+        diff_rows,
         listed_lines,
-        projection_diff,
-        route_stats,
+        stats_after,
     )
-    from explorer.analysis.projection import projected_estimate
 
-    k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
-    ra, rb = la[k + 1 :], lb[k + 1 :]
-    ca, _ = context_light(session, la)
-    cb, _ = context_light(session, lb)
-    # The routes after the ancestor and both live ranges overlap: each row is read and
-    # parsed once, by primary key (a thousand rows of two long routes were parsed twice).
-    rows = {e.pk: e for e in (*ra, *rb, *ca, *cb)}
-    if rows and 0 not in rows and len({e.entry_id for e in rows.values()}) == len(rows):
-        data = _load_by_pk(session, list(rows.values()))
-        pa = [data[e.entry_id] for e in ca if e.entry_id in data]
-        pb = [data[e.entry_id] for e in cb if e.entry_id in data]
-    else:  # an id on two rows (or a row without a key): each part as it reads alone
-        data = load_entries(session, [e.entry_id for e in ra] + [e.entry_id for e in rb])
-        pa, pb = full_path(session, ca), full_path(session, cb)
-    sa = route_stats([data[e.entry_id] for e in ra if e.entry_id in data])
-    sb = route_stats([data[e.entry_id] for e in rb if e.entry_id in data])
-    diff = projection_diff(pa, pb)
-    ancestor = la[k].entry_id if k >= 0 else None
+    k = common_ancestor_index([e.entry_id for e in fa.route], [e.entry_id for e in fb.route])
+    len_a, len_b = len(fa.route) - k - 1, len(fb.route) - k - 1
+    diff = diff_rows(fa.projected, fb.projected)
+    ancestor = fa.route[k].entry_id if k >= 0 else None
     lines = collapse_shared(diff)
     return {
         "a": a,
@@ -2062,35 +2160,46 @@ def _compare_pair(
         "ancestor_title": entry_title(load_entries(session, [ancestor]).get(ancestor, {}), 100)
         if ancestor
         else "",
-        "route_a": _route_rows(ra, data),
-        "route_b": _route_rows(rb, data),
-        "len_a": len(ra),
-        "len_b": len(rb),
-        "stats_a": asdict(sa),
-        "stats_b": asdict(sb),
+        # The newest ROUTE_SHOWN of each tail: the newest of the route, as far as the tail.
+        "route_a": fa.newest[max(0, len(fa.newest) - len_a) :] if len_a else [],
+        "route_b": fb.newest[max(0, len(fb.newest) - len_b) :] if len_b else [],
+        "len_a": len_a,
+        "len_b": len_b,
+        "stats_a": asdict(stats_after(fa.figures, k)),
+        "stats_b": asdict(stats_after(fb.figures, k)),
         # Raw vs projected's figure (the same live ranges, the same engine estimate),
         # without its rows: building both routes' summaries was half a cold Compare.
-        "projected_a": projected_estimate(pa),
-        "projected_b": projected_estimate(pb),
+        "projected_a": fa.estimate,
+        "projected_b": fb.estimate,
         "diff": listed_lines(lines, DIFF_SHOWN),
         "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
         "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
     }
 
 
-def _compare_costs(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+def _compare_costs(
+    session: Session,
+    a: str,
+    b: str,
+    cursor: str | None,
+    fa: RouteFigureSet,
+    fb: RouteFigureSet,
+) -> dict[str, Any]:
     from explorer.analysis.compare import off_route_cost
 
-    la, lb = light_path(session, a), light_path(session, b)
-    on_cursor = [e.entry_id for e in light_path(session, cursor)]
+    # The cursor's route: one of the two compared (the Compare tab opens with the cursor
+    # as A), else walked from theirs (both joined the known routes).
+    known = next((f.route for f in (fa, fb) if cursor and f.route and f.route[-1].entry_id == cursor), None)  # fmt: skip
+    on_cursor = [e.entry_id for e in (known if known is not None else light_path(session, cursor))]
+    costs = entry_costs(session)
     return {
         "cursor": cursor,
         "a_abandoned": a not in on_cursor,
         "b_abandoned": b not in on_cursor,
         "wasted": off_route_cost(
-            [e.entry_id for e in la] + [e.entry_id for e in lb], on_cursor, entry_costs(session)
+            [e.entry_id for e in fa.route] + [e.entry_id for e in fb.route], on_cursor, costs
         ),
-        "abandoned_total": abandoned_cost(session, cursor),
+        "abandoned_total": abandoned_cost(session, cursor, on_cursor),
     }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -14,7 +16,8 @@ from explorer.session.context import projection_from_path
 from explorer.session.describe import (
     compact_json,
     cost_of,
-    files_touched,
+    file_uses,
+    files_of_uses,
     message_preview,
     tokens_of,
     tool_calls_of,
@@ -45,17 +48,72 @@ class RouteStats:
     files_modified: list[str]
 
 
-def route_stats(entries: Sequence[dict]) -> RouteStats:
-    files = files_touched(entries)
+@dataclass(frozen=True)
+class Spend:
+    """What one entry adds to its route's figures: the spend it records and the tools it
+    called. Only entries that record usage or call tools have one (assistant messages and
+    the costed entry types), so a route's figures can be read without its other lines."""
+
+    index: int  # the entry's place on the route, 0 for the root
+    tokens: float
+    cost: float
+    tool_calls: int
+    files: tuple[tuple[str, str], ...]  # ``describe.file_uses``: (kind, path) in call order
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # Pickled as its fields (kept with every route's figures): quicker than its state.
+        return (Spend, (self.index, self.tokens, self.cost, self.tool_calls, self.files))
+
+
+def spend_of(index: int, entry: dict) -> Spend | None:
+    """The entry's :class:`Spend`, or None when it adds nothing."""
+    calls = len(tool_calls_of(entry))
+    tokens, cost = total_tokens_of(entry), cost_of(entry)
+    if not (calls or tokens or cost):
+        return None
+    return Spend(index, tokens, cost, calls, tuple(file_uses(entry)))
+
+
+@dataclass
+class RouteFigures:
+    """A whole route (root to one entry) as :func:`stats_after` needs it: enough to give
+    the figures of any tail of it, such as the part after a common ancestor, in time that
+    depends on that tail's spends alone. Kept per entry (a route never changes), so a pair
+    of routes compared is two of these, not two tails parsed again."""
+
+    length: int
+    message_at: list[int] = field(default_factory=list)  # route indexes of message entries
+    spends: list[Spend] = field(default_factory=list)  # in route order
+
+
+def stats_after(figures: RouteFigures, k: int) -> RouteStats:
+    """The figures of the route's entries after index ``k`` (-1: the whole route). The
+    sums run over the same values in the same order as over the parsed entries, so they
+    agree to the last bit with adding up every entry of the tail."""
+    spends = figures.spends[bisect_right([s.index for s in figures.spends], k) :]
+    files = files_of_uses(u for s in spends for u in s.files)
     return RouteStats(
-        entries=len(entries),
-        messages=sum(1 for e in entries if e.get("type") == "message"),
-        tokens=sum(total_tokens_of(e) for e in entries),
-        cost=sum(cost_of(e) for e in entries),
-        tool_calls=sum(len(tool_calls_of(e)) for e in entries),
+        entries=max(0, figures.length - k - 1),
+        messages=len(figures.message_at) - bisect_right(figures.message_at, k),
+        tokens=sum((s.tokens for s in spends), 0.0),
+        cost=sum((s.cost for s in spends), 0.0),
+        tool_calls=sum(s.tool_calls for s in spends),
         files_read=files["read"],
         files_modified=files["modified"],
     )
+
+
+def route_figures(entries: Sequence[dict]) -> RouteFigures:
+    """:class:`RouteFigures` of parsed entries in route order."""
+    return RouteFigures(
+        length=len(entries),
+        message_at=[i for i, e in enumerate(entries) if e.get("type") == "message"],
+        spends=[s for i, e in enumerate(entries) if (s := spend_of(i, e)) is not None],
+    )
+
+
+def route_stats(entries: Sequence[dict]) -> RouteStats:
+    return stats_after(route_figures(entries), -1)
 
 
 @dataclass
@@ -68,43 +126,38 @@ class ProjectionDiffRow:
 
 
 def _signature(message: Any) -> bytes:
-    """What tells two messages apart, for matching the routes' contexts. Only equality
+    """What tells two messages apart, for matching the routes' contexts: a digest of the
+    message's JSON (kept per route, so the messages themselves need not be). Only equality
     matters, so orjson's encoding serves (twenty times quicker than the byte-exact encoder
     the files need); what orjson refuses (keys that are not strings, integers beyond 64
-    bits, lone surrogates) takes the exact encoder, which no orjson output can equal."""
+    bits, lone surrogates) takes the exact encoder, marked so no orjson output can equal
+    it."""
     try:
-        return orjson.dumps(message)
+        encoded = orjson.dumps(message)
     except TypeError:
-        return b"\x00" + compact_json(message).encode("utf-8", "surrogatepass")
+        encoded = b"\x00" + compact_json(message).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
-def _projected_messages(path: Sequence[dict]) -> list[tuple[str, str, str, int, str]]:
-    """(source id, role, preview, tokens, signature) per message the model sees, in order."""
+# (source id, role, preview, tokens, signature) of one message the model sees.
+ProjectedRow = tuple[str, str, str, int, bytes]
+
+
+def projected_rows(path: Sequence[dict], projection: Any = None) -> list[ProjectedRow]:
+    """Each message the model sees on ``path`` (its projection, if already made), in order."""
+    if projection is None:
+        projection = projection_from_path(list(path))
     out = []
-    for pe in projection_from_path(list(path)).entries:
+    for pe in projection.entries:
         for m in pe.messages:
             role = m.get("role", "") if isinstance(m, dict) else ""
-            out.append(
-                (
-                    str(pe.source_entry.get("id", "")),
-                    role,
-                    message_preview(m),
-                    tokens_of([m]),
-                    _signature(m),
-                )
-            )
+            source = str(pe.source_entry.get("id", ""))
+            out.append((source, role, message_preview(m), tokens_of([m]), _signature(m)))
     return out
 
 
-def projection_diff(path_a: Sequence[dict], path_b: Sequence[dict]) -> list[ProjectionDiffRow]:
-    """The two model contexts aligned in model order: shared messages once, then what differs.
-
-    A message is shared when the same source entry gives the same message on both sides (an
-    edit or a compaction on one route makes it differ). The alignment is a longest-common-
-    subsequence match, so a message only one route has appears where it sits in that route's
-    context rather than at the end.
-    """
-    ra, rb = _projected_messages(path_a), _projected_messages(path_b)
+def diff_rows(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> list[ProjectionDiffRow]:
+    """Two contexts' :func:`projected_rows` aligned in model order (:func:`projection_diff`)."""
     keys_a = [(r[0], r[4]) for r in ra]
     keys_b = [(r[0], r[4]) for r in rb]
     out: list[ProjectionDiffRow] = []
@@ -116,6 +169,17 @@ def projection_diff(path_a: Sequence[dict], path_b: Sequence[dict]) -> list[Proj
         out.extend(ProjectionDiffRow("a", *r[:4]) for r in ra[i1:i2])
         out.extend(ProjectionDiffRow("b", *r[:4]) for r in rb[j1:j2])
     return out
+
+
+def projection_diff(path_a: Sequence[dict], path_b: Sequence[dict]) -> list[ProjectionDiffRow]:
+    """The two model contexts aligned in model order: shared messages once, then what differs.
+
+    A message is shared when the same source entry gives the same message on both sides (an
+    edit or a compaction on one route makes it differ). The alignment is a longest-common-
+    subsequence match, so a message only one route has appears where it sits in that route's
+    context rather than at the end.
+    """
+    return diff_rows(projected_rows(path_a), projected_rows(path_b))
 
 
 def collapse_shared(rows: Sequence[ProjectionDiffRow]) -> list[dict[str, Any]]:

@@ -183,13 +183,16 @@ def _reusable_rows(reuse: AlignedView | None, path: Sequence[dict]) -> int:
     return n
 
 
-def projected_estimate(path: Sequence[dict]) -> int:
+def projected_estimate(path: Sequence[dict], projection: Any = None) -> int:
     """The engine's estimate of the context ``path`` projects to: :func:`align_projection`'s
     ``projected_tokens`` without aligning and explaining every row, which is what a page that
     shows only the figure (Compare, for two routes at once) needs. It depends on neither the
-    window nor the reserve."""
+    window nor the reserve. ``projection``: the engine's projection of ``path``, when the
+    caller made it already."""
     path = list(path)
-    return _estimate_tokens(estimate_projected_context(projection_from_path(path), path))
+    if projection is None:
+        projection = projection_from_path(path)
+    return _estimate_tokens(estimate_projected_context(projection, path))
 
 
 def _estimate_tokens(est: Any) -> int:

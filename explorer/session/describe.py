@@ -188,18 +188,31 @@ def tool_calls_of(entry: dict) -> list[dict]:
 _FILE_TOOLS = {"read": "read", "write": "modified", "edit": "modified"}
 
 
-def files_touched(entries: Iterable[dict]) -> dict[str, list[str]]:
-    """Files read and modified by tool calls, in first-seen order."""
+def file_uses(entry: dict) -> list[tuple[str, str]]:
+    """("read" | "modified", path) of each file tool call of one entry, in call order."""
+    out = []
+    for call in tool_calls_of(entry):
+        kind = _FILE_TOOLS.get(call.get("name"))  # type: ignore[arg-type]
+        args = call.get("arguments")
+        path = args.get("path") if isinstance(args, dict) else None
+        if kind and isinstance(path, str) and path:
+            out.append((kind, path))
+    return out
+
+
+def files_of_uses(uses: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Files read and modified, in first-seen order, from :func:`file_uses` in route order
+    (a file both read and modified counts as modified)."""
     read: dict[str, None] = {}
     modified: dict[str, None] = {}
-    for e in entries:
-        for call in tool_calls_of(e):
-            kind = _FILE_TOOLS.get(call.get("name"))  # type: ignore[arg-type]
-            args = call.get("arguments")
-            path = args.get("path") if isinstance(args, dict) else None
-            if kind and isinstance(path, str) and path:
-                (read if kind == "read" else modified)[path] = None
+    for kind, path in uses:
+        (read if kind == "read" else modified)[path] = None
     return {"read": [p for p in read if p not in modified], "modified": list(modified)}
+
+
+def files_touched(entries: Iterable[dict]) -> dict[str, list[str]]:
+    """Files read and modified by tool calls, in first-seen order."""
+    return files_of_uses(u for e in entries for u in file_uses(e))
 
 
 def transcript_text(data: dict[str, Any]) -> str:

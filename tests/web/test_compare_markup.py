@@ -119,26 +119,25 @@ def test_the_abandoned_total_is_the_sum_over_every_costed_entry_off_the_route(co
 
 
 @pytest.mark.django_db
-def test_the_routes_read_once_give_what_each_part_read_alone_gives(make_session, monkeypatch):
-    """Compare reads both routes and both live ranges in one pass (``_compare_pair``); an id
-    on two rows takes the old way, each part read alone: the two agree."""
+def test_a_route_read_once_gives_what_reading_it_by_id_gives(make_session, monkeypatch):
+    """A route's figures read its lines in one pass by primary key (``_route_figure_set``);
+    an id on two rows (or a row without a key) takes the way by id: the two agree."""
     session = make_session()
     choices = [c["id"] for c in queries.leaf_choices(session)]
-    a, b = choices[0], choices[-1]
-    la, lb = queries.light_path(session, a), queries.light_path(session, b)
-    once = queries._compare_pair(session, a, b, la, lb)
+    light = queries.light_path(session, choices[-1])
+    once = queries._route_figure_set(session, light)
     reads: list[int] = []
     real = queries._load_by_pk
     monkeypatch.setattr(
         queries, "_load_by_pk", lambda s, light: reads.append(len(light)) or real(s, light)
     )
-    assert queries._compare_pair(session, a, b, la, lb) == once
-    assert len(reads) == 1  # one read of the union
-    # Without keys every part is read alone, as before.
+    assert queries._route_figure_set(session, light) == once
+    assert len(reads) == 1  # one read of what the figures need
+    # Without keys the lines are read by id.
     from dataclasses import replace
 
     reads.clear()
-    alone = queries._compare_pair(
-        session, a, b, [replace(e, pk=0) for e in la], [replace(e, pk=0) for e in lb]
-    )
-    assert alone == once and len(reads) != 1
+    keyless = [replace(e, pk=0) for e in light]
+    alone = queries._route_figure_set(session, keyless)
+    assert reads == [] and alone.figures == once.figures and alone.projected == once.projected
+    assert alone.newest == once.newest and alone.estimate == once.estimate
