@@ -253,7 +253,9 @@ def _clock(timestamp: str, with_date: bool) -> str:
 
 def _x_ticks(points: Sequence[TimelinePoint], x: Any, count: int = 6) -> list[dict[str, Any]]:
     """Up to ``count`` evenly spread turns labelled with their number and clock time (with
-    the date when the route spans several days)."""
+    the date when the route spans several days). A label centred on the chart's last turn
+    would run past the drawing's right edge and be cut off, so the last one of several
+    ends at its tick (``anchor``), as the first begins at its own."""
     if not points:
         return []
     days = {p.timestamp[:10] for p in points if p.timestamp}
@@ -263,6 +265,16 @@ def _x_ticks(points: Sequence[TimelinePoint], x: Any, count: int = 6) -> list[di
             "x": x(points[k].index),
             "turn": points[k].turn,
             "time": _clock(points[k].timestamp, len(days) > 1),
+            "anchor": _tick_anchor(n, len(picks)),
         }
-        for k in picks
+        for n, k in enumerate(picks)
     ]
+
+
+def _tick_anchor(n: int, count: int) -> str:
+    """Where the ``n``-th of ``count`` x labels is anchored: inside the chart at both ends."""
+    if count > 1 and n == count - 1:
+        return "end"
+    if count > 1 and n == 0:
+        return "start"
+    return "middle"

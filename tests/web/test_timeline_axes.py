@@ -65,3 +65,19 @@ def test_a_long_route_keeps_the_chart_the_same_weight():
     assert 140 <= len(ids) <= 150 and chart["dots_shown"] == len(ids)
     assert "e0421" in ids and "e0999" in ids and "e0000" in ids
     assert len(chart["projected"].split()) == 1000
+
+
+def test_the_end_labels_stay_inside_the_chart():
+    """The last label is centred on the chart's right edge no more: it ends at its tick (the
+    drawing cut it off), the first begins at its own, the rest are centred."""
+    ticks = timeline_svg_data(_points([10 * k for k in range(1, 21)]), [], 41)["xticks"]
+    assert [t["anchor"] for t in ticks] == ["start"] + ["middle"] * 4 + ["end"]
+    one = timeline_svg_data(_points([10]), [], 1)["xticks"]
+    assert [t["anchor"] for t in one] == ["middle"]
+
+
+def test_the_page_anchors_the_last_label_at_its_end(viewer_client, make_session):
+    session = make_session()
+    html = viewer_client.get(reverse("explorer:timeline", args=[session.pk])).content.decode()
+    labels = re.findall(r'class="tick xtick" text-anchor="(\w+)">turn', html)
+    assert len(labels) > 1 and labels[-1] == "end" and labels[0] == "start"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -131,6 +133,8 @@ def test_it_finds_tool_results_without_calls_on_request(viewer_client, broken):
     assert ">t1<" not in html  # answered results are fine
     full = viewer_client.get(url, {"section": "tools"}).content.decode()
     assert "call_missing" in full and "<html" in full
+    # Findings keep their section open; the structural ones too.
+    assert '<details class="integrity-section" id="tool-results" open>' in html
 
 
 def test_a_clean_session_has_no_findings(viewer_client, make_session):
@@ -139,3 +143,13 @@ def test_a_clean_session_has_no_findings(viewer_client, make_session):
         reverse("explorer:integrity", args=[s.pk]), {"section": "tools"}
     ).content.decode()
     assert "no problems found" in html
+    # Nothing to show: every section is folded, the tool results' too (it opened empty).
+    assert re.findall(r'<details class="integrity-section"[^>]*>', html)
+    assert not re.findall(r'<details class="integrity-section"[^>]*\bopen\b', html)
+
+
+def test_the_tool_results_section_is_open_while_it_is_checked(viewer_client, make_session):
+    s = make_session()
+    html = viewer_client.get(reverse("explorer:integrity", args=[s.pk])).content.decode()
+    assert '<details class="integrity-section" id="tool-results" open>' in html
+    assert "Checking every tool result" in html
