@@ -846,8 +846,11 @@ def _store_figures(session: Session) -> None:
     light = light_path(session, leaf)
     if _timeline_storable(session, light[timeline_window(len(light)) :]):
         _timeline_figures(session, leaf)
-    # The Compare tab opens with the default leaf as A: its route's part of every pair.
-    if leaf:
+    # The Compare tab opens with the default leaf as A: its route's part of every pair,
+    # when its live range is small enough to hold parsed in the import (the rest of what
+    # it reads is read a part at a time).
+    live = context_light(session, light)[0] if leaf else []
+    if leaf and sum(_line_sizes(live).values()) <= STORED_ROUTE_LIVE_BYTES:
         route_figure_set(session, leaf)
 
 
@@ -2078,8 +2081,18 @@ def route_figure_set(session: Session, entry_id: str) -> RouteFigureSet:
     return found
 
 
+# The largest live range (bytes of its lines) whose route figures the import stores: they
+# are worked out from the range parsed whole, about ten times its lines in memory, like the
+# timeline's window (STORED_TIMELINE_CHARS).
+STORED_ROUTE_LIVE_BYTES = 4_000_000
+# Bytes of lines a route's figures read at a time beyond its live range (whose projection
+# needs it whole): a long route of a big session holds thousands of assistant messages, and
+# its newest rows can be multi-MB tool results.
+PARSE_PART_BYTES = 4_000_000
+
+
 def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFigureSet:
-    from explorer.analysis.compare import RouteFigures, projected_rows, spend_of
+    from explorer.analysis.compare import RouteFigures, Spend, projected_rows, spend_of
     from explorer.analysis.projection import projected_estimate
     from explorer.files import COSTED_TYPES
     from explorer.session.context import projection_from_path
@@ -2093,30 +2106,87 @@ def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFig
     spenders = _assistant_positions(session, [e.position for e in light if e.type == "message"])
     spending = [e for e in light if e.type in COSTED_TYPES or e.position in spenders]
     wanted = {e.pk: e for e in (*live, *newest, *spending)}
-    if wanted and 0 not in wanted and len({e.entry_id for e in wanted.values()}) == len(wanted):
-        data = _load_by_pk(session, list(wanted.values()))
-    else:  # an id on two rows (or a row without a key): read by id, as the rest of the page
-        data = load_entries(session, [e.entry_id for e in wanted.values()])
-    spend_ids = {e.entry_id for e in spending}
-    spends = [
-        s
-        for i, e in enumerate(light)
-        if e.entry_id in spend_ids and e.entry_id in data
-        if (s := spend_of(i, data[e.entry_id])) is not None
-    ]
+    # By primary key unless an id is on two rows (or a row has no key): then by id, as the
+    # rest of the page reads them.
+    by_pk = bool(wanted) and 0 not in wanted
+    by_pk = by_pk and len({e.entry_id for e in wanted.values()}) == len(wanted)
+
+    def read(rows: Sequence[LightEntry]) -> dict[str, dict]:
+        if not rows:
+            return {}
+        if by_pk:
+            return _load_by_pk(session, rows)
+        return load_entries(session, [e.entry_id for e in rows])
+
+    # The live range is read whole (its projection needs every message of it); the rest a
+    # part at a time, keeping only what the figures need of each line.
+    data = read(list({e.pk: e for e in live}.values()))
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_from_path(path)
+    spend_ids = {e.entry_id for e in spending}
+    at = {e.entry_id: [] for e in spending}
+    for i, e in enumerate(light):
+        if e.entry_id in spend_ids:
+            at[e.entry_id].append(i)
+    found: dict[int, Spend] = {}
+
+    def count(eid: str, entry: dict) -> None:
+        for i in at.get(eid, ()):
+            if (spend := spend_of(i, entry)) is not None:
+                found[i] = spend
+
+    for eid in spend_ids & data.keys():
+        count(eid, data[eid])
+    outside = [e for e in spending if e.entry_id not in data]
+    sizes = _line_sizes([*outside, *newest])
+    for part in _parts_by_size(outside, sizes):
+        for eid, entry in read(part).items():
+            count(eid, entry)
+    rows: list[dict[str, str]] = []
+    for part in _parts_by_size(newest, sizes):
+        known = {e.entry_id: data[e.entry_id] for e in part if e.entry_id in data}
+        rows += _route_rows(part, {**known, **read([e for e in part if e.entry_id not in known])})
     return RouteFigureSet(
         route=light,
         figures=RouteFigures(
             length=len(light),
             message_at=[i for i, e in enumerate(light) if e.type == "message"],
-            spends=spends,
+            spends=[found[i] for i in sorted(found)],
         ),
         projected=projected_rows(path, projection),
         estimate=projected_estimate(path, projection),
-        newest=_route_rows(newest, data),
+        newest=rows,
     )
+
+
+def _parts_by_size(
+    rows: Sequence[LightEntry], sizes: dict[int, int], budget: int | None = None
+) -> Iterator[list[LightEntry]]:
+    """``rows`` in order, cut into runs of at most ``budget`` (:data:`PARSE_PART_BYTES`)
+    bytes of lines by ``sizes`` (primary key → bytes; a longer line is a run of its own)."""
+    budget = PARSE_PART_BYTES if budget is None else budget
+    part: list[LightEntry] = []
+    size = 0
+    for e in rows:
+        n = sizes.get(e.pk, 0)
+        if part and size + n > budget:
+            yield part
+            part, size = [], 0
+        part.append(e)
+        size += n
+    if part:
+        yield part
+
+
+def _line_sizes(rows: Sequence[LightEntry]) -> dict[int, int]:
+    """Bytes of each row's line, by primary key (a route's walk leaves sizes empty). The
+    size is stored after the line, so SQLite steps over a long line's pages to reach it,
+    but no line is read into Python."""
+    pks = [e.pk for e in rows if e.pk]
+    out: dict[int, int] = {}
+    for k in range(0, len(pks), 500):
+        out.update(Entry.objects.filter(pk__in=pks[k : k + 500]).values_list("pk", "size"))
+    return out
 
 
 def _assistant_positions(session: Session, positions: Sequence[int]) -> set[int]:

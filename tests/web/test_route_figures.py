@@ -90,7 +90,11 @@ def _edited(session, leaf: str) -> str:
     return replaced.entry.entry_id
 
 
-def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched):
+@pytest.mark.parametrize("part_bytes", [queries.PARSE_PART_BYTES, 1, 3000])
+def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched, part_bytes, monkeypatch):
+    """Whatever size of part the lines outside the live range are read in (one line at a
+    time, a few, or all of them), the pair is the same."""
+    monkeypatch.setattr(queries, "PARSE_PART_BYTES", part_bytes)
     leaves = [c["id"] for c in queries.leaf_choices(branched)]
     assert len(leaves) >= 6
     edited = _edited(branched, leaves[1])
@@ -160,3 +164,53 @@ def test_the_import_stores_the_default_leaf_s_figures(make_session, tmp_path, mo
         for k, v in _reference(session, a, b).items()
         if k in ("stats_a", "stats_b", "diff", "route_a")
     }
+
+
+def test_parts_keep_the_order_and_stay_within_the_budget():
+    sizes = dict(enumerate([5, 5, 20, 1, 1, 1, 9], 1))
+    rows = [queries.LightEntry(f"e{i}", None, "message", "", i, 0, 0, "", i + 1) for i in range(7)]
+    parts = list(queries._parts_by_size(rows, sizes, 10))
+    assert [e for p in parts for e in p] == rows
+    assert [[sizes[e.pk] for e in p] for p in parts] == [[5, 5], [20], [1, 1, 1], [9]]
+    assert list(queries._parts_by_size([], sizes, 10)) == []
+
+
+def test_line_sizes_are_the_stored_bytes_of_each_line(branched):
+    light = queries.light_path(branched, queries.default_leaf_id(branched))
+    sizes = queries._line_sizes(light)
+    raw = dict(queries.Entry.objects.filter(pk__in=[e.pk for e in light]).values_list("pk", "raw"))
+    assert sizes == {pk: len(line.encode()) for pk, line in raw.items()} and len(sizes) == len(
+        light
+    )
+
+
+def test_a_live_range_too_big_to_hold_parsed_is_not_stored_at_import(
+    make_session, tmp_path, monkeypatch
+):
+    """The import bounds its memory: the default leaf's figures are stored only when its
+    live range is small enough to parse whole; the first Compare then builds both routes,
+    with the same answer."""
+    from django.core.cache import cache
+
+    from explorer import shared_copies
+
+    monkeypatch.setattr(queries, "STORED_ROUTE_LIVE_BYTES", 0)
+    n = stored_figures.STORE_FROM + 300
+    path = generate_session(tmp_path / "big.jsonl", entries=n, branch_points=20, seed=3)
+    session = make_session(path.read_bytes())
+    leaves = [c["id"] for c in queries.leaf_choices(session)]
+    a, b = queries.default_leaf_id(session), leaves[len(leaves) // 2]
+    shared_copies.flush()
+    cache.clear()
+    built: list[str] = []
+    real = queries._route_figure_set
+    monkeypatch.setattr(
+        queries,
+        "_route_figure_set",
+        lambda s, light: built.append(light[-1].entry_id if light else "") or real(s, light),
+    )
+    shown = queries.compare_routes(session, a, b, a)
+    assert sorted(built) == sorted([a, b])
+    monkeypatch.undo()
+    want = _reference(session, a, b)
+    assert {k: shown[k] for k in want} == want
