@@ -31,6 +31,7 @@ from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
+    peak_of,
     prime_timeline,
     sampled_points,
     settled,
@@ -2977,7 +2978,9 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     if store and cursor == default_leaf_id(session):
         _store_timeline(session, light, kept, variant)
     with kept.lock:
-        points = settled(kept.state, sampled_points(kept.state.points))
+        every = kept.state.points
+        points = settled(kept.state, sampled_points(every))
+        peak, turns = peak_of(every, points), len(every)
         marks = list(kept.state.marks)
         length = len(kept.state.run) - kept.state.base
     return {
@@ -2985,8 +2988,9 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
         "points": points,
         "marks": marks,
         "clipped": kept.start,
-        "peak": max((p.projected for p in points), default=0),
-        "turns": len(points),
+        # Every turn of the route, not only the drawn ones (at most about 240).
+        "peak": peak,
+        "turns": turns,
         "path_length": len(light),
     }
 

@@ -119,12 +119,24 @@ def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[Timel
 
 
 def sampled_points(points: Sequence[TimelinePoint], max_points: int = 240) -> list[TimelinePoint]:
-    """At most about ``max_points`` turns, evenly spread, always with the last one."""
+    """At most about ``max_points`` turns, evenly spread, always with the last one and the
+    peak among the computed ones (a chart of a long route must not lose its highest turn
+    between two samples)."""
     if len(points) <= max_points:
         return list(points)
     step = len(points) / max_points
-    picked = sorted({int(k * step) for k in range(max_points)} | {len(points) - 1})
-    return [points[k] for k in picked]
+    picked = {int(k * step) for k in range(max_points)} | {len(points) - 1}
+    known = [k for k, p in enumerate(points) if p.projected != PENDING]
+    if known:
+        picked.add(max(known, key=lambda k: points[k].projected))
+    return [points[k] for k in sorted(picked)]
+
+
+def peak_of(points: Sequence[TimelinePoint], shown: Sequence[TimelinePoint]) -> int:
+    """The highest projected context over every turn: those computed, and the ``shown``
+    ones (settled: a turn left to compute on demand counts once it is drawn)."""
+    known = [p.projected for p in points if p.projected != PENDING]
+    return max([*known, *(p.projected for p in shown)], default=0)
 
 
 def timeline(

@@ -50,7 +50,7 @@ def test_extending_after_an_append_equals_a_fresh_build(tmp_path):
         assert grown.points == fresh.points
         assert grown.marks == fresh.marks
     assert sampled_points(fresh.points, 50)[-1] == fresh.points[-1]
-    assert len(sampled_points(fresh.points, 50)) <= 51
+    assert len(sampled_points(fresh.points, 50)) <= 52  # 50 spread evenly, the last, the peak
 
 
 def _reply(text: str) -> dict:
