@@ -134,9 +134,9 @@ def test_an_id_no_entry_has_compares_as_an_empty_route(branched):
     assert shown["len_a"] == len(queries.light_path(branched, leaf))
 
 
-def test_the_import_stores_the_default_leaf_s_figures(make_session, tmp_path, monkeypatch):
-    """A big session's first Compare after its import (cache cleared: a new worker) works
-    out only the other route; the default leaf's was stored by the import."""
+def _first_compare_after_import(make_session, tmp_path, monkeypatch):
+    """A big session imported, then its first Compare in a new worker (cache cleared):
+    the pair of its default leaf and another, the shown figures and the routes built."""
     from django.core.cache import cache
 
     from explorer import shared_copies
@@ -157,13 +157,17 @@ def test_the_import_stores_the_default_leaf_s_figures(make_session, tmp_path, mo
         lambda s, light: built.append(light[-1].entry_id if light else "") or real(s, light),
     )
     shown = queries.compare_routes(session, a, b, a)
-    assert built == [b]
     monkeypatch.undo()
-    assert {k: shown[k] for k in ("stats_a", "stats_b", "diff", "route_a")} == {
-        k: v
-        for k, v in _reference(session, a, b).items()
-        if k in ("stats_a", "stats_b", "diff", "route_a")
-    }
+    return session, a, b, shown, built
+
+
+def test_the_import_stores_the_default_leaf_s_figures(make_session, tmp_path, monkeypatch):
+    """A big session's first Compare after its import works out only the other route; the
+    default leaf's was stored by the import."""
+    session, a, b, shown, built = _first_compare_after_import(make_session, tmp_path, monkeypatch)
+    assert built == [b]
+    want = _reference(session, a, b)
+    assert {k: shown[k] for k in want} == want
 
 
 def test_parts_keep_the_order_and_stay_within_the_budget():
@@ -190,27 +194,8 @@ def test_a_live_range_too_big_to_hold_parsed_is_not_stored_at_import(
     """The import bounds its memory: the default leaf's figures are stored only when its
     live range is small enough to parse whole; the first Compare then builds both routes,
     with the same answer."""
-    from django.core.cache import cache
-
-    from explorer import shared_copies
-
     monkeypatch.setattr(queries, "STORED_ROUTE_LIVE_BYTES", 0)
-    n = stored_figures.STORE_FROM + 300
-    path = generate_session(tmp_path / "big.jsonl", entries=n, branch_points=20, seed=3)
-    session = make_session(path.read_bytes())
-    leaves = [c["id"] for c in queries.leaf_choices(session)]
-    a, b = queries.default_leaf_id(session), leaves[len(leaves) // 2]
-    shared_copies.flush()
-    cache.clear()
-    built: list[str] = []
-    real = queries._route_figure_set
-    monkeypatch.setattr(
-        queries,
-        "_route_figure_set",
-        lambda s, light: built.append(light[-1].entry_id if light else "") or real(s, light),
-    )
-    shown = queries.compare_routes(session, a, b, a)
+    session, a, b, shown, built = _first_compare_after_import(make_session, tmp_path, monkeypatch)
     assert sorted(built) == sorted([a, b])
-    monkeypatch.undo()
     want = _reference(session, a, b)
     assert {k: shown[k] for k in want} == want
