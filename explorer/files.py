@@ -33,7 +33,7 @@ from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, Se
 from explorer.queries import path_pks
 from explorer.secrets import RULES_VERSION, redact_bytes, redact_for_search, scan_entry
 from explorer.session import jsonfmt
-from explorer.session.describe import cost_of, entry_text
+from explorer.session.describe import COSTED_TYPES, cost_of, entry_text
 from explorer.session.diagnostics import ProblemsMixin
 from explorer.session.loading import is_falsy
 
@@ -313,11 +313,6 @@ def _text(value: Any, limit: int) -> str:
     if type(value) is not str:
         return ""
     return value if len(value) <= limit else value[:limit]
-
-
-# Entry types whose provider-reported cost counts besides assistant messages (user and tool
-# messages carry none, whatever their lines say).
-COSTED_TYPES = ("usage", "compaction", "branch_summary")
 
 
 def entry_fields(value: dict) -> dict[str, Any]:

@@ -40,7 +40,14 @@ from explorer.analysis.timeline import (
 from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
-from explorer.session.describe import cost_of, entry_role, entry_text, entry_title, total_tokens_of
+from explorer.session.describe import (
+    COSTED_TYPES,
+    cost_of,
+    entry_role,
+    entry_text,
+    entry_title,
+    total_tokens_of,
+)
 from explorer.session.gcpause import gc_paused
 from explorer.session.graph import (
     FoldedGraph,
@@ -2095,7 +2102,6 @@ PARSE_PART_BYTES = 4_000_000
 def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFigureSet:
     from explorer.analysis.compare import RouteFigures, Spend, projected_rows, spend_of
     from explorer.analysis.projection import projected_estimate
-    from explorer.files import COSTED_TYPES
     from explorer.session.context import projection_from_path
 
     light = list(light)

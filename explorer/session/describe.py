@@ -139,11 +139,17 @@ def entry_title(entry: dict, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Entry types whose own ``usage`` is a spend, besides assistant messages (user and tool
+# messages carry none, whatever their lines say). The site stores each entry's cost and
+# finds a route's spending rows by this list, so it is the one place that says so.
+COSTED_TYPES = ("usage", "compaction", "branch_summary")
+
+
 def usage_of(entry: dict) -> dict | None:
     """The spend recorded by an entry: assistant usage, usage entries, summary requests."""
     m = entry_message(entry)
     u = m.get("usage") if m is not None and m.get("role") == "assistant" else None
-    if u is None and entry.get("type") in ("usage", "compaction", "branch_summary"):
+    if u is None and entry.get("type") in COSTED_TYPES:
         u = entry.get("usage")
     return u if isinstance(u, dict) else None
 
