@@ -199,3 +199,36 @@ def test_a_live_range_too_big_to_hold_parsed_is_not_stored_at_import(
     assert sorted(built) == sorted([a, b])
     want = _reference(session, a, b)
     assert {k: shown[k] for k in want} == want
+
+
+def test_after_an_append_the_process_keeps_both_routes_sets(branched, monkeypatch):
+    """A Compare after each append (its figures are per session version) takes both route
+    sets from this process's copies, not from the shared cache (two unpickles of about
+    200 KB on a big session); a cleared cache disowns the copies."""
+    from django.core.cache import cache
+
+    from explorer import services
+
+    leaves = [c["id"] for c in queries.leaf_choices(branched)]
+    a, b = leaves[0], leaves[3]
+    first = queries.compare_routes(branched, a, b, a)
+    read: list[str] = []
+    real = queries.kept_below
+    monkeypatch.setattr(
+        queries,
+        "kept_below",
+        lambda s, name, eid, build: (
+            (read.append(eid) if name == queries._ROUTE_FIGURES else None)
+            or real(s, name, eid, build)
+        ),
+    )
+    services.rename_session(branched, None, "after", leaf_id=queries.default_leaf_id(branched))
+    branched.refresh_from_db()
+    again = queries.compare_routes(branched, a, b, a)
+    assert read == []
+    assert {k: again[k] for k in ("stats_a", "stats_b", "diff", "route_a", "route_b")} == {
+        k: first[k] for k in ("stats_a", "stats_b", "diff", "route_a", "route_b")
+    }
+    cache.clear()
+    queries.compare_routes(branched, a, b, a)
+    assert sorted(read) == sorted([a, b])
