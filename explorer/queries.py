@@ -2092,11 +2092,10 @@ def route_figure_set(session: Session, entry_id: str) -> RouteFigureSet:
     generation = _cache_generation()
     with _ROUTE_SETS_LOCK:
         held = _ROUTE_SETS.get(key)
-        if held is not None and held[0] == generation:
+        found = held[1] if held is not None and held[0] == generation else None
+        if found is not None:
             _ROUTE_SETS.move_to_end(key)
-    if held is not None and held[0] == generation:
-        found = held[1]
-    else:
+    if found is None:
         found = kept_below(
             session,
             _ROUTE_FIGURES,
@@ -2154,10 +2153,9 @@ def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFig
     data = read(list({e.pk: e for e in live}.values()))
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_from_path(path)
-    spend_ids = {e.entry_id for e in spending}
-    at = {e.entry_id: [] for e in spending}
+    at: dict[str, list[int]] = {e.entry_id: [] for e in spending}  # id → its route indexes
     for i, e in enumerate(light):
-        if e.entry_id in spend_ids:
+        if e.entry_id in at:
             at[e.entry_id].append(i)
     found: dict[int, Spend] = {}
 
@@ -2166,7 +2164,7 @@ def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFig
             if (spend := spend_of(i, entry)) is not None:
                 found[i] = spend
 
-    for eid in spend_ids & data.keys():
+    for eid in at.keys() & data.keys():
         count(eid, data[eid])
     outside = [e for e in spending if e.entry_id not in data]
     sizes = _line_sizes([*outside, *newest])
