@@ -15,7 +15,23 @@ from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
 
 
+class ReadyManager(models.Manager):
+    """Sessions every page may show: not one whose import is still running.
+
+    A new session's import commits its entries in batches (so no import holds the database's
+    write lock for minutes, ``explorer.files``); until the last batch commits, the session
+    is ``importing`` and nothing but the importer sees it. This is the default manager, so a
+    page, a search, a list or an append that asks for sessions never gets a half-imported one.
+    """
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(state=Session.READY)
+
+
 class Session(models.Model):
+    READY = "ready"
+    IMPORTING = "importing"
+
     session_id = VisibleCharField(max_length=200, unique=True, help_text="Header id")
     version = models.IntegerField(default=3, help_text="Version after migration (always 3)")
     source_version = models.IntegerField(default=3, help_text="Version of the imported file")
@@ -54,9 +70,26 @@ class Session(models.Model):
         on_delete=models.SET_NULL,
         related_name="imported_sessions",
     )
+    state = models.CharField(
+        max_length=16,
+        default=READY,
+        choices=[(READY, "ready"), (IMPORTING, "importing")],
+        help_text="importing: its first import is still committing batches (hidden)",
+    )
+    import_owner = models.CharField(
+        max_length=200, blank=True, default="", help_text="host:pid of the running import"
+    )
+    import_heartbeat = models.DateTimeField(
+        null=True, blank=True, help_text="When the running import last committed a batch"
+    )
+
+    objects = ReadyManager()
+    every = models.Manager()  # importing sessions too: the importer and its clean-up only
 
     class Meta:
         ordering = ["-modified", "-pk"]
+        base_manager_name = "every"  # an entry's ``session`` is reachable whatever its state
+        indexes = [models.Index(fields=["state"], name="session_state")]
 
     def __str__(self) -> str:
         return self.display_name

@@ -2413,6 +2413,8 @@ def search_entries(
     qs = _text_matches(query, session)
     if entry_type:
         qs = qs.filter(type=entry_type)
+    if importing := importing_pks():  # their batches are indexed, not yet shown
+        qs = qs.exclude(session_id__in=importing)
     per_session = list(
         qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
     )
@@ -2600,9 +2602,15 @@ def session_findings(session: Session, status: str = "") -> list[SecretFinding]:
     return list(qs.order_by("line_no", "path", "start")[:FINDINGS_SHOWN])
 
 
+def importing_pks() -> list[int]:
+    """Sessions whose first import is still committing batches: hidden from every page
+    (``models.ReadyManager``), so cross-session reads of their rows leave them out too."""
+    return list(Session.every.filter(state=Session.IMPORTING).values_list("pk", flat=True))
+
+
 def findings_overview(status: str = "") -> list[SecretFinding]:
     """Findings across every session, newest first, with their session (one query)."""
-    qs = SecretFinding.objects.select_related("session")
+    qs = SecretFinding.objects.select_related("session").filter(session__state=Session.READY)
     if status:
         qs = qs.filter(status=status)
     return list(qs.order_by("-created", "session_id", "line_no", "pk")[:FINDINGS_SHOWN])
@@ -2611,7 +2619,7 @@ def findings_overview(status: str = "") -> list[SecretFinding]:
 def finding_counts(session: Session | None = None) -> dict[str, int]:
     """How many findings have each status (all sessions when ``session`` is None)."""
     qs = (
-        SecretFinding.objects.all()
+        SecretFinding.objects.filter(session__state=Session.READY)
         if session is None
         else SecretFinding.objects.filter(session=session)
     )
