@@ -5,6 +5,7 @@ half-imported session."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -158,8 +159,13 @@ def test_a_running_import_of_the_same_file_is_not_entered_twice():
     assert files.clear_abandoned() == 0  # alive and recent: left alone
 
 
-def test_serve_setup_removes_unfinished_imports(capsys):
+def test_serve_setup_removes_unfinished_imports(capsys, monkeypatch):
     from django.core.management import call_command
+
+    # ``serve`` sets these for the server it starts; put them back for the rest of the run.
+    for name in ("SESSIONS_LOCAL_SERVE", "DEBUG"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+        monkeypatch.delenv(name)
 
     data = _file("left-over", ROWS)
     header, index, line, _ = files.find_header(data)
