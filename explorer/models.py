@@ -471,3 +471,19 @@ class StoredFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} of session {self.session_id} up to {self.upto}"
+
+
+class ReadMark(models.Model):
+    """How far a reader has looked at a session: the newest position shown on their last
+    visit. Pages mark what arrived after it ("new since you last looked"); the visit itself
+    is recorded by a POST the page sends once shown (a GET never writes)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="read_marks")
+    position = models.IntegerField(help_text="Newest entry position the reader was shown")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "session"], name="read_mark_once"),
+        ]

@@ -17,6 +17,7 @@ from explorer.views import (
     integrity,
     live,
     projection,
+    read_marks,
     review,
     search,
     secrets,
@@ -39,6 +40,7 @@ session_urls = [
     path("sessions/<int:pk>/fork/", sessions.fork_view, name="fork"),
     path("sessions/<int:pk>/delete/", sessions.delete_view, name="delete"),
     path("sessions/<int:pk>/problems/", sessions.problems_view, name="problems"),
+    path("sessions/<int:pk>/seen/", read_marks.seen_view, name="seen"),
     path("sessions/<int:pk>/stats/", stats.session_stats, name="session_stats"),
 ]
 

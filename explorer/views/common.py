@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import html, queries
+from explorer import html, queries, read_marks
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -124,6 +124,10 @@ def session_frame(
         ],
         "cursor": cursor,
         "editable": can_edit(request.user),
+        # "New since you last looked": the reader's mark before this visit; a tab lists
+        # which of the entries it shows arrived after it (``new_ids``).
+        "seen": read_marks.seen(request.user, session),
+        "new_ids": [],
     }
 
 
