@@ -84,3 +84,9 @@ async def test_a_burst_of_big_rows_arrives_whole_in_bounded_frames(
     big = re.search(rf'<li id="e-{ids[6]}"[^>]*>(.*?)</li>', "".join(rows), re.S)
     assert big is not None and f"?entry={ids[6]}" in big.group(1)
     await close_all([comm])
+
+
+def test_the_live_benchmark_checks_the_servers_bound():
+    from benchmarks.bench_live import FRAME_BYTES
+
+    assert FRAME_BYTES == live_frames.FRAME_BYTES
