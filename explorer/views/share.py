@@ -63,6 +63,7 @@ _DROPPED = ("format", "raw", "via")
 _POST_FORM = re.compile(r"<form\b[^>]*\bmethod=\"post\"[^>]*>.*?</form>", re.S | re.I)
 _RAW_JSON = re.compile(r"<details class=\"raw-json\".*?</details>", re.S)
 _REVIEW_SLOT = re.compile(r"<div class=\"entry-review-slot\".*?</div>", re.S)
+_COMMENT_BADGE = re.compile(r"<a class=\"badge t-comments\"[^>]*>.*?</a>", re.S)
 _CSRF_HEADER = re.compile(r"\shx-headers='\{\"X-CSRFToken\": \"[^\"]*\"\}'")
 _REWRITTEN_TYPES = ("text/html", "image/svg+xml")
 
@@ -137,6 +138,7 @@ def _scoped_query(request: HttpRequest, link: ShareLink, name: str) -> bool:
         q.pop(key, None)
     if link.leaf_id:
         q["leaf"] = link.leaf_id
+        q.pop("b", None)  # a branch summary's detail lists the branch it left: not shared
         asked = (
             q.get("id") if name == "entry" else q.get("entry") if name == "review_entry" else None
         )
@@ -174,7 +176,10 @@ def share_page(request: HttpRequest, token: str, rest: str) -> HttpResponse:
     request.user = ShareReader(link)
     request.share_link = link  # type: ignore[attr-defined]
     view = match.func.__wrapped__  # past viewer_required (a login); require_GET stays
-    response = view(request, *match.args, **match.kwargs)
+    try:
+        response = view(request, *match.args, **match.kwargs)
+    except Http404:
+        return _plain(request, 404, "Not found", "This link's session has no such page.")
     request.META["CSRF_COOKIE_NEEDS_UPDATE"] = False  # no token: nothing here posts
     shares.record_view(
         link,
@@ -206,6 +211,8 @@ def _for_reader(response: HttpResponse, token: str, link: ShareLink) -> HttpResp
     text = _CSRF_HEADER.sub("", text)
     if not link.with_reviews:
         text = _REVIEW_SLOT.sub("", text)
+    if "review" not in share_tabs(link):  # a badge would count threads the link hides
+        text = _COMMENT_BADGE.sub("", text)
     response.content = text.encode(response.charset or "utf-8")
     # Only a reader's answer is rewritten, so no cookie the tab may have set is wanted.
     for cookie in list(response.cookies):

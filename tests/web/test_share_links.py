@@ -146,6 +146,20 @@ def test_a_route_link_shows_that_route_only(make_session, editor_client):
         assert reader.get(_tab(url, session.pk, tab)).status_code == 404, tab
 
 
+def test_a_route_link_does_not_show_the_branch_a_summary_left(db):
+    from tests.web.test_summary_diffs import _session
+
+    session = _session()
+    route = shares.create(session, leaf_id="u5")
+    whole = shares.create(session)
+    reader = Client()
+    for new, shown in ((route, False), (whole, True)):
+        page = reader.get(_tab(new.path, session.pk, "compactions/"), {"leaf": "u5", "b": "b1"})
+        body = _assert_reader_page(page)
+        assert ("Summarised route" in body) is shown
+        assert ("lib/tokenize.py calls split_lines" in body) is shown  # the left branch
+
+
 def test_expired_and_revoked_links_answer_410_at_once(make_session, editor_client, admin_client):
     session = make_session()
     url = _share_url(editor_client, session)
@@ -202,6 +216,29 @@ def test_no_write_is_reachable_from_a_share_page(make_session, editor_client):
         assert posted.status_code in (302, 403), name  # a login, or CSRF: never a write
     assert Client().post(url).status_code == 405
     assert Entry.objects.filter(session=session).count() == before
+
+
+def test_review_threads_only_when_the_link_carries_them(make_session, editor_client):
+    session = make_session()
+    posted = editor_client.post(
+        reverse("explorer:comment_add", args=[session.pk]),
+        {"entry": "d4e5f6a7", "body": "A reviewer's note"},
+    )
+    assert posted.status_code in (200, 302)
+    plain = _share_url(editor_client, session)
+    with_threads = _share_url(editor_client, session, with_reviews="1")
+    reader = Client()
+    body = _assert_reader_page(reader.get(_tab(plain, session.pk, "transcript/")))
+    assert "t-comments" not in body and ">Review" not in body
+    assert reader.get(_tab(plain, session.pk, "review/")).status_code == 404
+    assert (
+        reader.get(_tab(plain, session.pk, "review/entry/"), {"entry": "d4e5f6a7"}).status_code
+        == 404
+    )
+    body = _assert_reader_page(reader.get(_tab(with_threads, session.pk, "transcript/")))
+    assert "t-comments" in body and ">Review (1)<" in body
+    review = _assert_reader_page(reader.get(_tab(with_threads, session.pk, "review/")))
+    assert "A reviewer&#x27;s note" in review or "A reviewer's note" in review
 
 
 def test_a_secret_is_never_shown_through_a_link(make_session, editor_client):
