@@ -140,9 +140,10 @@ class _Builder:
             self.steps.append({**base, "source": "system", "message": summary})
         elif kind == "custom_message":
             self.steps.append({**base, "source": "user", "message": _content(entry.get("content"))})
-        elif kind == "compaction" and copied is False:
-            self._compaction(entry, base)
-        else:
+        elif kind == "compaction":
+            if not copied:  # an older compaction inside a kept tail sends nothing: left out
+                self._compaction(entry, base)
+        elif not copied:  # counted once, where it stands on the route
             self.skipped[str(kind)] = self.skipped.get(str(kind), 0) + 1
 
     def _message(self, message: dict, base: dict[str, Any]) -> None:
