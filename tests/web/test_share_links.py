@@ -75,6 +75,9 @@ def test_only_editors_create_and_the_token_is_kept_as_a_hash(
     assert viewer_client.get(shares_url).status_code == 403
     assert client.post(shares_url, {"scope": "session"}).status_code == 302  # to the login
     assert not ShareLink.objects.exists()
+    detail = reverse("explorer:session_detail", args=[session.pk])
+    assert b"Share\xe2\x80\xa6" not in viewer_client.get(detail).content
+    assert "Share…".encode() in editor_client.get(detail).content
     url = _share_url(editor_client, session)
     token = url.split("/")[2]
     assert len(token) >= 43  # 32 random bytes: 256 bits
