@@ -487,3 +487,52 @@ class ReadMark(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "session"], name="read_mark_once"),
         ]
+
+
+class ShareLink(models.Model):
+    """A read-only link to a session or to one route, for readers without an account.
+
+    Only the SHA-256 of the token is kept: the token itself is shown once, to its creator,
+    so a copy of the database (a backup, a leaked dump) opens no share. Revoking sets
+    ``revoked_at``; the row stays so the admin list and the view log keep their history."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token")
+    leaf_id = VisibleCharField(
+        max_length=200, blank=True, default="", help_text="Route scope: the route's leaf"
+    )
+    with_reviews = models.BooleanField(default=False, help_text="Readers see the review threads")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    views = models.IntegerField(default=0, help_text="Pages read through the link")
+    last_viewed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self) -> str:
+        return f"share {self.pk} of session {self.session_id}"
+
+    @property
+    def scope(self) -> str:
+        return f"route to {self.leaf_id}" if self.leaf_id else "whole session"
+
+
+class ShareView(models.Model):
+    """One request read through a share link: when, from which address, which page."""
+
+    link = models.ForeignKey(ShareLink, on_delete=models.CASCADE, related_name="view_log")
+    at = models.DateTimeField(auto_now_add=True)
+    address = models.CharField(max_length=64, blank=True, default="")
+    path = models.CharField(max_length=300, blank=True, default="")
+    user_agent = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-pk"]
