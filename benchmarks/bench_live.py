@@ -209,7 +209,6 @@ async def run_phase(
         "p99": percentile(latencies, 99),
         "mean": statistics.fmean(latencies) if latencies else float("nan"),
         "max": max(latencies) if latencies else float("nan"),
-        "largest_frame": max(v.largest for v in viewers),
     }
 
 
@@ -411,6 +410,7 @@ async def run_branch_phase(
         "p99": percentile(latencies, 99),
         "mean": statistics.fmean(latencies) if latencies else float("nan"),
         "max": max(latencies) if latencies else float("nan"),
+        "largest_frame": max(v.largest for v in viewers),
     }
 
 
