@@ -28,7 +28,7 @@ from explorer.session.request_preview import (
     format_request_preview,
 )
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
-from explorer.views.jsonapi import json_page, wants_json
+from explorer.views.jsonapi import json_page, plain, wants_json
 
 
 def _done(request: HtmxHttpRequest, note: str, url: str, session=None) -> HttpResponse:
@@ -115,6 +115,8 @@ def _panel(request, session, cursor, tab, template, partial, form, extra) -> Htt
     ctx = session_frame(request, session, tab, cursor)
     ctx.update({"errors": form.error_messages(), **extra})
     status = 400 if ctx["errors"] and request.method == "POST" else 200
+    if wants_json(request):  # the form's preview as data, for a script to check first
+        return json_page(plain({"cursor": cursor, "errors": ctx["errors"], **extra}), status=status)
     if form.conflict is not None:
         # htmx gets the 409 (with the panel to swap); a plain form post shows the message.
         status = 409 if request.htmx else 200
