@@ -31,6 +31,7 @@ from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
+    now_point,
     peak_of,
     prime_timeline,
     sampled_points,
@@ -3017,8 +3018,8 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 
     Cached per session version; after an append at the tip, the per-process copy of the
     route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
-    # "timeline-2": the turns of a clipped route are estimated over their whole route
-    return cached(session, f"timeline-2:{cursor or ''}", lambda: _timeline_figures(session, cursor))
+    # "timeline-3": each turn has its estimate too, and a "now" point may end the chart
+    return cached(session, f"timeline-3:{cursor or ''}", lambda: _timeline_figures(session, cursor))
 
 
 # The stored tier of a big session's timeline (:mod:`explorer.stored_figures`): the kept
@@ -3051,13 +3052,23 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
         every = kept.state.points
         points = settled(kept.state, sampled_points(every))
         peak, turns = peak_of(every, points), len(every)
+        now = now_point(kept.state, light[-1].entry_id) if light else None
+        now_info = None
+        if now is not None:  # a compaction or edit after the last reply: the context now
+            kind = next(m.kind for m in reversed(kept.state.marks) if m.kind != "branch_summary")
+            now_info = {
+                "entry_id": now.entry_id, "projected": now.projected, "estimate": now.estimate,
+                "kind": "compaction" if kind == "compaction" else "context edit",
+            }  # fmt: skip
         marks = list(kept.state.marks)
         length = len(kept.state.run) - kept.state.base
     return {
-        "chart": timeline_svg_data(points, marks, length),
+        # The chart ends at the context now; ``points`` stay the turns (``now_point`` apart).
+        "chart": timeline_svg_data([*points, now] if now else points, marks, length),
         "points": points,
         "marks": marks,
         "clipped": kept.start,
+        "now_point": now_info,
         # Every turn of the route, not only the drawn ones (at most about 240).
         "peak": peak,
         "turns": turns,

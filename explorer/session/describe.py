@@ -13,7 +13,7 @@ from typing import Any
 
 from explorer.session import jsonfmt
 from explorer.session.messages import content_text
-from explorer.session.tokens import estimate_tokens
+from explorer.session.tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
 
 
 def finite(x: Any) -> float:
@@ -172,16 +172,16 @@ def total_tokens_of(entry: dict) -> float:
     return sum(finite(u.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite"))
 
 
-def provider_input_tokens(entry: dict) -> float | None:
-    """What the provider billed as context for an assistant reply (input + cache)."""
-    m = entry_message(entry)
-    if m is None or m.get("role") != "assistant" or m.get("stopReason") in ("error", "aborted"):
+def provider_context_tokens(entry: dict) -> int | None:
+    """The provider-reported context of an answered assistant reply, by the engine's one
+    definition (:func:`tokens.calculate_context_tokens` of a usage it trusts: its
+    ``totalTokens``, else input + output + cache). Every page that says "provider-reported
+    context" (Raw vs projected, Timeline, Transcript, the entry panel) shows this figure:
+    the Timeline once plotted input + cache, 1,800 where the other pages said 1,920."""
+    usage = get_assistant_usage(entry_message(entry))
+    if usage is None:
         return None
-    u = m.get("usage")
-    if not isinstance(u, dict):
-        return None
-    total = sum(finite(u.get(k)) for k in ("input", "cacheRead", "cacheWrite"))
-    return total or None
+    return int(finite(calculate_context_tokens(usage)))
 
 
 def tool_calls_of(entry: dict) -> list[dict]:
