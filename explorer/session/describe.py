@@ -8,6 +8,7 @@ files touched). Plain functions over entry dicts; no I/O.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -61,6 +62,34 @@ def blocks_text(
         elif kind == "image" and images:
             parts.append("[image]")
     return sep.join(parts)
+
+
+_TOOL_CALL_LINE = re.compile(r"^([A-Za-z0-9_.:-]{1,100}) (\{.*\})$")
+
+
+def readable_tool_calls(text: str) -> str:
+    """``text`` (an :func:`entry_text`) with each tool call line (``name {json}``, one line
+    since its JSON escapes its newlines) written as ``name(key: value, …)``: string values
+    as their own text, so a snippet reads ``content: line one line two``, not
+    ``"content":"line one\\nline two"``. A line that is not such JSON stays as it is."""
+    if "{" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _TOOL_CALL_LINE.match(line)
+        if m is None:
+            continue
+        try:
+            args = jsonfmt.loads(m.group(2))
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        shown = ", ".join(
+            f"{k}: {v if isinstance(v, str) else compact_json(v)}" for k, v in args.items()
+        )
+        lines[i] = f"{m.group(1)}({shown})"
+    return "\n".join(lines)
 
 
 def entry_text(entry: dict, limit: int | None = None) -> str:
