@@ -2059,7 +2059,7 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
     out per session version."""
     return cached(
         session,
-        f"compare:{a}:{b}:{cursor or ''}",
+        f"compare-2:{a}:{b}:{cursor or ''}",
         lambda: _compare_routes(session, a, b, cursor),
     )
 
@@ -2308,7 +2308,11 @@ def _compare_pair(
         "projected_b": fb.estimate,
         "diff": listed_lines(lines, DIFF_SHOWN),
         "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
-        "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+        "diff_counts": {
+            **{s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+            # of the shared ones, those equal in content from different entries
+            "content": sum(1 for d in diff if d.source_b),
+        },
     }
 
 
