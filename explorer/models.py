@@ -59,7 +59,12 @@ class Session(models.Model):
         ordering = ["-modified", "-pk"]
 
     def __str__(self) -> str:
-        return self.display_name
+        # The title when it is known without a query (a name, or a first message the query
+        # brought); else the id: a list of rows naming their session (the admin's entries)
+        # must not cost a query each.
+        if self.name or hasattr(self, "first_message_raw"):
+            return self.display_name
+        return f"Session {self.session_id}"
 
     @property
     def group_name(self) -> str:
