@@ -78,3 +78,11 @@ def test_import_results_name_the_session_by_its_title(admin_client):
     upload = SimpleUploadedFile("2025-03-05T05-06-07-089Z_aaaa.jsonl", _unnamed())
     html = admin_client.post(reverse("explorer:import"), {"files": upload}).content.decode()
     assert "Open “Fix the parser for nested quotes · 2025-03-05T05-06-07-089Z_aaaa.jsonl”" in html
+
+
+def test_the_list_shows_no_server_path(viewer_client, make_session):
+    make_session(
+        _unnamed(), source_path="/srv/pi/sessions/--x--/2025-03-05T05-06-07-089Z_aaaa.jsonl"
+    )
+    html = viewer_client.get(reverse("explorer:session_list")).content.decode()
+    assert "2025-03-05T05-06-07-089Z_aaaa.jsonl" in html and "/srv/pi/sessions" not in html
