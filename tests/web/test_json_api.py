@@ -141,7 +141,7 @@ def _session_patterns():
 
     for pattern in urls.urlpatterns:
         route = str(pattern.pattern)
-        if "<int:pk>" in route and "<int:finding_pk>" not in route and "comment_pk" not in route:
+        if "<int:pk>" in route and route.count("<") == 1:  # one session, no other object
             yield pattern.name, pattern.callback
 
 
@@ -183,3 +183,18 @@ def test_transcript_json_lists_the_window_on_the_route(viewer_client, session):
     assert [e["id"] for e in data["entries"]] == on_route
     assert data["route_length"] == len(on_route)
     assert data["entries"][0]["type"] == "message"
+
+
+def test_share_lists_answer_json_without_tokens(admin_client, session):
+    from explorer import shares
+    from explorer.models import ShareLink
+
+    shares.create(session)
+    link = ShareLink.objects.get()
+    data = admin_client.get(
+        reverse("explorer:session_shares", args=[session.pk]), {"format": "json"}
+    ).json()
+    assert [row["id"] for row in data["links"]] == [link.pk]
+    assert data["links"][0]["state"] == "active" and "token" not in str(data)
+    everything = admin_client.get(reverse("explorer:shares"), {"format": "json"}).json()
+    assert everything["links"][0]["session"] == session.pk
