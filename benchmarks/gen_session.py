@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import os
 import random
 import sys
@@ -159,13 +160,18 @@ class _Gen:
         self.big_rng = random.Random(seed ^ 0x5EED_B16) if big is not None else None
         self._pool: list[str] = []
         self.system_message: dict[str, Any] | None = None
-        self.session_id = self._uuid7()
+        self._uuid7()  # drawn as always, so every entry stays what these arguments gave
+        # The id is derived from every parameter, not the seed alone: two files of one seed
+        # (say 400 and 4,000 entries) are two sessions, and the second is not refused on
+        # import as another history under the first one's id.
+        shape = repr((seed, entries, branch_points, cwd, big, compact_after))
+        self.session_id = self._uuid7(hashlib.sha256(shape.encode()).digest())
 
     # -- primitives ----------------------------------------------------------------------------
 
-    def _uuid7(self) -> str:
+    def _uuid7(self, digest: bytes | None = None) -> str:
         ts = self.now & ((1 << 48) - 1)
-        rand = self.rng.getrandbits(74)
+        rand = self.rng.getrandbits(74) if digest is None else int.from_bytes(digest) >> 182
         value = (
             (ts << 80)
             | (0x7 << 76)
@@ -682,7 +688,11 @@ def generate_session(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate a large deterministic Pi session file.")
+    parser = argparse.ArgumentParser(
+        description="Generate a large deterministic Pi session file. The session id is "
+        "derived from all the arguments but the path: files of one seed with other sizes or "
+        "shapes are distinct sessions; the same arguments give the same file and id."
+    )
     parser.add_argument("path", help="output .jsonl file")
     parser.add_argument("--entries", type=int, default=50_000)
     parser.add_argument("--branch-points", type=int, default=200)

@@ -19,6 +19,11 @@ class SessionAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in Session._meta.fields]
     inlines = [LeafInline]
 
+    def get_queryset(self, request):
+        from explorer.queries import with_first_message
+
+        return with_first_message(super().get_queryset(request))  # titles without a query each
+
     def has_add_permission(self, request) -> bool:
         return False  # sessions come from import, never from hand-made rows
 

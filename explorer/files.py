@@ -1668,6 +1668,12 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     if not result.ok:
         return
     entries = loaded.entries
+    if rng is None:
+        # The ids `pisession` derives when it migrates the same bytes in memory (seeded by
+        # their hash): an id copied from a page works on the CLI with the original file.
+        from explorer.session.ids import deterministic_rng
+
+        rng = deterministic_rng(hashlib.sha256(data).digest())
     entry_mod.migrate_session_entries(entries, rng)
     lines = [jsonfmt.dumps(e) for e in entries]
     migrated = ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")

@@ -12,6 +12,7 @@ Pi writes it.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 
@@ -83,7 +84,7 @@ class FollowIngestor:
         state = self._state(event.path)
         pk = state.meta.get("session_pk") if state is not None else None
         if pk is not None:
-            services.follow_stopped(pk, event.message)
+            services.follow_stopped(pk, viewer_message(event))
 
     def _state(self, path: str) -> FileState | None:
         return self.follower.files.get(path)
@@ -199,3 +200,10 @@ def start_follow_thread(
     thread = threading.Thread(target=main, name="follow", daemon=True)
     thread.start()
     return thread, stop
+
+
+def viewer_message(event: FollowEvent) -> str:
+    """The follower's message as every viewer of the session may read it: the file by its
+    name, not the server's absolute path to it (the operator's log keeps the path)."""
+    name = os.path.basename(event.path.rstrip("/\\")) or "the file"
+    return event.message.replace(event.path, name)

@@ -368,9 +368,12 @@ class NavigateForm(ActionForm):
             return f"Cursor moved to {target}."
         text = (self.cleaned_data.get("summary_text") or "").strip()
         details = usage = None
-        if mode != "custom" or not text:
-            from explorer.session.branch_summary import generate_branch_summary
+        from explorer.session.branch_summary import generate_branch_summary, unusable_target
 
+        refused = unusable_target(self.target_entry)
+        if refused:  # refused before a summary is asked for, as Pi places no summary there
+            raise SessionError(f"Entry {target} {refused}")
+        if mode != "custom" or not text:
             res = generate_branch_summary(abandoned, conf.summarizer())
             if res.error or res.aborted or not res.summary:
                 raise SessionError(res.error or "Branch summarization was aborted")

@@ -92,7 +92,12 @@ class Session(models.Model):
         indexes = [models.Index(fields=["state"], name="session_state")]
 
     def __str__(self) -> str:
-        return self.display_name
+        # The title when it is known without a query (a name, or a first message the query
+        # brought); else the id: a list of rows naming their session (the admin's entries)
+        # must not cost a query each.
+        if self.name or hasattr(self, "first_message_raw"):
+            return self.display_name
+        return f"Session {self.session_id}"
 
     @property
     def group_name(self) -> str:
@@ -101,9 +106,20 @@ class Session(models.Model):
 
     @property
     def display_name(self) -> str:
-        """The name as every page shows it: a secret pasted into a name is masked, as it is
-        in the ``session_info`` entry it came from."""
-        return self.shown_name or f"Session {self.session_id[:8]}"
+        """The session's one title, as every page, breadcrumb, import result, search hit and
+        JSON ``name`` shows it: the list's rule (:func:`explorer.queries.session_title`), so
+        an unnamed session is known by what it began with and its file everywhere, not by
+        an id prefix many sessions share. A secret in a name or message is masked."""
+        from explorer.queries import session_title
+
+        return session_title(self)
+
+    @property
+    def title_main(self) -> str:
+        """The title without its file part: the list prints the file on a line of its own."""
+        from explorer.queries import session_title_parts
+
+        return session_title_parts(self)[0]
 
     @property
     def shown_name(self) -> str:

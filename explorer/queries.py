@@ -31,6 +31,7 @@ from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.analysis.timeline import (
     TimelineState,
     extend_timeline,
+    now_point,
     peak_of,
     prime_timeline,
     sampled_points,
@@ -1317,16 +1318,23 @@ SORTS = {
 }
 
 
+def _first_user_raw(session_ref: Any) -> QuerySet[Entry]:
+    """The raw line of a session's first user message (file order), at most one row."""
+    first = Entry.objects.filter(session=session_ref, type="message", role="user")
+    return first.order_by("position").values("raw")[:1]
+
+
+def with_first_message(qs: QuerySet[Session]) -> QuerySet[Session]:
+    """Adds `first_message_raw`, so listing many sessions' titles costs no query per row."""
+    return qs.annotate(first_message_raw=Subquery(_first_user_raw(OuterRef("pk"))))
+
+
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     """Adds `first_message_raw` (first user message line), `last_activity` (timestamp of
     the newest entry in file order) and `last_position` (so the content key of every listed
     session needs no query of its own)."""
-    first = Entry.objects.filter(session=OuterRef("pk"), type="message", role="user").order_by(
-        "position"
-    )
     last = Entry.objects.filter(session=OuterRef("pk")).order_by("-position")
-    return qs.annotate(
-        first_message_raw=Subquery(first.values("raw")[:1]),
+    return with_first_message(qs).annotate(
         last_activity=Subquery(last.values("timestamp")[:1]),
         last_position=Subquery(last.values("position")[:1]),
     )
@@ -1372,6 +1380,34 @@ def list_row_labels(session: Session) -> dict[str, str]:
         "fork_of": _file_part(parent[3:] if parent.startswith("db:") else parent),
         "fork_of_full": parent,
     }
+
+
+TITLE_MESSAGE_CHARS = 90  # the first message as a title: the list's cell width
+
+
+def session_title_parts(session: Session) -> tuple[str, str]:
+    """(what the session is called, the file it came from) by the session list's rule: its
+    name (masked) alone; else its first user message and its file; else its id. The one
+    rule behind every title (:attr:`Session.display_name`), so the list, the session page,
+    import results, search and JSON never call one session two things. Computed from the
+    stored entries (a session that is renamed or grows a first message is retitled with no
+    stored copy to refresh); the first message is read once per object unless the query
+    brought it (:func:`with_first_message`)."""
+    name = session.shown_name
+    if name:
+        return name, ""
+    if not hasattr(session, "first_message_raw"):
+        row = _first_user_raw(session.pk).first() if session.pk else None
+        session.first_message_raw = row["raw"] if row else None  # type: ignore[attr-defined]
+    first = first_message_text(session, TITLE_MESSAGE_CHARS)
+    file_name = _file_part(session.source_path or "")
+    return first or file_name or f"Session {session.session_id}", file_name if first else ""
+
+
+def session_title(session: Session) -> str:
+    """The title as one line: "first message · file.jsonl" for an unnamed session."""
+    main, file_name = session_title_parts(session)
+    return f"{main} · {file_name}" if file_name else main
 
 
 def first_message_text(session: Any, limit: int = 140) -> str:
@@ -2109,7 +2145,7 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
     out per session version."""
     return cached(
         session,
-        f"compare:{a}:{b}:{cursor or ''}",
+        f"compare-2:{a}:{b}:{cursor or ''}",
         lambda: _compare_routes(session, a, b, cursor),
     )
 
@@ -2358,7 +2394,11 @@ def _compare_pair(
         "projected_b": fb.estimate,
         "diff": listed_lines(lines, DIFF_SHOWN),
         "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
-        "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+        "diff_counts": {
+            **{s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+            # of the shared ones, those equal in content from different entries
+            "content": sum(1 for d in diff if d.source_b),
+        },
     }
 
 
@@ -2505,7 +2545,9 @@ def search_entries(
         qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
     )
     total = sum(r["n"] for r in per_session)
-    sessions = Session.objects.in_bulk([r["session_id"] for r in per_session])
+    sessions = with_first_message(Session.objects.all()).in_bulk(
+        [r["session_id"] for r in per_session]
+    )
     page = list(qs.order_by("session_id", "position").values(*_HIT_FIELDS)[offset : offset + limit])
     for hit in page:
         hit["session"] = sessions.get(hit["session_id"])
@@ -2699,7 +2741,12 @@ def findings_overview(status: str = "") -> list[SecretFinding]:
     qs = SecretFinding.objects.select_related("session").filter(session__state=Session.READY)
     if status:
         qs = qs.filter(status=status)
-    return list(qs.order_by("-created", "session_id", "line_no", "pk")[:FINDINGS_SHOWN])
+    findings = list(qs.order_by("-created", "session_id", "line_no", "pk")[:FINDINGS_SHOWN])
+    # Each row names its session by its title: one query for all their first messages.
+    titled = with_first_message(Session.objects.all()).in_bulk({f.session_id for f in findings})
+    for f in findings:
+        f.session = titled.get(f.session_id, f.session)
+    return findings
 
 
 def finding_counts(session: Session | None = None) -> dict[str, int]:
@@ -3069,8 +3116,8 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 
     Cached per session version; after an append at the tip, the per-process copy of the
     route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
-    # "timeline-2": the turns of a clipped route are estimated over their whole route
-    return cached(session, f"timeline-2:{cursor or ''}", lambda: _timeline_figures(session, cursor))
+    # "timeline-3": each turn has its estimate too, and a "now" point may end the chart
+    return cached(session, f"timeline-3:{cursor or ''}", lambda: _timeline_figures(session, cursor))
 
 
 # The stored tier of a big session's timeline (:mod:`explorer.stored_figures`): the kept
@@ -3103,13 +3150,23 @@ def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
         every = kept.state.points
         points = settled(kept.state, sampled_points(every))
         peak, turns = peak_of(every, points), len(every)
+        now = now_point(kept.state, light[-1].entry_id) if light else None
+        now_info = None
+        if now is not None:  # a compaction or edit after the last reply: the context now
+            kind = next(m.kind for m in reversed(kept.state.marks) if m.kind != "branch_summary")
+            now_info = {
+                "entry_id": now.entry_id, "projected": now.projected, "estimate": now.estimate,
+                "kind": "compaction" if kind == "compaction" else "context edit",
+            }  # fmt: skip
         marks = list(kept.state.marks)
         length = len(kept.state.run) - kept.state.base
     return {
-        "chart": timeline_svg_data(points, marks, length),
+        # The chart ends at the context now; ``points`` stay the turns (``now_point`` apart).
+        "chart": timeline_svg_data([*points, now] if now else points, marks, length),
         "points": points,
         "marks": marks,
         "clipped": kept.start,
+        "now_point": now_info,
         # Every turn of the route, not only the drawn ones (at most about 240).
         "peak": peak,
         "turns": turns,

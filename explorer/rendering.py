@@ -311,7 +311,21 @@ def projection_diff(diff: list[dict[str, Any]]) -> SafeString:
     for d in diff:
         # A line's number in the whole difference, when not every line is listed.
         value = f' value="{int(d["n"])}"' if "n" in d else ""
-        if d["side"] == "both":
+        if d["side"] == "both" and d.get("first_b"):
+            # Equal content from different entries: say which entry on each side.
+            count = d["count"]
+            a_ids, b_ids = (
+                escape(d[f"first_{k}"]) + (f" … {escape(d[f'last_{k}'])}" if count > 1 else "")
+                for k in ("id", "b")
+            )
+            out.append(
+                f'<li class="pd-both pd-content muted"{value}><span class="side">A=B</span> '
+                f"{escape(count)} shared message{'' if count == 1 else 's'} by equal content "
+                f'from different entries (A: <span class="mono ids">{a_ids}</span>, B: '
+                f'<span class="mono ids">{b_ids}</span>), {escape(d["tokens"])} tok, '
+                "counted once</li>"
+            )
+        elif d["side"] == "both":
             count = d["count"]
             last = f' … <span class="mono ids">{escape(d["last_id"])}</span>' if count > 1 else ""
             out.append(

@@ -123,6 +123,9 @@ class ProjectionDiffRow:
     role: str
     text: str
     tokens: int
+    # A shared message that comes from different entries on the two routes (equal content:
+    # say, the checkpoints of two compactions with the same system prompt): B's entry.
+    source_b: str = ""
 
 
 def _signature(message: Any) -> bytes:
@@ -166,6 +169,26 @@ def diff_rows(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> list[Pr
         if op == "equal":
             out.extend(ProjectionDiffRow("both", *r[:4]) for r in ra[i1:i2])
             continue
+        out.extend(_same_content(ra[i1:i2], rb[j1:j2]))
+    return out
+
+
+def _same_content(
+    ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]
+) -> list[ProjectionDiffRow]:
+    """A stretch the source entries do not align, aligned again by content alone: a message
+    both models get word for word from different entries is shared (and says so, with B's
+    entry), the rest is one side's. Two routes whose contexts began with the same system
+    prompt, each from its own compaction's checkpoint, once shared nothing."""
+    out: list[ProjectionDiffRow] = []
+    matcher = SequenceMatcher(None, [r[4] for r in ra], [r[4] for r in rb], autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            out.extend(
+                ProjectionDiffRow("both", *a[:4], source_b=b[0])
+                for a, b in zip(ra[i1:i2], rb[j1:j2], strict=True)
+            )
+            continue
         out.extend(ProjectionDiffRow("a", *r[:4]) for r in ra[i1:i2])
         out.extend(ProjectionDiffRow("b", *r[:4]) for r in rb[j1:j2])
     return out
@@ -186,16 +209,25 @@ def collapse_shared(rows: Sequence[ProjectionDiffRow]) -> list[dict[str, Any]]:
     """The aligned diff for reading: each run of shared messages becomes one counted line."""
     out: list[dict[str, Any]] = []
     for r in rows:
-        if r.side == "both" and out and out[-1]["side"] == "both":
+        by_content = bool(r.source_b)  # a run is of one kind: same entries, or same content
+        if (
+            r.side == "both"
+            and out
+            and out[-1]["side"] == "both"
+            and bool(out[-1].get("last_b")) == by_content
+        ):
             run = out[-1]
             run["count"] += 1
             run["tokens"] += r.tokens
             run["last_id"] = r.source_id
+            if by_content:
+                run["last_b"] = r.source_b
         elif r.side == "both":
-            out.append(
-                {"side": "both", "count": 1, "tokens": r.tokens, "first_id": r.source_id,
-                 "last_id": r.source_id}
-            )  # fmt: skip
+            run = {"side": "both", "count": 1, "tokens": r.tokens, "first_id": r.source_id,
+                   "last_id": r.source_id}  # fmt: skip
+            if by_content:
+                run.update(first_b=r.source_b, last_b=r.source_b)
+            out.append(run)
         else:
             out.append(
                 {"side": r.side, "source_id": r.source_id, "role": r.role, "text": r.text,

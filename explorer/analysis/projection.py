@@ -18,6 +18,7 @@ from explorer.session.messages import session_entry_to_context_messages
 from explorer.session.tokens import (
     CompactionSettings,
     calculate_context_tokens,
+    estimate_every_message,
     estimate_projected_context,
     get_assistant_usage,
     should_compact,
@@ -86,6 +87,9 @@ class AlignedView:
     projected_reported: int | None = None  # the same among the projected messages
     projected_basis: str = "estimate"  # "usage" (reported + trailing) or "estimate"
     projected_trailing: int = 0  # estimated tokens after the usage the estimate starts from
+    # Every projected message estimated, no provider usage (the basis after an edit): what
+    # a preview compares before and after an edit, and beside the raw estimate
+    projected_estimate: int = 0
     status_counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -355,6 +359,7 @@ def align_projection(
         projected_trailing=int(finite(est.trailing_tokens))
         if est.last_usage_index is not None
         else 0,
+        projected_estimate=_estimate_tokens(estimate_every_message(projection.messages)),
         status_counts=counts,
     )
 

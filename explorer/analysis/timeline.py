@@ -12,20 +12,25 @@ from explorer.session.context import ProjectedEstimates
 from explorer.session.describe import (
     entry_role,
     finite,
-    provider_input_tokens,
+    provider_context_tokens,
 )
 
 # --- context-size timeline ---------------------------------------------------------------
+
+
+PENDING_ESTIMATE = -1  # an estimate not computed yet (see `settled`)
 
 
 @dataclass
 class TimelinePoint:
     index: int  # path index of the assistant reply
     entry_id: str
-    projected: int  # estimated context the projection gives the model here
-    reported: float | None  # provider-reported input (+ cache) tokens
-    turn: int = 0  # 1-based number of the assistant reply on the route
+    projected: int  # the engine's context figure here (= ``pisession context``)
+    reported: float | None  # provider-reported context (``provider_context_tokens``)
+    turn: int = 0  # 1-based number of the assistant reply on the route; 0: "now"
     timestamp: str = ""  # the entry's own ISO timestamp
+    # Every message estimated (no usage trusted): what the "estimate" line plots
+    estimate: int = PENDING_ESTIMATE
 
 
 @dataclass
@@ -97,12 +102,27 @@ def extend_timeline(state: TimelineState, entries: Iterable[dict]) -> TimelineSt
                 i,
                 str(entry.get("id")),
                 PENDING if run.exact else int(finite(run.tokens())),
-                provider_input_tokens(entry),
+                provider_context_tokens(entry),
                 len(state.points) + 1,
                 ts if isinstance(ts, str) else "",
+                PENDING_ESTIMATE if run.exact else int(finite(run.estimate())),
             )
         )
     return state
+
+
+def now_point(state: TimelineState, leaf_id: str) -> TimelinePoint | None:
+    """The context as it is at the route's end when a compaction or context edit came after
+    the last assistant reply, or None. Without it the chart ended at the last reply's
+    figure (24,896) while the context after the trailing compaction was 12,454."""
+    last = state.points[-1].index if state.points else -1
+    if not any(m.index > last and m.kind in ("compaction", "edit") for m in state.marks):
+        return None
+    end = len(state.run) - state.base - 1
+    run = state.run
+    return TimelinePoint(
+        end, leaf_id, int(finite(run.tokens())), None, 0, "", int(finite(run.estimate()))
+    )
 
 
 def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[TimelinePoint]:
@@ -114,6 +134,9 @@ def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[Timel
     for p in points:
         if p.projected == PENDING:
             p.projected = int(finite(state.run.tokens_at(state.base + p.index)))
+        # A turn stored before the estimate was kept has none: computed once, then kept.
+        if getattr(p, "estimate", PENDING_ESTIMATE) == PENDING_ESTIMATE:
+            p.estimate = int(finite(state.run.estimate_at(state.base + p.index)))
         out.append(p)
     return out
 
@@ -174,7 +197,7 @@ def timeline_svg_data(
     page stays the same weight however long the route is."""
     pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 58
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
-    top = max([p.projected for p in points] + [p.reported or 0 for p in points] + [1])
+    top = max([p.estimate for p in points] + [p.reported or 0 for p in points] + [1])
     top = _nice(top)
     span = max(path_len - 1, 1)
 
@@ -184,7 +207,7 @@ def timeline_svg_data(
     def y(v: float) -> float:
         return round(pad_t + h - h * v / top, 1)
 
-    proj = " ".join(f"{x(p.index)},{y(p.projected)}" for p in points)
+    proj = " ".join(f"{x(p.index)},{y(p.estimate)}" for p in points)
     dotted = _dotted(points, max_dots)
     rep = " ".join(f"{x(p.index)},{y(p.reported)}" for p in points if p.reported is not None)
     ticks = [{"y": y(top * k / 4), "label": _short(top * k / 4)} for k in range(5)]
@@ -198,7 +221,7 @@ def timeline_svg_data(
         "marks": [
             {"x": x(m.index), "kind": m.kind, "label": m.label, "id": m.entry_id} for m in marks
         ],
-        "dots": [_dot(p, str(x(p.index)), str(y(p.projected))) for p in dotted],
+        "dots": [_dot(p, str(x(p.index)), str(y(p.estimate))) for p in dotted],
         "dots_shown": len(dotted),
         "left": pad_l,
         "right": width - pad_r,
@@ -212,8 +235,12 @@ def _dot(p: TimelinePoint, cx: str, cy: str) -> dict[str, Any]:
     template's per-value lookups and number formatting cost more than the chart's maths."""
     time = _clock(p.timestamp, True)
     reported = "" if p.reported is None else _whole(p.reported)
-    label = f"Turn {p.turn}{' at ' + time if time else ''} ({p.entry_id}): projected {p.projected} tokens"
-    title = f"Turn {p.turn} · {p.entry_id}: projected {p.projected}"
+    if not p.turn:  # the context after a trailing compaction or edit
+        label = f"Now, after the last reply: estimate {p.estimate} tokens, projected {p.projected} tokens"
+        title = f"Now · estimate {p.estimate}, projected {p.projected}"
+    else:
+        label = f"Turn {p.turn}{' at ' + time if time else ''} ({p.entry_id}): estimate {p.estimate} tokens, projected {p.projected} tokens"
+        title = f"Turn {p.turn} · {p.entry_id}: estimate {p.estimate}, projected {p.projected}"
     if reported:
         label += f", provider-reported {reported}"
         title += f", reported {reported}"
@@ -268,6 +295,7 @@ def _x_ticks(points: Sequence[TimelinePoint], x: Any, count: int = 6) -> list[di
     the date when the route spans several days). A label centred on the chart's last turn
     would run past the drawing's right edge and be cut off, so the last one of several
     ends at its tick (``anchor``), as the first begins at its own."""
+    points = [p for p in points if p.turn]  # a "now" point has no turn to label
     if not points:
         return []
     days = {p.timestamp[:10] for p in points if p.timestamp}

@@ -340,6 +340,20 @@ class NavigationResult:
     summary: BranchSummaryResult | None = None
 
 
+def unusable_target(target: Any) -> str:
+    """Why ``target`` cannot be navigated to ("" when it can), decided before anything is
+    summarized. Pi reads a message target's role to place the new leaf: a message entry
+    without a message object fails there, and an id that names no entry (a line that is not
+    a JSON object is no entry) is "not found" before collecting; either way no summary is
+    stored, so none is asked for here (Pi 1.6.0 parity: such a navigation once sent a
+    summarization request first)."""
+    if not isinstance(target, dict):
+        return "is not an entry"
+    if target.get("type") == "message" and not isinstance(target.get("message"), dict):
+        return "is a message entry without a message body: nothing to navigate to"
+    return ""
+
+
 def navigate_tree(
     manager: Any,
     target_id: str,
@@ -372,6 +386,9 @@ def navigate_tree(
     target = manager.get_entry(target_id)
     if target is None:
         raise SessionError(f"Entry {target_id} not found")
+    refused = unusable_target(target)
+    if refused:
+        raise SessionError(f"Entry {target_id} {refused}")
     collected = collect_entries_for_branch_summary(manager, old_leaf, target_id)
     summary: BranchSummaryResult | None = None
     if summarize and collected.entries:

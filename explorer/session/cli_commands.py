@@ -220,9 +220,13 @@ def branch_summary_record(
     manager: Any, from_id: Any, target_id: Any, request_options: dict[str, Any]
 ) -> dict[str, Any]:
     """What navigating from one entry to another with a summary would send; calls nothing."""
+    from .branch_summary import unusable_target
     from .request_preview import branch_summary_request_preview
 
     for entry_id in (from_id, target_id):
         if not hashable(entry_id) or manager.get_entry(entry_id) is None:
             raise SessionError(f"Entry {entry_id} not found")
+    refused = unusable_target(manager.get_entry(target_id))
+    if refused:  # no request: navigating there fails before any summary is stored
+        raise SessionError(f"Entry {target_id} {refused}")
     return branch_summary_request_preview(manager, from_id, target_id, **request_options)

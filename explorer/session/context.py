@@ -29,6 +29,7 @@ from .messages import (
 from .sentinel import UNSET
 from .tokens import (
     estimate_context_tokens,
+    estimate_every_message,
     estimate_projected_context,
     estimate_tokens,
     get_assistant_usage,
@@ -561,11 +562,24 @@ class ProjectedEstimates:
                 for later in self._records[k + 1 :]:
                     tail.extend(later.messages)
                 return estimate_context_tokens(tail).tokens
+        return self.estimate()
+
+    def estimate(self) -> float:
+        """Every message of the path's context estimated, no provider usage trusted
+        (``estimate_every_message`` of the projection's messages): the estimate a chart
+        can set beside what the provider reported, on one basis before and after edits."""
+        if self._exact:
+            return self.estimate_at(len(self._path) - 1)
         system = get_current_system_message(
             [m for k in sorted(self._systems) for m in self._records[k].messages]
         )
         tokens: float = estimate_tokens(system) if system is not None else 0
         return tokens + (math.nan if self._nans else self._tokens)
+
+    def estimate_at(self, index: int) -> float:
+        """:meth:`estimate` of the prefix ending at ``index``, projected afresh."""
+        prefix = self._path[: index + 1]
+        return estimate_every_message(projection_from_path(prefix).messages).tokens
 
     def _start_segment(self, compaction: dict[str, Any], i: int) -> None:
         # The fold of context_entries_from_path, with unique ids: the compaction is the

@@ -8,12 +8,13 @@ files touched). Plain functions over entry dicts; no I/O.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from explorer.session import jsonfmt
 from explorer.session.messages import content_text
-from explorer.session.tokens import estimate_tokens
+from explorer.session.tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
 
 
 def finite(x: Any) -> float:
@@ -61,6 +62,34 @@ def blocks_text(
         elif kind == "image" and images:
             parts.append("[image]")
     return sep.join(parts)
+
+
+_TOOL_CALL_LINE = re.compile(r"^([A-Za-z0-9_.:-]{1,100}) (\{.*\})$")
+
+
+def readable_tool_calls(text: str) -> str:
+    """``text`` (an :func:`entry_text`) with each tool call line (``name {json}``, one line
+    since its JSON escapes its newlines) written as ``name(key: value, …)``: string values
+    as their own text, so a snippet reads ``content: line one line two``, not
+    ``"content":"line one\\nline two"``. A line that is not such JSON stays as it is."""
+    if "{" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _TOOL_CALL_LINE.match(line)
+        if m is None:
+            continue
+        try:
+            args = jsonfmt.loads(m.group(2))
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        shown = ", ".join(
+            f"{k}: {v if isinstance(v, str) else compact_json(v)}" for k, v in args.items()
+        )
+        lines[i] = f"{m.group(1)}({shown})"
+    return "\n".join(lines)
 
 
 def entry_text(entry: dict, limit: int | None = None) -> str:
@@ -172,16 +201,16 @@ def total_tokens_of(entry: dict) -> float:
     return sum(finite(u.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite"))
 
 
-def provider_input_tokens(entry: dict) -> float | None:
-    """What the provider billed as context for an assistant reply (input + cache)."""
-    m = entry_message(entry)
-    if m is None or m.get("role") != "assistant" or m.get("stopReason") in ("error", "aborted"):
+def provider_context_tokens(entry: dict) -> int | None:
+    """The provider-reported context of an answered assistant reply, by the engine's one
+    definition (:func:`tokens.calculate_context_tokens` of a usage it trusts: its
+    ``totalTokens``, else input + output + cache). Every page that says "provider-reported
+    context" (Raw vs projected, Timeline, Transcript, the entry panel) shows this figure:
+    the Timeline once plotted input + cache, 1,800 where the other pages said 1,920."""
+    usage = get_assistant_usage(entry_message(entry))
+    if usage is None:
         return None
-    u = m.get("usage")
-    if not isinstance(u, dict):
-        return None
-    total = sum(finite(u.get(k)) for k in ("input", "cacheRead", "cacheWrite"))
-    return total or None
+    return int(finite(calculate_context_tokens(usage)))
 
 
 def tool_calls_of(entry: dict) -> list[dict]:

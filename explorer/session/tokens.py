@@ -360,6 +360,14 @@ def estimate_projected_context(
                 break
         if usage_index > invalidating:
             return estimate
+    return estimate_every_message(messages)
+
+
+def estimate_every_message(messages: Sequence[Any]) -> ContextEstimate:
+    """Context size with no provider usage trusted: every message estimated, the current
+    system message counted once (replayed system state is sent once). The basis
+    :func:`estimate_projected_context` falls back to after an edit or compaction, so a
+    figure from before an edit compares with one from after it on this basis alone."""
     system = get_current_system_message(messages)
     tokens: float = estimate_tokens(system) if system is not None else 0
     for message in messages:

@@ -28,7 +28,7 @@ from explorer.session.request_preview import (
     format_request_preview,
 )
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
-from explorer.views.jsonapi import json_page, wants_json
+from explorer.views.jsonapi import json_page, plain, wants_json
 
 
 def _done(request: HtmxHttpRequest, note: str, url: str, session=None) -> HttpResponse:
@@ -89,19 +89,44 @@ def _edit_entry(cursor: str | None, target: str, replacement: Any) -> dict:
     }
 
 
+# What saving the edit makes of its target, in words (the badge already names the status).
+PREVIEW_EFFECTS = {
+    "hidden": "the model will no longer see this entry",
+    "replaced": "the model will see your replacement instead of the original",
+    "same": "the model will see the original content",
+    "compacted": "no effect: the entry is folded into a compaction",
+}
+
+
+def _effect(row) -> str:
+    if row.status == "same" and "does not apply" in row.reason:
+        return "no effect: an edit does not apply to this entry's role"
+    return PREVIEW_EFFECTS.get(row.status, row.reason)
+
+
 def _preview(session, cursor: str | None, target: str, replacement: Any) -> dict[str, Any]:
+    """The context before and after the edit, on one basis: the engine's estimate with every
+    message estimated, before and after (an edit leaves no provider figure to start from,
+    so the usage-aware figure before it would compare a provider's count with an estimate:
+    hiding a 35-token message once read 1,920 → 34). The provider-reported context before
+    the edit is returned apart, for the page to label as such."""
     light = queries.light_path(session, cursor)
     path, _ = queries.context_path(session, light)
     before = align_projection(path)
     after = align_projection([*path, _edit_entry(cursor, target, replacement)])
     changed = [r for r in after.rows if r.id == target]
+    row = changed[0] if changed else None
     return {
-        "before_tokens": before.projected_tokens,
-        "after_tokens": after.projected_tokens,
-        "delta": after.projected_tokens - before.projected_tokens,
+        "before_tokens": before.projected_estimate,
+        "after_tokens": after.projected_estimate,
+        "delta": after.projected_estimate - before.projected_estimate,
+        "before_reported": before.projected_reported,
+        "before_engine": before.projected_tokens,
         "before_messages": before.message_count,
         "after_messages": after.message_count,
-        "row": changed[0] if changed else None,
+        "row": row,
+        "row_status": row.status if row else "",
+        "row_effect": _effect(row) if row else "",
         "in_context": any(r.id == target and r.status != "compacted" for r in before.rows),
     }
 
@@ -115,6 +140,8 @@ def _panel(request, session, cursor, tab, template, partial, form, extra) -> Htt
     ctx = session_frame(request, session, tab, cursor)
     ctx.update({"errors": form.error_messages(), **extra})
     status = 400 if ctx["errors"] and request.method == "POST" else 200
+    if wants_json(request):  # the form's preview as data, for a script to check first
+        return json_page(plain({"cursor": cursor, "errors": ctx["errors"], **extra}), status=status)
     if form.conflict is not None:
         # htmx gets the 409 (with the panel to swap); a plain form post shows the message.
         status = 409 if request.htmx else 200

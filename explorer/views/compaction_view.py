@@ -190,8 +190,13 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     elif shown is not None:
         ctx["detail_html"] = _detail_html(session, shown, detail_of)
     else:
-        name = f"{cursor or ''}:{request.GET.get('c') or ''}"
+        none = not panel["compactions"]  # nothing to choose: say so, not "choose one"
+        name = f"{cursor or ''}:{request.GET.get('c') or ''}:{int(none)}"
+        ctx["none_on_route"] = none
         ctx["detail_html"] = shared_fragment(
-            session, name, DETAIL_PARTIAL, {"session": session, "detail": None}
+            session,
+            name,
+            DETAIL_PARTIAL,
+            {"session": session, "detail": None, "none_on_route": none},
         )
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

@@ -21,6 +21,7 @@ from explorer.session.describe import (
     entry_message,
     entry_title,
     error_in_words,
+    provider_context_tokens,
     tokens_of,
     usage_of,
 )
@@ -153,6 +154,7 @@ def entry_panel_context(
         "error_message": (m or {}).get("errorMessage") if m else None,
         "error_words": error_in_words((m or {}).get("errorMessage")) if m else "",
         "token_estimate": tokens,
+        "reported_context": provider_context_tokens(data) if data else None,
         "usage": usage,
         "cost": cost_of(data),
         "facts": message_facts(m),
@@ -210,7 +212,8 @@ def shared_entry_panel(
 
 
 ENTRY_JSON_KEYS = (
-    "entry_id", "entry", "entry_type", "entry_role", "entry_title", "token_estimate", "usage",
+    "entry_id", "entry", "entry_type", "entry_role", "entry_title", "token_estimate",
+    "reported_context", "usage",
     "cost", "label", "on_path", "is_cursor", "children", "cursor",
 )  # fmt: skip
 

@@ -11,7 +11,7 @@ from explorer import queries
 from explorer.models import ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
-from explorer.views.jsonapi import json_page, plain, wants_json
+from explorer.views.jsonapi import json_page, plain, problem_rows, wants_json
 
 TEMPLATE = "explorer/integrity.html"
 
@@ -44,11 +44,7 @@ def integrity_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     with_tools = request.GET.get("section") == "tools"
     ctx.update(integrity_panel(session, with_tools=with_tools or wants_json(request)))
     if wants_json(request):
-        problems = [
-            {"line": p.line, "severity": p.severity, "code": p.code, "message": p.message,
-             "entry_id": p.entry_id or None}
-            for p in ctx["import_problems"]
-        ]  # fmt: skip
+        problems = problem_rows(ctx["import_problems"])
         data = {k: ctx[k] for k in ("sections", "tools", "total")}
         return json_page(plain({**data, "import_problems": problems}))
     partial = "tool-results" if with_tools else "integrity-panel"

@@ -30,6 +30,29 @@ def json_page(data: dict[str, Any], *, status: int = 200) -> VisibleJsonResponse
     return response
 
 
+def problem_rows(problems: Any) -> list[dict[str, Any]]:
+    """Import warnings as JSON rows: the Problems page and the Integrity tab list the same."""
+    return [
+        {"line": p.line, "severity": p.severity, "code": p.code, "message": p.message,
+         "entry_id": p.entry_id or None}
+        for p in problems
+    ]  # fmt: skip
+
+
+def finding_rows(findings: Any, *, with_session: bool = False) -> list[dict[str, Any]]:
+    """Secret findings as JSON rows: where each is and its masked preview, never the secret."""
+    rows = []
+    for f in findings:
+        row = {
+            "id": f.pk, "entry_id": f.entry_id, "line_no": f.line_no, "kind": f.kind,
+            "path": f.path, "preview": f.preview, "status": f.status,
+        }  # fmt: skip
+        if with_session:
+            row["session"] = f.session_id
+        rows.append(row)
+    return rows
+
+
 def plain(value: Any) -> Any:
     """A builder's value as JSON data: dataclasses and tuples opened, marked-safe HTML as its
     text, a model row as its primary key, a non-finite number as ``null``."""

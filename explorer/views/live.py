@@ -18,6 +18,7 @@ from explorer.items import shared_rows, window_items
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 from explorer.session.sentinel import UNSET
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, plain, wants_json
 from explorer.views.transcript import PAGE
 from explorer.views.tree import graph_context
 
@@ -118,6 +119,10 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "projection_html": html.projection_panel(summary),
         "ws_path": f"/ws/sessions/{session.pk}/",
     }
+    if wants_json(request):
+        keys = ("route_length", "tip", "cursor_entry", "last_position", "provider_configured",
+                "turn_running", "can_edit", "ws_path")  # fmt: skip
+        return json_page(plain({**{k: context[k] for k in keys}, "projection": summary}))
     if request.GET.get("partial") == "tree-panel" and request.htmx:  # the Tree tab's partial
         return render_panel(request, "explorer/session_detail.html", "tree-panel", context)
     return render_panel(request, TEMPLATE, None, context)

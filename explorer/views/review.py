@@ -38,12 +38,23 @@ def review_context(request: HtmxHttpRequest, session) -> dict:
     threads = queries.review_threads(
         session, entry_id=entry, state="" if state == "all" or entry else state
     )
+    # Every entry's approved / flagged status, threads or not: the tab once showed none.
+    statuses = queries.entry_reviews(session, [entry] if entry else None)
+    for t in threads:
+        t["entry_status"] = statuses.get(t["entry_id"])
+    reviewed = sorted(
+        ({"entry_id": k, **v} for k, v in statuses.items()), key=lambda r: r["at"], reverse=True
+    )
     return {
         "threads": threads,
         "counts": queries.review_counts(session),
         "state": state,
         "entry_filter": entry,
-        "statuses": queries.entry_reviews(session, [t["entry_id"] for t in threads]),
+        "statuses": statuses,
+        "reviewed": reviewed,
+        "status_counts": {
+            s: sum(1 for r in reviewed if r["status"] == s) for s in ("approved", "flagged")
+        },
         "me": request.user.pk,
         "is_admin": can_admin(request.user),
         "may_resolve_all": can_edit(request.user),
@@ -57,7 +68,8 @@ def review_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     data = review_context(request, session)
     if wants_json(request):
-        return json_page(plain({k: data[k] for k in ("threads", "counts", "state", "statuses")}))
+        keys = ("threads", "counts", "state", "statuses", "status_counts")
+        return json_page(plain({k: data[k] for k in keys}))
     ctx = session_frame(request, session, "review", resolve_cursor(request, session))
     ctx.update(data)
     return render_panel(request, TEMPLATE, "review-panel", ctx)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from explorer import html, params, queries
 from explorer.permissions import get_session_for_user, viewer_required
+from explorer.session.describe import readable_tool_calls
 from explorer.views.common import (
     HtmxHttpRequest,
     render_panel,
@@ -67,8 +68,8 @@ def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True
         results.append(
             {
                 **hit,
-                "snippet": html.highlight(hit["text"], q),
-                "plain": plain_snippet(hit["text"], q),
+                "snippet": html.highlight(readable_tool_calls(hit["text"]), q),
+                "plain": plain_snippet(readable_tool_calls(hit["text"]), q),
             }
         )
     next_url = None

@@ -21,6 +21,7 @@ from explorer.permissions import (
     viewer_required,
 )
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import finding_rows, json_page, wants_json
 
 TEMPLATE = "explorer/secrets.html"
 
@@ -58,6 +59,8 @@ def session_secrets(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             "shown_limit": queries.FINDINGS_SHOWN,
         }
     )
+    if wants_json(request):
+        return json_page(_json(ctx))
     return render_panel(request, TEMPLATE, "secrets-panel", ctx)
 
 
@@ -72,7 +75,21 @@ def all_secrets(request: HtmxHttpRequest) -> HttpResponse:
         "shown_limit": queries.FINDINGS_SHOWN,
         **_rights(request),
     }
+    if wants_json(request):
+        return json_page(_json(ctx, with_session=True))
     return render_panel(request, "explorer/secrets_all.html", "secrets-all", ctx)
+
+
+def _json(ctx: dict, *, with_session: bool = False) -> dict:
+    """The page's findings (masked previews only), counts and filter as JSON."""
+    return {
+        "status": ctx["status"] or None,
+        "counts": ctx["counts"],
+        "shown_limit": ctx["shown_limit"],
+        "findings": finding_rows(ctx["findings"], with_session=with_session),
+        "may_decide": ctx["may_decide"],
+        "may_reveal": ctx["may_reveal"],
+    }
 
 
 def _finding(request: HtmxHttpRequest, pk: int, finding_pk: int):

@@ -27,7 +27,7 @@ from explorer.permissions import (
 )
 from explorer.session.errors import SessionError
 from explorer.views.common import HtmxHttpRequest
-from explorer.views.jsonapi import json_page, wants_json
+from explorer.views.jsonapi import json_page, problem_rows, wants_json
 
 PROBLEMS_SHOWN = 200
 
@@ -275,6 +275,10 @@ def _branch_to_session(request: HtmxHttpRequest, session: Session, leaf_id: str)
 def fork_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.method == "GET":
+        if wants_json(request):
+            return json_page(
+                {"session": session.pk, "name": session.display_name, "cwd": session.cwd}
+            )
         return render(request, "explorer/fork.html", {"session": session, "form": ForkForm()})
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
@@ -291,6 +295,14 @@ def fork_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def delete_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     if request.method == "GET":
+        if wants_json(request):
+            return json_page(
+                {
+                    "session": session.pk,
+                    "name": session.display_name,
+                    "entries": session.entry_count,
+                }
+            )
         return render(request, "explorer/delete.html", {"session": session})
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
@@ -304,16 +316,16 @@ def delete_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def problems_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
+    ctx = problems_context(session)
+    if wants_json(request):
+        return json_page({"total": ctx["total"], "problems": problem_rows(ctx["problems"])})
+    return render(request, "explorer/problems.html", ctx)
+
+
+def problems_context(session: Session) -> dict:
+    """The import warnings the page and its JSON list (the first thousand, and how many)."""
     problems = ImportProblem.objects.filter(session=session)
-    return render(
-        request,
-        "explorer/problems.html",
-        {
-            "session": session,
-            "problems": problems[:1000],
-            "total": problems.count(),
-        },
-    )
+    return {"session": session, "problems": list(problems[:1000]), "total": problems.count()}
 
 
 __all__ = [

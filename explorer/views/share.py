@@ -39,6 +39,7 @@ from explorer.permissions import (
     get_session_for_user,
 )
 from explorer.views.common import HtmxHttpRequest, share_tabs
+from explorer.views.jsonapi import json_page, wants_json
 
 # The views a share may reach, by URL name, and the tab each belongs to.
 _VIEW_TABS = {
@@ -227,6 +228,23 @@ def _rows(links) -> list[dict[str, Any]]:
     return [{"link": link, "state": shares.state(link)} for link in links]
 
 
+def _json_rows(links, *, with_session: bool = False) -> list[dict[str, Any]]:
+    """The links as the page lists them, as JSON (never the token: only its hash is kept)."""
+    out = []
+    for row in _rows(links):
+        link = row["link"]
+        item = {
+            "id": link.pk, "leaf": link.leaf_id or None, "with_reviews": link.with_reviews,
+            "created_by": link.created_by.get_username() if link.created_by else None,
+            "created": link.created, "expires": link.expires, "views": link.views,
+            "last_viewed": link.last_viewed, "state": row["state"],
+        }  # fmt: skip
+        if with_session:
+            item["session"] = link.session_id
+        out.append(item)
+    return out
+
+
 @editor_required
 def session_shares(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The session's links; POST makes one (its URL is shown on this answer only)."""
@@ -253,6 +271,8 @@ def session_shares(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     elif request.method != "GET":
         return HttpResponseNotAllowed(["GET", "POST"])
     links = ShareLink.objects.filter(session=session).select_related("created_by")
+    if wants_json(request) and request.method == "GET":
+        return json_page({"session": session.pk, "links": _json_rows(links)})
     response = render(
         request,
         "explorer/shares.html",
@@ -293,6 +313,8 @@ def share_revoke(request: HtmxHttpRequest, pk: int, link_pk: int) -> HttpRespons
 def all_shares(request: HtmxHttpRequest) -> HttpResponse:
     """Every link of every session, newest first."""
     links = ShareLink.objects.select_related("session", "created_by")[:1000]
+    if wants_json(request):
+        return json_page({"links": _json_rows(links, with_session=True)})
     return render(
         request,
         "explorer/shares.html",

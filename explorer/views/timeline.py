@@ -34,12 +34,12 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx = session_frame(request, session, "timeline", cursor)
     ctx.update(timeline_panel(request, session, cursor))
     if wants_json(request):
-        keys = ("cursor", "points", "marks", "clipped", "peak", "turns", "path_length")
+        keys = ("cursor", "points", "marks", "now_point", "clipped", "peak", "turns", "path_length")
         return json_page(plain({k: ctx[k] for k in keys}))
     # The chart is the same for every reader of this cursor: drawn once per version ("2:"
     # since a clipped route's turns are estimated over their whole route).
     chart = {**ctx, "session": session}
     ctx["timeline_html"] = shared_fragment(
-        session, f"2:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
+        session, f"3:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
     )
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

@@ -28,6 +28,7 @@ from explorer.session.describe import (
     kind_name,
 )
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
+from explorer.views.jsonapi import json_page, wants_json
 
 TEMPLATE = "explorer/transcript.html"
 PAGE = 60  # entries per window page
@@ -99,6 +100,7 @@ def transcript_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
     )
     ctx["new_ids"] = read_marks.new_ids(session, ctx["seen"].mark, rmap.ids[start:end])
     ctx.update({
+        "window_ids": rmap.ids[start:end], "window_types": rmap.types[start:end],
         "route_length": n, "leaf": leaf, "viewing": viewing, "cursor_entry": cursor,
         "on_cursor": leaf == cursor, "target": target, "newer": newer, "tip": tip,
         "tip_url": _url(session, leaf=tip) if viewing else _url(session),
@@ -143,7 +145,24 @@ def transcript_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         ctx["cursor_entry"] = cursor
         ctx["move_url"] = reverse("explorer:transcript_cursor", args=[session.pk])
         return render_panel(request, TEMPLATE, "transcript-page", ctx)
-    return render_panel(request, TEMPLATE, None, transcript_context(request, session))
+    ctx = transcript_context(request, session)
+    if wants_json(request):
+        return json_page(transcript_json(ctx))
+    return render_panel(request, TEMPLATE, None, ctx)
+
+
+def transcript_json(ctx: dict[str, Any]) -> dict[str, Any]:
+    """The page's window as data: which entries it shows (ids and types, in route order),
+    where the window sits on the route, the find hits and the cursor."""
+    entries = [
+        {"id": i, "type": t} for i, t in zip(ctx["window_ids"], ctx["window_types"], strict=True)
+    ]
+    keys = (
+        "leaf", "viewing", "cursor_entry", "on_cursor", "route_length", "earlier", "later",
+        "target", "needle", "hits", "hit_pos", "newer", "tip",
+    )  # fmt: skip
+    data = {k: ctx.get(k) for k in keys}
+    return {**data, "target": data["target"] or None, "entries": entries}
 
 
 def _replaced(session, rmap: queries.RouteMap, comp_id: str) -> dict[str, Any]:

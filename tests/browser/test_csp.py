@@ -130,3 +130,32 @@ def test_the_login_and_lockout_pages_run_under_the_policy(admin_page, django_use
     assert "Too many failed logins" in other.locator("body").inner_text()
     assert other.evaluate("window.__csp") == []
     other.screenshot(path=str(SHOTS / "csp-lockout.png"))
+
+
+def test_unfolding_and_clicking_on_the_tree_page_stays_under_the_policy(admin_page, tmp_path):
+    """Unfold chains in the graph and the text tree, click graph nodes and text-tree rows:
+    the swapped-in parts carry no inline style the policy refuses."""
+    from benchmarks.gen_session import generate_session
+
+    page, base, _browser = admin_page
+    path = tmp_path / "gen.jsonl"
+    generate_session(str(path), entries=400, branch_points=4, seed=5)
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    visit(page, f"{base}/sessions/{session.pk}/")
+    # The text tree: open a folded branch and unfold a chain row in place (htmx).
+    page.locator("#text-tree > li.branch.collapsed").first.focus()
+    page.keyboard.press("ArrowRight")
+    page.locator("#text-tree > li.tr-chain:not([hidden])").first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_load_state("networkidle")
+    # The graph: click a folded chain (a new view), then entries (the panel swaps).
+    page.locator("#graph .graph-canvas g.ge-chain a").first.dispatch_event("click")
+    page.wait_for_load_state("networkidle")
+    for k in range(3):
+        page.locator("#graph g.ge-entry a").nth(k).dispatch_event("click")
+        page.wait_for_load_state("networkidle")
+    page.locator("#text-tree > li.tr-entry a").nth(2).click()
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(SHOTS / "csp-tree-unfolded.png"))
+    assert page.evaluate("window.__csp") == []
+    assert [m for m in page.problems if "Content Security Policy" in m] == []

@@ -174,7 +174,9 @@ def test_viewers_are_told_when_following_a_file_stops(setup, sent_broadcasts):
     path.write_text(HEADER + "\n" + msg(9, None) + "\n")
     poll()
     stopped = [m for m in sent_broadcasts if m["type"] == "live.follow_stopped"]
-    assert len(stopped) == 1 and str(path) in stopped[0]["message"]
+    # Viewers read the file's name, never the server's absolute path to it.
+    assert len(stopped) == 1 and path.name in stopped[0]["message"]
+    assert str(path.parent) not in stopped[0]["message"]
     notice = str(html.follow_stopped(stopped[0]["message"]))
     assert "Following the file stopped" in notice and ">follow stopped</span>" in notice
 

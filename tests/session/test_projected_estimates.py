@@ -145,3 +145,19 @@ def test_an_edit_of_an_earlier_entry_recounts_it():
     assert run.tokens() == 100
     run.feed(path[1])
     assert run.tokens() == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(routes())
+def test_running_every_message_estimate_equals_each_prefix(path):
+    """``estimate()``: the projection of each prefix with every message estimated (the
+    Timeline's estimate line and the edit preview's basis), whatever usage says."""
+    from explorer.session.tokens import estimate_every_message
+
+    run = ProjectedEstimates()
+    for i, entry in enumerate(path):
+        run.feed(entry)
+        prefix = path[: i + 1]
+        expected = estimate_every_message(projection_from_path(prefix).messages).tokens
+        assert _same(run.estimate(), expected), (i, run.estimate(), expected)
+        assert _same(run.estimate_at(i), expected)

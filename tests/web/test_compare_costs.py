@@ -108,7 +108,7 @@ def test_wasted_cost_counts_only_entries_off_the_cursors_route(
 def test_projection_difference_is_aligned_and_counts_shared_messages_once(viewer_client, tree):
     result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
     # Shared: u1 a1 u2 a2 (one run); then A's u3 a3 and B's u4 a4.
-    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2}
+    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2, "content": 0}
     sides = [(d["side"], d.get("source_id") or d["first_id"]) for d in result["diff"]]
     assert sides == [("both", "u1"), ("a", "u3"), ("a", "a3"), ("b", "u4"), ("b", "a4")]
     assert result["diff"][0]["count"] == 4 and result["diff"][0]["last_id"] == "a2"
@@ -125,7 +125,7 @@ def test_the_difference_lists_each_sides_newest_lines_and_counts_every_line(
 
     monkeypatch.setattr(queries, "DIFF_SHOWN", 2)
     result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
-    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2}
+    assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2, "content": 0}
     # The whole: 1 shared run, 2 u3, 3 a3, 4 u4, 5 a4; B's lines come after A's.
     assert [(d["n"], d["source_id"]) for d in result["diff"]] == [(3, "a3"), (5, "a4")]
     assert result["diff_hidden"] == 3

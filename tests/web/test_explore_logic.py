@@ -137,7 +137,10 @@ def test_timeline_marks_compactions_and_edits():
     points, marks = timeline(path)
     assert [p.entry_id for p in points] == ["a1", "a2", "a3"]
     assert {m.kind for m in marks} == {"compaction", "edit"}
-    assert points[0].reported == 100
+    # Provider-reported context by the engine's definition (total tokens), as Raw vs
+    # projected says it; the estimate line has every message estimated.
+    assert points[0].reported == 110 == points[0].projected
+    assert 0 < points[0].estimate < 110
     chart = timeline_svg_data(points, marks, len(path))
     assert chart["projected"].count(",") == 3 and len(chart["marks"]) == 3
 

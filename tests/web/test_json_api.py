@@ -112,3 +112,89 @@ def test_tree_and_timeline_json_cover_the_whole_route(viewer_client, session):
     ).json()
     assert timeline["turns"] == len(timeline["points"]) > 0
     assert timeline["path_length"] == len(on_route)
+
+
+# Session URLs that are files or pieces of a page rather than pages: each answers in its own
+# format (a download, an image, an htmx fragment), which is why it is no page's JSON.
+NOT_PAGES = {
+    "export": "the session as a JSONL download",
+    "branch_download": "a route as a JSONL download",
+    "export_html": "the single-file HTML export",
+    "graph_svg": "the Tree tab's graph as an SVG image",
+    "tree_chain": "rows of a folded chain, an htmx fragment of the Tree tab",
+    "session_search_count": "the count of a search, an htmx fragment of the Search tab",
+}
+# What a page needs in its query string to show anything (an entry it is about).
+PAGE_PARAMS = {
+    "entry": {"id": "b2c3d4e5"},
+    "compare": {"a": "d4e5f6a7", "b": "e5f6a7b8"},
+    "session_search": {"q": "demo"},
+    "review_entry": {"entry": "b2c3d4e5"},
+    "edit": {"target": "d4e5f6a7"},
+    "label": {"target": "d4e5f6a7"},
+    "navigate": {"target": "b2c3d4e5"},
+}
+
+
+def _session_patterns():
+    from explorer import urls
+
+    for pattern in urls.urlpatterns:
+        route = str(pattern.pattern)
+        if "<int:pk>" in route and route.count("<") == 1:  # one session, no other object
+            yield pattern.name, pattern.callback
+
+
+def test_every_session_page_answers_format_json(admin_client, session):
+    """Walk every URL pattern of one session: each page a person reads answers
+    ``?format=json`` with a JSON object (the README promises it for every page). A page
+    that only takes a POST says so with 405; the files and fragments are listed above."""
+    walked = []
+    for name, _view in _session_patterns():
+        if name in NOT_PAGES:
+            continue
+        url = reverse(f"explorer:{name}", args=[session.pk])
+        r = admin_client.get(url, {**PAGE_PARAMS.get(name, {}), "format": "json"})
+        if r.status_code == 405:
+            continue  # a POST-only action: nothing to read
+        if r.status_code == 302 and name == "undo":
+            continue  # undo is a POST; a GET goes back to Raw vs projected
+        assert r["Content-Type"].startswith("application/json"), (name, r.status_code)
+        assert r.status_code == 200, (name, r.content[:300])
+        assert isinstance(r.json(), dict) and r.json(), name
+        walked.append(name)
+    assert {"transcript", "live", "session_secrets", "problems", "session_detail"} <= set(walked)
+    assert len(walked) >= 15
+
+
+def test_global_secrets_answers_json_with_masked_previews(admin_client, session):
+    r = admin_client.get(reverse("explorer:secrets"), {"format": "json"})
+    assert r["Content-Type"].startswith("application/json")
+    data = r.json()
+    assert set(data["counts"]) == {"open", "false_positive", "rotated"}
+    assert isinstance(data["findings"], list)
+
+
+def test_transcript_json_lists_the_window_on_the_route(viewer_client, session):
+    data = viewer_client.get(
+        reverse("explorer:transcript", args=[session.pk]), {"format": "json"}
+    ).json()
+    on_route = [e.entry_id for e in queries.light_path(session, data["leaf"])]
+    assert [e["id"] for e in data["entries"]] == on_route
+    assert data["route_length"] == len(on_route)
+    assert data["entries"][0]["type"] == "message"
+
+
+def test_share_lists_answer_json_without_tokens(admin_client, session):
+    from explorer import shares
+    from explorer.models import ShareLink
+
+    shares.create(session)
+    link = ShareLink.objects.get()
+    data = admin_client.get(
+        reverse("explorer:session_shares", args=[session.pk]), {"format": "json"}
+    ).json()
+    assert [row["id"] for row in data["links"]] == [link.pk]
+    assert data["links"][0]["state"] == "active" and "token" not in str(data)
+    everything = admin_client.get(reverse("explorer:shares"), {"format": "json"}).json()
+    assert everything["links"][0]["session"] == session.pk

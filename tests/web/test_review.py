@@ -136,3 +136,25 @@ def test_the_entry_panel_loads_the_review_section(make_session, viewer_client):
     session = make_session()
     panel = viewer_client.get(f"/sessions/{session.pk}/entry/", {"id": ENTRY}).content.decode()
     assert reverse("explorer:review_entry", args=[session.pk]) in panel
+
+
+def test_the_review_tab_shows_every_entrys_status(make_session, viewer_client, editor_client):
+    """Approved and flagged entries are listed on the Review tab, threads or not, and a
+    thread's header says its entry's status (the tab once showed neither)."""
+    session = make_session()
+    url = reverse("explorer:entry_status", args=[session.pk])
+    editor_client.post(url, {"entry": "b2c3d4e5", "status": "approved"})
+    editor_client.post(url, {"entry": ENTRY, "status": "flagged"})
+    add(viewer_client, session, "Why this answer?")
+    page = viewer_client.get(reverse("explorer:review", args=[session.pk])).content.decode()
+    listed = page.split('id="review-statuses"')[1].split("</section>")[0]
+    assert "1 approved · 1 flagged" in listed
+    assert '<span class="tag tag-approved">approved</span> <a class="mono"' in listed
+    assert "#b2c3d4e5" in listed and f"#{ENTRY}" in listed and "by eddie" in listed
+    thread = page.split('class="review-thread')[1].split("</header>")[0]
+    assert ">entry flagged</span>" in thread
+    data = viewer_client.get(
+        reverse("explorer:review", args=[session.pk]), {"format": "json"}
+    ).json()
+    assert data["status_counts"] == {"approved": 1, "flagged": 1}
+    assert set(data["statuses"]) == {"b2c3d4e5", ENTRY}

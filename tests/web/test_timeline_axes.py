@@ -12,7 +12,9 @@ from explorer.analysis.timeline import TimelinePoint, timeline_svg_data
 
 def _points(values: list[int]) -> list[TimelinePoint]:
     return [
-        TimelinePoint(2 * k + 1, f"a{k}", v, None, k + 1, f"2025-03-04T05:{10 + k:02d}:00.000Z")
+        TimelinePoint(
+            2 * k + 1, f"a{k}", v, None, k + 1, f"2025-03-04T05:{10 + k:02d}:00.000Z", estimate=v
+        )
         for k, v in enumerate(values)
     ]
 
@@ -57,6 +59,7 @@ def test_a_long_route_keeps_the_chart_the_same_weight():
             projected=999 if i == 421 else 10 + i % 7,
             reported=None,
             turn=i + 1,
+            estimate=10 + i % 7,
         )
         for i in range(1000)
     ]
