@@ -172,3 +172,32 @@ def test_detection_by_content_not_name() -> None:
     assert [r.id for r in session.entries()] == ["L3"]
     with pytest.raises(ValueError, match="not a Pi, Claude Code or Codex"):
         load_foreign_bytes(b'{"hello": "world"}\n')
+
+
+@pytest.mark.parametrize("rel", sorted(FACTS))
+def test_pisession_stats_and_tree_of_every_example_file(rel: str) -> None:
+    from tests.session.test_agent_generated import pisession
+
+    expected = FACTS[rel]
+    path = FIXTURES_DIR / rel
+    lines = pisession("stats", path, "--all-leaves", "--json").stdout.splitlines()
+    stats = {r["leafId"]: r["usage"] for r in map(json.loads, lines)}
+    assert stats == {
+        leaf: {
+            "input": u["input"],
+            "output": u["output"],
+            "cacheRead": u["cache_read"],
+            "cacheWrite": u["cache_write"],
+        }
+        for leaf, u in expected["usage"].items()
+    }
+    tree = json.loads(pisession("tree", path, "--json").stdout)
+    stack, leaves = list(tree["roots"]), set()
+    while stack:
+        node = stack.pop()
+        if not node["children"]:
+            leaves.add(node["id"])
+        stack.extend(node["children"])
+    assert leaves == set(expected["leaves"])
+    report = json.loads(pisession("validate", path, "--json", "--allow-warnings", code=-1).stdout)
+    assert report["format"] == rel.split("/", 1)[0]

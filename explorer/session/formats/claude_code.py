@@ -494,6 +494,7 @@ def load_claude_code(data: bytes, source: Source) -> ClaudeCodeSession:
     _build_entries(session, chain, summary_of)
     session.index()
     _describe_session(session)
+    problems.sort(key=lambda p: p.line)
     return session
 
 
