@@ -201,3 +201,36 @@ def test_pisession_stats_and_tree_of_every_example_file(rel: str) -> None:
     assert leaves == set(expected["leaves"])
     report = json.loads(pisession("validate", path, "--json", "--allow-warnings", code=-1).stdout)
     assert report["format"] == rel.split("/", 1)[0]
+
+
+@pytest.mark.parametrize("rel", sorted(FACTS))
+def test_pi_form_is_a_valid_pi_file_with_the_same_tree_and_usage(rel: str) -> None:
+    from explorer.session.describe import usage_of
+    from explorer.session.diagnostics import validate_bytes
+    from explorer.session.formats.pi_form import pi_bytes
+    from explorer.session.manager import SessionManager
+
+    session = load_foreign(str(FIXTURES_DIR / rel))
+    data = pi_bytes(session)
+    assert pi_bytes(load_foreign(str(FIXTURES_DIR / rel))) == data  # deterministic
+    assert [p for p in validate_bytes(data).problems if p.severity == "error"] == []
+    manager = SessionManager.load_readonly(data)
+    parents = {e.get("parentId") for e in manager.get_entries()}
+    assert [e["id"] for e in manager.get_entries() if e["id"] not in parents] == session.leaves()
+    for leaf in session.leaves():
+        total = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        for entry in manager.get_branch(leaf):
+            for key in total:
+                total[key] += (usage_of(entry) or {}).get(key, 0)
+        assert total == session.route_usage(leaf)
+        if session.format == "claude-code":
+            # Pi's projection of the stored form is the engine's derived context (the summary
+            # under its compaction's id).
+            manager.branch(leaf)
+            projected = [
+                p.source_entry["id"]
+                for p in manager.build_session_projection().entries
+                for _ in p.messages
+            ]
+            boundary_of = {v: k for k, v in session.summary_of.items()}
+            assert projected == [boundary_of.get(i, i) for i, _ in session.context(leaf)]

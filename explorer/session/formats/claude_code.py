@@ -582,11 +582,9 @@ def _build_entries(
                     record.id,
                 )
             )
-            record.entry = {
-                "type": "message",
-                **base,
-                "message": {"role": record.record_type, "content": [], "timestamp": ms},
-            }
+            empty = {"role": record.record_type, "content": [], "timestamp": ms}
+            record.messages = [empty]
+            record.entry = {"type": "message", **base, "message": empty}
             continue
         if record.record_type == "assistant":
             key = message.get("id")
@@ -611,6 +609,9 @@ def _build_entries(
                     "content": [b for m in record.messages for b in _as_blocks(m)],
                     "timestamp": ms,
                 }
+            if not record.messages:
+                # No readable content: Pi sends such a message with empty content.
+                record.messages = [pi_message]
             if value.get("isCompactSummary") is True:
                 pi_message = dict(pi_message, compactSummary=True)
             if value.get("isMeta") is True:
