@@ -582,7 +582,7 @@ def _build_entries(
                     record.id,
                 )
             )
-            empty = {"role": record.record_type, "content": [], "timestamp": ms}
+            empty: dict[str, Any] = {"role": record.record_type, "content": [], "timestamp": ms}
             record.messages = [empty]
             record.entry = {"type": "message", **base, "message": empty}
             continue
