@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from explorer import services
+from explorer.agent_import import import_agent_file, is_agent_file
 from explorer.files import ImportProgress
 
 
@@ -25,7 +26,9 @@ def session_files(path: Path) -> list[Path]:
 
 class Command(BaseCommand):
     help = (
-        "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions). "
+        "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions), "
+        "Claude Code project folders (~/.claude/projects/...) and Codex session folders "
+        "(~/.codex/sessions, ~/.codex/archived_sessions). "
         "Idempotent: files imported before only add their new entries."
     )
 
@@ -59,11 +62,16 @@ class Command(BaseCommand):
         for raw in options["paths"]:
             for file in session_files(Path(raw).expanduser()):
                 try:
-                    result = services.import_file(
-                        str(file),
-                        source_path=str(file.resolve()),
-                        progress=self._progress(file, options["progress"]),
-                    )
+                    if is_agent_file(str(file)):
+                        # Claude Code project folders and Codex session folders: each file
+                        # (sub-agent and archived ones included) is its own session.
+                        result = import_agent_file(str(file), source_path=str(file.resolve()))
+                    else:
+                        result = services.import_file(
+                            str(file),
+                            source_path=str(file.resolve()),
+                            progress=self._progress(file, options["progress"]),
+                        )
                 except OSError as exc:
                     self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
                     failed += 1

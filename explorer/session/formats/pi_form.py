@@ -26,7 +26,9 @@ from explorer.session import jsonfmt
 
 from .common import ForeignSession, Record
 
-__all__ = ["pi_bytes", "pi_entries", "stored_session_id"]
+__all__ = ["agent_of_stored_id", "pi_bytes", "pi_entries", "stored_session_id"]
+
+_PREFIXES = ("claude-code:", "codex:")
 
 
 def stored_session_id(session: ForeignSession) -> str:
@@ -37,6 +39,14 @@ def stored_session_id(session: ForeignSession) -> str:
     if isinstance(parent, dict) and parent.get("agentId"):
         own = f"{own}:agent-{parent['agentId']}"
     return f"{session.format}:{own}"
+
+
+def agent_of_stored_id(stored_id: str) -> str:
+    """The agent of a stored session from its id ("pi" unless it has an agent's prefix)."""
+    for prefix in _PREFIXES:
+        if stored_id.startswith(prefix):
+            return prefix[:-1]
+    return "pi"
 
 
 def _usage_with_cost(provider: str, model: str, usage: dict[str, int]) -> dict[str, Any]:

@@ -1,0 +1,138 @@
+"""manage.py import_sessions with Claude Code project folders and Codex session folders:
+stored as their Pi form, idempotent and incremental, original bytes kept, agent shown."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from explorer.models import Entry, Session
+from tests.conftest import SMALL_SESSION
+from tests.session.agent_files import claude_code_session, codex_session
+
+pytestmark = pytest.mark.django_db
+
+
+def _codex_line(kind: str, payload: dict, second: int) -> bytes:
+    stamp = f"2026-10-12T10:00:{second:02d}.000Z"
+    return json.dumps({"timestamp": stamp, "type": kind, "payload": payload}).encode() + b"\n"
+
+
+def _codex_turn(n: int) -> bytes:
+    return b"".join(
+        [
+            _codex_line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"q{n}"}],
+                },
+                n,
+            ),
+            _codex_line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": f"a{n}"}],
+                },
+                n,
+            ),
+            _codex_line(
+                "event_msg",
+                {
+                    "type": "token_count",
+                    "info": {
+                        "total_token_usage": {"input_tokens": 100 * n},
+                        "last_token_usage": {
+                            "input_tokens": 100,
+                            "cached_input_tokens": 40,
+                            "output_tokens": 7,
+                        },
+                    },
+                },
+                n,
+            ),
+        ]
+    )
+
+
+def test_claude_code_and_codex_folders_import_beside_pi_files(tmp_path, capsys):
+    projects = tmp_path / "claude" / "projects"
+    main, facts, agent = claude_code_session(
+        projects / "-home-dev-generated",
+        turns=30,
+        compact_at=(10, 20),
+        rewind_at=5,
+        agent_at=3,
+        big_at=0,
+    )
+    codex_root = tmp_path / "codex"
+    rollout, codex_facts = codex_session(
+        codex_root, turns=12, compact_at=(6,), rollback_at=4, big_at=0
+    )
+    pi_dir = tmp_path / "pi"
+    pi_dir.mkdir()
+    (pi_dir / "small.jsonl").write_bytes(SMALL_SESSION)
+
+    call_command("import_sessions", str(projects), str(codex_root), str(pi_dir))
+    # Four sessions: the main one, its sub-agent, the rollout and the Pi file.
+    assert "4 new, 0 grown, 0 unchanged, 0 rejected" in capsys.readouterr().out
+    assert Session.objects.count() == 4
+    by_agent = {s.agent: s for s in Session.objects.exclude(session_id__contains=":agent-")}
+    assert set(by_agent) == {"pi", "claude-code", "codex"}
+
+    claude = Session.objects.get(session_id="claude-code:7d1c0c57-0000-4000-8000-00000000c0de")
+    assert claude.name == "Generated session"
+    assert claude.entry_count == facts.records and claude.leaf_count == len(facts.routes)
+    assert bytes(claude.source_original) == main.read_bytes()
+    # The reading rules' findings are stored with the original file's line numbers.
+    lines = set(claude.problems.values_list("line", flat=True))
+    assert set(facts.skipped_lines) <= lines
+    # Costs are estimates from the price list, stored like recorded ones.
+    assert sum(Entry.objects.filter(session=claude).values_list("cost", flat=True)) > 0
+    sub = Session.objects.get(session_id__endswith=":agent-a9e7")
+    assert sub.agent == "claude-code" and sub.name == "Look"
+    assert bytes(sub.source_original) == agent.read_bytes()
+
+    codex = by_agent["codex"]
+    assert codex.entry_count == codex_facts.records
+    assert codex.leaf_count == len(codex_facts.routes)
+    assert by_agent["pi"].session_id == "0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a2b"
+
+    call_command("import_sessions", str(projects), str(codex_root), str(pi_dir))
+    assert "0 new, 0 grown, 4 unchanged, 0 rejected" in capsys.readouterr().out
+
+
+def test_a_grown_codex_file_adds_only_its_new_entries(tmp_path, capsys):
+    day = tmp_path / "sessions" / "2026" / "10" / "12"
+    day.mkdir(parents=True)
+    path = day / "rollout-2026-10-12T10-00-00-019a2000-0000-7000-8000-00000000abcd.jsonl"
+    meta = _codex_line(
+        "session_meta",
+        {
+            "id": "019a2000-0000-7000-8000-00000000abcd",
+            "timestamp": "2026-10-12T10:00:00Z",
+            "cwd": "/w",
+        },
+        0,
+    )
+    path.write_bytes(meta + _codex_turn(1) + _codex_turn(2))
+    call_command("import_sessions", str(tmp_path / "sessions"))
+    session = Session.objects.get(session_id__startswith="codex:")
+    assert session.entry_count == 4
+    first_ids = list(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+    with path.open("ab") as fh:
+        fh.write(_codex_turn(3))
+    call_command("import_sessions", str(tmp_path / "sessions"))
+    assert "0 new, 1 grown, 0 unchanged" in capsys.readouterr().out
+    session.refresh_from_db()
+    assert session.entry_count == 6
+    # Earlier entries are unchanged rows; the original bytes follow the file.
+    assert (
+        list(Entry.objects.filter(session=session).values_list("entry_id", "raw"))[:4] == first_ids
+    )
+    assert bytes(session.source_original) == path.read_bytes()
