@@ -136,3 +136,12 @@ def test_a_grown_codex_file_adds_only_its_new_entries(tmp_path, capsys):
         list(Entry.objects.filter(session=session).values_list("entry_id", "raw"))[:4] == first_ids
     )
     assert bytes(session.source_original) == path.read_bytes()
+
+
+def test_the_session_list_shows_each_sessions_agent(tmp_path, viewer_client):
+    codex_session(tmp_path / "codex", turns=3, compact_at=(), rollback_at=2, big_at=0)
+    (tmp_path / "small.jsonl").write_bytes(SMALL_SESSION)
+    call_command("import_sessions", str(tmp_path / "codex"), str(tmp_path / "small.jsonl"))
+    page = viewer_client.get("/").content.decode()
+    assert page.count('class="badge agent"') == 2
+    assert ">Codex</span>" in page and ">Pi</span>" in page
