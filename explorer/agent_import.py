@@ -13,13 +13,27 @@ from __future__ import annotations
 
 import os
 
+from django.db.models import QuerySet
+
 from explorer import files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import ImportProblem, Session
 from explorer.session.formats import ForeignSession, detect_format, load_foreign
 from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
-__all__ = ["import_agent_file", "is_agent_file"]
+__all__ = ["filter_by_agent", "import_agent_file", "is_agent_file"]
+
+
+def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
+    """The sessions of one agent ("pi", "claude-code", "codex"; "" for all), read from the
+    stored id's prefix (`Session.agent`)."""
+    if agent in ("claude-code", "codex"):
+        return sessions.filter(session_id__startswith=f"{agent}:")
+    if agent == "pi":
+        return sessions.exclude(session_id__startswith="claude-code:").exclude(
+            session_id__startswith="codex:"
+        )
+    return sessions
 
 
 def is_agent_file(path: str) -> bool:

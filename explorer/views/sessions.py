@@ -51,6 +51,7 @@ def favicon(request: HtmxHttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    from explorer.agent_import import filter_by_agent
     from explorer.queries import (
         SORTS,
         first_message_text,
@@ -58,13 +59,18 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         list_row_labels,
         search_sessions,
     )
+    from explorer.session.formats import AGENT_NAMES
 
     q = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "activity")
     sort = sort if sort in SORTS else "activity"
     # Search covers the first user message too; groups keep the order of their best session.
+    agent = request.GET.get("agent", "")
+    agent = agent if agent in AGENT_NAMES else ""
     sessions = list(
-        search_sessions(Session.objects.all(), q, sort).defer("header_raw", "source_original")
+        search_sessions(filter_by_agent(Session.objects.all(), agent), q, sort).defer(
+            "header_raw", "source_original"
+        )
     )
     totals = list_path_totals(sessions)
     groups: dict[str, list[Session]] = {}
@@ -75,7 +81,12 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         groups.setdefault(s.cwd, []).append(s)
     if wants_json(request):
         return json_page(
-            {"query": q, "sort": sort, "sessions": [_session_json(request, s) for s in sessions]}
+            {
+                "query": q,
+                "sort": sort,
+                "agent": agent or None,
+                "sessions": [_session_json(request, s) for s in sessions],
+            }
         )
     context = {
         "groups": [{"cwd": cwd, "sessions": items} for cwd, items in groups.items()],
@@ -83,6 +94,8 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "q": q,
         "sort": sort,
         "sorts": [(k, v[1]) for k, v in SORTS.items()],
+        "agent": agent,
+        "agents": list(AGENT_NAMES.items()),
     }
     return render(request, "explorer/session_list.html", context)
 
@@ -93,6 +106,7 @@ def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
     return {
         "id": s.session_id,
         "pk": s.pk,
+        "agent": s.agent,
         "name": s.display_name,
         "cwd": s.cwd,
         "created": s.header_timestamp or None,

@@ -145,3 +145,19 @@ def test_the_session_list_shows_each_sessions_agent(tmp_path, viewer_client):
     page = viewer_client.get("/").content.decode()
     assert page.count('class="badge agent"') == 2
     assert ">Codex</span>" in page and ">Pi</span>" in page
+
+
+def test_the_session_list_filters_by_agent(tmp_path, viewer_client):
+    codex_session(tmp_path / "codex", turns=3, compact_at=(), rollback_at=2, big_at=0)
+    (tmp_path / "small.jsonl").write_bytes(SMALL_SESSION)
+    call_command("import_sessions", str(tmp_path / "codex"), str(tmp_path / "small.jsonl"))
+
+    def ids(agent: str) -> list[str]:
+        page = viewer_client.get("/", {"agent": agent, "format": "json"}).json()
+        return sorted(s["agent"] for s in page["sessions"])
+
+    assert ids("codex") == ["codex"]
+    assert ids("pi") == ["pi"]
+    assert ids("") == ["codex", "pi"]
+    assert ids("nonsense") == ["codex", "pi"]
+    assert 'option value="codex" selected' in viewer_client.get("/?agent=codex").content.decode()
