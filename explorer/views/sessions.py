@@ -223,7 +223,10 @@ def _attachment(chunks, filename: str) -> StreamingHttpResponse:
 @require_GET
 def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
-    if request.GET.get("original") == "1":
+    # A Claude Code or Codex session exports its own file, byte for byte (its stored Pi form
+    # with ?form=pi); a legacy (v1/v2) Pi file as uploaded with ?original=1.
+    foreign = session.agent != "pi" and request.GET.get("form") != "pi"
+    if request.GET.get("original") == "1" or foreign:
         # A legacy (v1/v2) file as it was uploaded, before migration.
         original = (
             Session.objects.filter(pk=session.pk).values_list("source_original", flat=True).first()

@@ -161,3 +161,16 @@ def test_the_session_list_filters_by_agent(tmp_path, viewer_client):
     assert ids("") == ["codex", "pi"]
     assert ids("nonsense") == ["codex", "pi"]
     assert 'option value="codex" selected' in viewer_client.get("/?agent=codex").content.decode()
+
+
+def test_a_claude_code_session_exports_its_original_file(tmp_path, admin_client):
+    main, _, _ = claude_code_session(
+        tmp_path / "p", turns=6, compact_at=(3,), rewind_at=2, agent_at=1, big_at=0
+    )
+    call_command("import_sessions", str(main))
+    session = Session.objects.get()
+    response = admin_client.get(f"/sessions/{session.pk}/export.jsonl")
+    assert b"".join(response.streaming_content) == main.read_bytes()
+    pi_form = admin_client.get(f"/sessions/{session.pk}/export.jsonl", {"form": "pi"})
+    first = b"".join(pi_form.streaming_content).split(b"\n", 1)[0]
+    assert json.loads(first)["type"] == "session"
