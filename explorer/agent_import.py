@@ -18,10 +18,16 @@ from django.db.models import QuerySet
 from explorer import files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import ImportProblem, Session
-from explorer.session.formats import ForeignSession, detect_format, load_foreign
+from explorer.session.formats import (
+    ForeignSession,
+    detect_bytes,
+    detect_format,
+    load_foreign,
+    load_foreign_bytes,
+)
 from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
-__all__ = ["filter_by_agent", "import_agent_file", "is_agent_file"]
+__all__ = ["filter_by_agent", "import_agent_bytes", "import_agent_file", "is_agent_file"]
 
 
 def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
@@ -54,6 +60,22 @@ def import_agent_file(
         foreign = load_foreign(path, fmt)
     except OSError as exc:
         return files.refused("unreadable", f"Cannot read {shown}: {exc}")
+    return _import_foreign(foreign, shown, user, source)
+
+
+def import_agent_bytes(
+    data: bytes, *, name: str, user=None, source: str = "import"
+) -> ImportResult:
+    """Import an uploaded Claude Code or Codex file (`name`: its file name, which tells a
+    Claude Code sub-agent file, `agent-<id>.jsonl`, from its main session)."""
+    fmt = detect_bytes(data[: 1024 * 1024])
+    if fmt not in ("claude-code", "codex"):
+        return files.refused("not-agent-file", f"{name}: not a Claude Code or Codex session")
+    foreign = load_foreign_bytes(data, fmt, os.path.basename(name))
+    return _import_foreign(foreign, name, user, source)
+
+
+def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
     data = pi_bytes(foreign)
     with services.session_lock(stored_session_id(foreign)):
         result = files.import_bytes(data, source_path=shown, user=user)

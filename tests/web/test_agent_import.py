@@ -174,3 +174,24 @@ def test_a_claude_code_session_exports_its_original_file(tmp_path, admin_client)
     pi_form = admin_client.get(f"/sessions/{session.pk}/export.jsonl", {"form": "pi"})
     first = b"".join(pi_form.streaming_content).split(b"\n", 1)[0]
     assert json.loads(first)["type"] == "session"
+
+
+def test_the_upload_page_takes_claude_code_and_codex_files(tmp_path, admin_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    main, facts, agent = claude_code_session(
+        tmp_path / "p", turns=6, compact_at=(3,), rewind_at=2, agent_at=1, big_at=0
+    )
+    rollout, _ = codex_session(tmp_path / "c", turns=3, compact_at=(), rollback_at=2, big_at=0)
+    uploads = [SimpleUploadedFile(path.name, path.read_bytes()) for path in (main, agent, rollout)]
+    response = admin_client.post("/import/", {"files": uploads})
+    assert response.status_code == 200, response.content[:500]
+    agents = sorted(s.agent for s in Session.objects.all())
+    assert agents == ["claude-code", "claude-code", "codex"]
+    # The sub-agent file is its own session, told apart from its main one by its name.
+    assert Session.objects.filter(session_id__endswith=":agent-a9e7").count() == 1
+    main_session = Session.objects.get(
+        session_id="claude-code:7d1c0c57-0000-4000-8000-00000000c0de"
+    )
+    assert main_session.entry_count == facts.records
+    assert bytes(main_session.source_original) == main.read_bytes()

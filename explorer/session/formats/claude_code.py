@@ -688,7 +688,9 @@ def _links(session: ClaudeCodeSession, stem: str | None) -> dict[str, Any]:
     """Sub-agent links both ways: a main file's Task/Agent results name their agent files;
     an agent file names its parent session and the tool call that started it."""
     path = session.source.path
-    folder = os.path.dirname(path) if path else None
+    # Neighbouring files are looked up only for a file read from disk (an absolute path),
+    # never relative to the process (an uploaded file has only its name).
+    folder = os.path.dirname(path) if path and os.path.isabs(path) else None
     links: dict[str, Any] = {}
     agents = []
     for record in session.entries():
@@ -728,25 +730,30 @@ def _links(session: ClaudeCodeSession, stem: str | None) -> dict[str, Any]:
             "toolUseId": None,
             "file": None,
         }
-        assert folder is not None
-        meta_path = os.path.join(folder, f"{stem}.meta.json")
-        if os.path.isfile(meta_path):
-            try:
-                with open(meta_path, "rb") as fh:
-                    meta = json.loads(fh.read())
-            except (OSError, ValueError):
-                meta = None
-            if isinstance(meta, dict):
-                for key in ("toolUseId", "agentType", "description"):
-                    if isinstance(meta.get(key), str):
-                        parent[key] = meta[key]
-        if os.path.basename(folder) == "subagents" and session.session_id:
-            main = os.path.join(
-                os.path.dirname(os.path.dirname(folder)), f"{session.session_id}.jsonl"
-            )
-            if os.path.isfile(main):
-                parent["file"] = main
+        if folder is not None:
+            _read_agent_meta(folder, stem, session.session_id, parent)
         links["parent"] = parent
         if session.title is None and isinstance(parent.get("description"), str):
             session.title = parent["description"]
     return links
+
+
+def _read_agent_meta(
+    folder: str, stem: str, session_id: str | None, parent: dict[str, Any]
+) -> None:
+    """An agent file's `meta.json` (spawning tool call, type, description) and main file."""
+    meta_path = os.path.join(folder, f"{stem}.meta.json")
+    if os.path.isfile(meta_path):
+        try:
+            with open(meta_path, "rb") as fh:
+                meta = json.loads(fh.read())
+        except (OSError, ValueError):
+            meta = None
+        if isinstance(meta, dict):
+            for key in ("toolUseId", "agentType", "description"):
+                if isinstance(meta.get(key), str):
+                    parent[key] = meta[key]
+    if os.path.basename(folder) == "subagents" and session_id:
+        main = os.path.join(os.path.dirname(os.path.dirname(folder)), f"{session_id}.jsonl")
+        if os.path.isfile(main):
+            parent["file"] = main
