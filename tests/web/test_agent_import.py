@@ -195,3 +195,40 @@ def test_the_upload_page_takes_claude_code_and_codex_files(tmp_path, admin_clien
     )
     assert main_session.entry_count == facts.records
     assert bytes(main_session.source_original) == main.read_bytes()
+
+
+READ_PAGES = [
+    "",
+    "graph.svg",
+    "transcript/",
+    "context/",
+    "compactions/",
+    "compare/",
+    "timeline/",
+    "search/?q=turn",
+    "integrity/",
+    "problems/",
+    "stats/",
+    "secrets/",
+    "review/",
+    "export.html",
+]
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_every_read_page_answers_for_an_imported_session(agent, tmp_path, admin_client):
+    """Server side only (the Chromium run of every page is the web half's): each page of a
+    stored Claude Code or Codex session renders."""
+    if agent == "claude-code":
+        claude_code_session(
+            tmp_path / "p", turns=8, compact_at=(4,), rewind_at=2, agent_at=1, big_at=0
+        )
+    else:
+        codex_session(tmp_path / "p", turns=8, compact_at=(4,), rollback_at=2, big_at=0)
+    call_command("import_sessions", str(tmp_path / "p"))
+    session = Session.objects.exclude(session_id__contains=":agent-").get(
+        session_id__startswith=f"{agent}:"
+    )
+    for page in READ_PAGES:
+        response = admin_client.get(f"/sessions/{session.pk}/{page}")
+        assert response.status_code == 200, (page, response.status_code)
