@@ -64,14 +64,22 @@ def import_agent_file(
 
 
 def import_agent_bytes(
-    data: bytes, *, name: str, user=None, source: str = "import"
+    data: bytes,
+    *,
+    name: str,
+    user=None,
+    source: str = "import",
+    full_path: str | None = None,
 ) -> ImportResult:
     """Import an uploaded Claude Code or Codex file (`name`: its file name, which tells a
-    Claude Code sub-agent file, `agent-<id>.jsonl`, from its main session)."""
+    Claude Code sub-agent file, `agent-<id>.jsonl`, from its main session). `full_path`: the
+    file on disk these bytes were read from (a followed file), whose neighbours (sub-agent
+    meta files) are then read too."""
     fmt = detect_bytes(data[: 1024 * 1024])
     if fmt not in ("claude-code", "codex"):
         return files.refused("not-agent-file", f"{name}: not a Claude Code or Codex session")
-    foreign = load_foreign_bytes(data, fmt, os.path.basename(name))
+    path = os.path.abspath(full_path) if full_path else os.path.basename(name)
+    foreign = load_foreign_bytes(data, fmt, path)
     return _import_foreign(foreign, name, user, source)
 
 
