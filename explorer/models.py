@@ -92,6 +92,14 @@ class Session(models.Model):
         return agent_of_stored_id(self.session_id)
 
     @property
+    def agent_notes(self) -> list[str]:
+        """What its pages say about a Claude Code or Codex session's figures (estimates,
+        where the projection comes from); empty for Pi sessions."""
+        from explorer.session.formats.pi_form import agent_notes
+
+        return agent_notes(self.agent)
+
+    @property
     def agent_name(self) -> str:
         """Whose file it is, as people call the agent (Pi, Claude Code, Codex)."""
         from explorer.session.formats import AGENT_NAMES

@@ -232,3 +232,7 @@ def test_every_read_page_answers_for_an_imported_session(agent, tmp_path, admin_
     for page in READ_PAGES:
         response = admin_client.get(f"/sessions/{session.pk}/{page}")
         assert response.status_code == 200, (page, response.status_code)
+    # The session's pages say its costs are estimates and from which price list.
+    page = admin_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "Costs are estimates priced with genai-prices" in page
+    assert ("derived from the records" in page) == (agent == "claude-code")

@@ -26,7 +26,7 @@ from explorer.session import jsonfmt
 
 from .common import ForeignSession, Record
 
-__all__ = ["agent_of_stored_id", "pi_bytes", "pi_entries", "stored_session_id"]
+__all__ = ["agent_notes", "agent_of_stored_id", "pi_bytes", "pi_entries", "stored_session_id"]
 
 _PREFIXES = ("claude-code:", "codex:")
 
@@ -47,6 +47,30 @@ def agent_of_stored_id(stored_id: str) -> str:
         if stored_id.startswith(prefix):
             return prefix[:-1]
     return "pi"
+
+
+def agent_notes(agent: str) -> list[str]:
+    """What a reader must know about a stored foreign session's figures (shown on its pages)."""
+    if agent not in ("claude-code", "codex"):
+        return []
+    from explorer.session.pricing import price_list
+
+    name = "Claude Code" if agent == "claude-code" else "Codex"
+    notes = [
+        f"Imported from a {name} file and stored as its Pi form; the export is the original file.",
+        f"Costs are estimates priced with {price_list()}: {name} records no cost.",
+    ]
+    if agent == "claude-code":
+        notes.append(
+            "What the model saw is derived from the records (summary, preserved messages, what"
+            " follows): Claude Code does not write the context it sends."
+        )
+    else:
+        notes.append(
+            "After a compaction Codex wrote the context it rebuilt (its replacement history,"
+            " kept in the compaction's details); the projection here shows the summary."
+        )
+    return notes
 
 
 def _usage_with_cost(provider: str, model: str, usage: dict[str, int]) -> dict[str, Any]:
