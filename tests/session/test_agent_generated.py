@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from explorer.session.formats import detect_format, load_foreign
+from explorer.session.formats import detect_format, load_foreign, load_foreign_bytes
 from tests.conftest import SMALL_SESSION
 from tests.session.agent_files import BIG, Facts, claude_code_session, codex_session
 
@@ -221,3 +221,34 @@ def test_stats_estimates_pi_usage_without_cost(tmp_path: Path) -> None:
     # 1200 input and 40 output tokens of claude-sonnet-4-5 at $3 / $15 per million.
     assert stats["cost"]["estimated"] == pytest.approx(1200 * 3e-6 + 40 * 15e-6)
     assert stats["cost"]["recorded"] == pytest.approx(0.0041)
+
+
+def test_codex_recorded_history_is_checked_against_the_route(tmp_path: Path) -> None:
+    def line(kind: str, payload: dict) -> bytes:
+        record = {"timestamp": "2026-10-12T10:00:00.000Z", "type": kind, "payload": payload}
+        return json.dumps(record).encode() + b"\n"
+
+    def user(text: str) -> dict:
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
+    meta = line("session_meta", {"id": "019a2000-0000-7000-8000-0000000000aa", "cwd": "/w"})
+    body = (
+        line("response_item", user("kept"))
+        + line("event_msg", {"type": "thread_rolled_back", "num_turns": 1})
+        + line("response_item", user("other branch"))
+    )
+    good = line(
+        "compacted", {"message": "", "replacement_history": [user("other branch"), user("S")]}
+    )
+    bad = line("compacted", {"message": "", "replacement_history": [user("kept"), user("S")]})
+    clean = load_foreign_bytes(meta + body + good)
+    assert [p.code for p in clean.problems] == []
+    wrong = load_foreign_bytes(meta + body + bad)
+    [problem] = wrong.problems
+    assert (
+        problem.code == "compaction-history" and problem.line == 5 and "'kept'" in problem.message
+    )

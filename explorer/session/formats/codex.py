@@ -450,10 +450,57 @@ def load_codex(data: bytes, source: Source) -> CodexSession:
                         record.id,
                     )
                 )
+    _check_replacement_histories(session)
     if session.session_id is None and source.path:
         session.session_id = os.path.splitext(os.path.basename(source.path))[0]
     problems.sort(key=lambda p: p.line)
     return session
+
+
+def _user_text(payload: dict[str, Any]) -> str | None:
+    if payload.get("type") != "message" or payload.get("role") != "user":
+        return None
+    content = payload.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(item["text"])
+        for item in (content if isinstance(content, list) else [])
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    )
+
+
+def _check_replacement_histories(session: CodexSession) -> None:
+    """The recorded context against the file: a compaction keeps earlier user messages and
+    adds its summary (last), so every other user message of a replacement history should be
+    one typed earlier on the compaction's own route. One that is not (copied from another
+    branch, or from after a fork point) is reported."""
+    for record in session.entries():
+        payload = record.value.get("payload")
+        history = payload.get("replacement_history") if isinstance(payload, dict) else None
+        if record.record_type != "compacted" or not isinstance(history, list):
+            continue
+        earlier: set[str] = set()
+        for step in session.route(record.id)[:-1]:
+            step_payload = step.value.get("payload")
+            text = _user_text(step_payload if isinstance(step_payload, dict) else step.value)
+            if text is not None:
+                earlier.add(text)
+        kept = [item for item in history if isinstance(item, dict)][:-1]
+        for item in kept:
+            text = _user_text(item)
+            if text is None or text.startswith("<") or text in earlier:
+                continue
+            session.problems.append(
+                Problem(
+                    record.line,
+                    "warning",
+                    "compaction-history",
+                    f"the compaction's recorded history keeps the user message {text[:60]!r},"
+                    " which is not on its route",
+                    record.id,
+                )
+            )
 
 
 def _describe(session: CodexSession, meta: dict[str, Any]) -> None:
