@@ -252,3 +252,12 @@ def test_codex_recorded_history_is_checked_against_the_route(tmp_path: Path) -> 
     assert (
         problem.code == "compaction-history" and problem.line == 5 and "'kept'" in problem.message
     )
+
+
+def test_codex_first_token_count_counts_even_without_a_total() -> None:
+    meta = b'{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}\n'
+    item = b'{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","content":[]}}\n'
+    count = b'{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":9,"cached_input_tokens":4,"output_tokens":2}}}}\n'
+    session = load_foreign_bytes(meta + item + count + count)
+    # The first counts (nothing counted before it); the second repeats its (absent) total.
+    assert session.route_usage("L2") == {"input": 5, "output": 2, "cacheRead": 4, "cacheWrite": 0}

@@ -50,6 +50,7 @@ BARE_ITEM_TYPES = frozenset(
         "web_search_call",
     }
 )
+_NONE_COUNTED: Any = object()
 ENCRYPTED_SUMMARY = (
     "[encrypted compaction: the provider computed this summary and stored it encrypted;"
     " its text is not in the file]"
@@ -305,7 +306,7 @@ def load_codex(data: bytes, source: Source) -> CodexSession:
     by_id: dict[str, Record] = {}
     model = ""
     tools: dict[str, str] = {}
-    last_total: Any = None
+    last_total: Any = _NONE_COUNTED  # no token count counted yet
     first_object = True
     for line in lines:
         value = line.value
