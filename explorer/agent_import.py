@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from explorer import files, services
 from explorer.files import ImportResult, Problem
-from explorer.models import ImportProblem, Session
+from explorer.models import Entry, ImportProblem, Session
 from explorer.session.formats import (
     ForeignSession,
     detect_bytes,
@@ -105,10 +105,11 @@ def _describe(result: ImportResult, foreign: ForeignSession) -> None:
         for p in foreign.problems
     ]
     result.problems.extend(findings)
-    Session.objects.filter(pk=session.pk).update(
-        name=foreign.title or session.name,
-        source_original=original,
-    )
+    # The file's title names the session until someone renames it in the app (a session_info
+    # entry, site data that a later import must not overwrite).
+    renamed = Entry.objects.filter(session=session, type="session_info").exists()
+    name = session.name if renamed or not foreign.title else foreign.title
+    Session.objects.filter(pk=session.pk).update(name=name, source_original=original)
     if result.created or not result.unchanged:
         ImportProblem.objects.filter(session=session, code__in={p.code for p in findings}).delete()
         files._save_problems(session, findings)

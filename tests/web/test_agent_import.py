@@ -236,3 +236,37 @@ def test_every_read_page_answers_for_an_imported_session(agent, tmp_path, admin_
     page = admin_client.get(f"/sessions/{session.pk}/").content.decode()
     assert "Costs are estimates priced with genai-prices" in page
     assert ("derived from the records" in page) == (agent == "claude-code")
+
+
+def test_a_rename_in_the_app_survives_the_files_growth(tmp_path, capsys, admin_user):
+    from explorer import services
+
+    main, _, _ = claude_code_session(
+        tmp_path / "p", turns=4, compact_at=(), rewind_at=2, agent_at=1, big_at=0
+    )
+    data = main.read_bytes()
+    cut = data.rfind(b"\n")  # drop the crash's half line so the file can grow cleanly
+    main.write_bytes(data[: cut + 1])
+    call_command("import_sessions", str(main))
+    session = Session.objects.get()
+    assert session.name == "Generated session"
+    services.rename_session(session, admin_user, "Our name")
+    with main.open("ab") as fh:
+        fh.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "uuid": "later-1",
+                    "parentUuid": None,
+                    "sessionId": "7d1c0c57-0000-4000-8000-00000000c0de",
+                    "timestamp": "2026-11-02T00:00:00.000Z",
+                    "message": {"role": "user", "content": "later"},
+                }
+            ).encode()
+            + b"\n"
+        )
+    call_command("import_sessions", str(main))
+    assert "1 grown" in capsys.readouterr().out
+    session.refresh_from_db()
+    assert session.name == "Our name"
+    assert Entry.objects.filter(session=session, entry_id="later-1").exists()
