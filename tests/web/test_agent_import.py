@@ -270,3 +270,41 @@ def test_a_rename_in_the_app_survives_the_files_growth(tmp_path, capsys, admin_u
     session.refresh_from_db()
     assert session.name == "Our name"
     assert Entry.objects.filter(session=session, entry_id="later-1").exists()
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_route_continues_as_a_valid_pi_session(agent, tmp_path, admin_client):
+    """The route's download (*Download this branch*) of a stored Claude Code or Codex session is
+    a Pi v3 file the engine validates, that imports as a Pi session, and whose projection is the
+    stored form's at that leaf."""
+    from explorer.session.diagnostics import validate_bytes
+    from explorer.session.formats import load_foreign
+    from explorer.session.manager import SessionManager
+
+    if agent == "claude-code":
+        path = claude_code_session(
+            tmp_path / "p", turns=8, compact_at=(4,), rewind_at=2, agent_at=1, big_at=0
+        )[0]
+    else:
+        path = codex_session(tmp_path / "p", turns=8, compact_at=(4,), rollback_at=2, big_at=0)[0]
+    call_command("import_sessions", str(path))
+    session = Session.objects.exclude(session_id__contains=":agent-").get()
+    foreign = load_foreign(str(path))
+    leaf = foreign.current_leaf
+    response = admin_client.get(f"/sessions/{session.pk}/branch.jsonl", {"leaf": leaf})
+    data = b"".join(response.streaming_content) if response.streaming else response.content
+    assert [p for p in validate_bytes(data).problems if p.severity == "error"] == []
+    manager = SessionManager.load_readonly(data)
+    assert manager.get_leaf_id() == leaf
+    assert [e["id"] for e in manager.get_branch()] == [r.id for r in foreign.route(leaf)]
+    if agent == "claude-code":
+        boundary_of = {v: k for k, v in foreign.summary_of.items()}
+        projected = [
+            p.source_entry["id"]
+            for p in manager.build_session_projection().entries
+            for _ in p.messages
+        ]
+        assert projected == [boundary_of.get(i, i) for i, _ in foreign.context(leaf)]
+    continued = admin_client.post(f"/sessions/{session.pk}/branch.jsonl", {"leaf": leaf})
+    assert continued.status_code == 302
+    assert Session.objects.exclude(session_id__contains=":").get().agent == "pi"
