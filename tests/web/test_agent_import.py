@@ -308,3 +308,24 @@ def test_a_route_continues_as_a_valid_pi_session(agent, tmp_path, admin_client):
     continued = admin_client.post(f"/sessions/{session.pk}/branch.jsonl", {"leaf": leaf})
     assert continued.status_code == 302
     assert Session.objects.exclude(session_id__contains=":").get().agent == "pi"
+
+
+def test_what_the_model_saw_is_not_edited_in_a_stored_agent_file(tmp_path, admin_user):
+    from explorer import services, turns
+    from explorer.session.errors import SessionError
+
+    codex_session(tmp_path / "c", turns=3, compact_at=(), rollback_at=2, big_at=0)
+    call_command("import_sessions", str(tmp_path / "c"))
+    session = Session.objects.get()
+    before = session.entry_count
+    target = Entry.objects.filter(session=session).order_by("position").first().entry_id
+    with pytest.raises(SessionError, match="Codex session: what its model saw is not edited"):
+        services.add_context_edit(session, admin_user, target, None)
+    with pytest.raises(SessionError, match="compaction"):
+        services.compact_now(session, admin_user)
+    with pytest.raises(turns.TurnError, match="a new turn"):
+        turns.start_turn(session, admin_user, "hello", background=False)
+    assert Entry.objects.filter(session=session).count() == before
+    # Labels and names are site data: allowed.
+    services.set_label(session, admin_user, target, "start")
+    assert Entry.objects.filter(session=session, type="label").count() == 1
