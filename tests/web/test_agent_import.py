@@ -329,3 +329,16 @@ def test_what_the_model_saw_is_not_edited_in_a_stored_agent_file(tmp_path, admin
     # Labels and names are site data: allowed.
     services.set_label(session, admin_user, target, "start")
     assert Entry.objects.filter(session=session, type="label").count() == 1
+
+
+def test_a_claude_code_workflow_journal_is_skipped_in_a_project_folder(tmp_path, capsys):
+    main, _, _ = claude_code_session(
+        tmp_path / "p", turns=3, compact_at=(), rewind_at=2, agent_at=1, big_at=0
+    )
+    run = main.parent / main.stem / "subagents" / "workflows" / "wf_1"
+    run.mkdir(parents=True)
+    (run / "journal.jsonl").write_text('{"type": "started", "key": "v2:a", "agentId": "a1"}\n')
+    call_command("import_sessions", str(tmp_path / "p"))
+    out = capsys.readouterr().out
+    assert "journal.jsonl: skipped, a Claude Code workflow journal" in out
+    assert "2 new, 0 grown, 0 unchanged, 0 rejected" in out

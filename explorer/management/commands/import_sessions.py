@@ -24,6 +24,13 @@ def session_files(path: Path) -> list[Path]:
     return found
 
 
+def is_workflow_journal(path: Path) -> bool:
+    """Claude Code's workflow runs keep a `journal.jsonl` of step events beside their agent
+    files (`<session>/subagents/workflows/<run>/`): JSON lines that are no session of any
+    format, skipped when a project folder is walked rather than rejected."""
+    return path.name == "journal.jsonl" and "workflows" in path.parts
+
+
 class Command(BaseCommand):
     help = (
         "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions), "
@@ -60,7 +67,11 @@ class Command(BaseCommand):
         failed = 0
         totals = {"created": 0, "grown": 0, "unchanged": 0}
         for raw in options["paths"]:
-            for file in session_files(Path(raw).expanduser()):
+            given = Path(raw).expanduser()
+            for file in session_files(given):
+                if file != given and is_workflow_journal(file):
+                    self.stdout.write(f"{file}: skipped, a Claude Code workflow journal")
+                    continue
                 try:
                     if is_agent_file(str(file)):
                         # Claude Code project folders and Codex session folders: each file
