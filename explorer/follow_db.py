@@ -229,10 +229,12 @@ def start_follow_thread(
     interval: float = 0.25,
     report: Report | None = None,
     stop: threading.Event | None = None,
+    depth: int = 1,
 ) -> tuple[threading.Thread, threading.Event]:
-    """Follow ``directory`` in a daemon thread (for running next to the web server)."""
+    """Follow ``directory`` (and ``depth`` folder levels below it) in a daemon thread (for
+    running next to the web server)."""
     stop = stop or threading.Event()
-    follower = DirectoryFollower(directory)
+    follower = DirectoryFollower(directory, recursive_depth=depth)
     ingestor = FollowIngestor(follower, report=report)
 
     def main() -> None:

@@ -269,3 +269,15 @@ def test_a_followed_codex_file_grows_entry_by_entry(tmp_path):
     ]
     assert bytes(session.source_original) == path.read_bytes()
     assert any("Codex session" in text for _, text in reports)
+
+
+def test_follow_once_with_depth_reaches_codex_date_folders(tmp_path, capsys):
+    """~/.codex/sessions keeps rollouts three folders down (YYYY/MM/DD): --depth 3 finds them."""
+    from explorer.models import Session
+    from tests.session.agent_files import codex_session
+
+    codex_session(tmp_path, turns=3, compact_at=(), rollback_at=2, big_at=0)
+    call_command("follow", str(tmp_path / "sessions"), "--once")
+    assert Session.objects.count() == 0  # one level down is not enough
+    call_command("follow", str(tmp_path / "sessions"), "--once", "--depth", "3")
+    assert Session.objects.get().agent == "codex"
