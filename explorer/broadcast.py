@@ -32,7 +32,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import connections, transaction
 
-from explorer import conf, html, items, queries
+from explorer import conf, html, items, live_frames, queries
 from explorer.models import Entry
 from explorer.session import jsonfmt
 
@@ -44,6 +44,9 @@ logger = logging.getLogger(__name__)
 # LIVE_CHUNK entries. A viewer that far behind reloads anyway (``consumers.MAX_GAP``).
 MAX_LIVE_BATCH = 5000
 LIVE_CHUNK = 500
+# Rows (by their lines' sizes) per group message: a message carries each row twice (the
+# entry's fragment and its chain's frame), so this keeps one well under a megabyte.
+MESSAGE_ROW_BYTES = 384 * 1024
 # The projection panel costs a path walk; it is recomputed at most this often per session,
 # and for at most a quarter of the time (on a 50,000-entry route a walk takes about 0.6 s,
 # which must not starve the follower and the event loop that share the interpreter).
@@ -247,17 +250,24 @@ def render_entries(session, entries) -> dict[str, Any]:
         while parent in by_id and parent not in rows and lo > 0 and rmap.ids[lo - 1] == parent:
             lo -= 1
             parent = by_id[parent].parent_id
-        chain_rows = items.route_rows(session, rmap, lo)
+        chain_rows = {
+            eid: live_frames.bounded_row(session.pk, eid, html.dom_id(eid), row)
+            for eid, row in items.route_rows(session, rmap, lo).items()
+        }
         rows.update(chain_rows)
         ids = list(rmap.ids[lo:])
+        # The chain's rows in frames a viewer can take (``live_frames``), each one append.
+        frames = live_frames.pack(
+            (chain_rows[i] for i in ids), live_frames.FRAME_BYTES - live_frames.NOTICE_BYTES
+        )
         chains.append(
             {
                 "from": rmap.ids[lo - 1] if lo > 0 else None,
                 "ids": ids,
                 "first": by_id[ids[0]].position,
-                "html": str(
-                    html.oob_append("transcript", html.trusted("".join(chain_rows[i] for i in ids)))
-                ),
+                "frames": [
+                    str(html.oob_append("transcript", html.trusted(frame))) for frame in frames
+                ],
             }
         )
     return {
@@ -286,6 +296,25 @@ def _fresh(session):
     return Session.objects.filter(pk=session.pk).first()
 
 
+def _chunks(entries: list) -> list[list]:
+    """``entries`` (in file order) in runs of at most ``LIVE_CHUNK`` entries and about
+    ``MESSAGE_ROW_BYTES`` of rows (each line's size, a row counted at most at its bound),
+    so a burst of big lines is several group messages, never one huge one."""
+    chunks: list[list] = []
+    current: list = []
+    used = 0
+    for entry in entries:
+        weight = min(entry.size or 0, live_frames.ROW_BYTES)
+        if current and (len(current) >= LIVE_CHUNK or used + weight > MESSAGE_ROW_BYTES):
+            chunks.append(current)
+            current, used = [], 0
+        current.append(entry)
+        used += weight
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 def _send_entries(session, entries, source: str, *, inline: bool = False) -> None:
     session = _fresh(session)
     if session is None:  # deleted meanwhile: nobody is left to tell
@@ -299,8 +328,8 @@ def _send_entries(session, entries, source: str, *, inline: bool = False) -> Non
             entries = list(
                 Entry.objects.filter(pk__in=[e.pk for e in entries]).order_by("position")
             )
-        for start in range(0, len(entries), LIVE_CHUNK):
-            message = render_entries(session, entries[start : start + LIVE_CHUNK])
+        for chunk in _chunks(entries):
+            message = render_entries(session, chunk)
             send(session, message | {"source": source})
     if not inline:  # inline only inside an outer transaction (tests): the meter waits
         _projections.put((session, message["projection"]))

@@ -23,7 +23,7 @@ import orjson
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from explorer import broadcast, html, items, params
+from explorer import broadcast, html, items, live_frames, params
 from explorer.models import Session
 from explorer.session import jsonfmt
 
@@ -295,17 +295,24 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                 self.off_newest = f["id"]
         await self._send_frame(parts, len(fragments), off)
 
-    async def _send_frame(self, parts: list, arrived: int, off: int) -> None:
-        """``parts`` (the rows, rendered once for all) and this viewer's small notices:
-        what arrived in the tree, what arrived on other branches, where it stands."""
+    async def _send_frame(self, rows: list, arrived: int, off: int) -> None:
+        """``rows`` (rendered once for all) and this viewer's small notices: what arrived in
+        the tree, what arrived on other branches, where it stands. The rows go in frames of
+        bounded size (``live_frames``), the notices with the last of them."""
+        notices = []
         if arrived:
             self.tree_arrived += arrived
-            parts.append(html.tree_arrivals(self.tree_arrived, _tree_refresh_url(self.session_pk)))
+            url = _tree_refresh_url(self.session_pk)
+            notices.append(html.tree_arrivals(self.tree_arrived, url))
         if off:
             self.off_branch += off
-            parts.append(html.branch_arrivals(self.off_branch, self.off_newest))
-        parts.append(html.live_state(self.last_position, self.tip, self.follow))
-        await self.send_text("".join(str(p) for p in parts))
+            notices.append(html.branch_arrivals(self.off_branch, self.off_newest))
+        notices.append(html.live_state(self.last_position, self.tip, self.follow))
+        limit = live_frames.FRAME_BYTES - live_frames.NOTICE_BYTES
+        frames = live_frames.pack((str(p) for p in rows), limit) or [""]
+        frames[-1] += "".join(str(n) for n in notices)
+        for frame in frames:
+            await self.send_text(frame)
 
     async def switch_branch(self, to: Any) -> None:
         """The viewer asked to see another branch (the notice's button): its transcript
@@ -333,11 +340,12 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
         if running is None:
             self.turn_offset = None
             return
-        self.turn_offset = len(running.text)
+        text = running.text
+        self.turn_offset = len(text)
         await self._send_turn({"event": "start", **running.describe()})
-        if running.text:
+        for offset, piece in live_frames.text_pieces(text) if text else []:
             await self._send_turn(
-                {"event": "delta", "text": running.text, "offset": 0, "turn_id": running.turn_id}
+                {"event": "delta", "text": piece, "offset": offset, "turn_id": running.turn_id}
             )
 
     # -- from the group --------------------------------------------------------------------
@@ -360,7 +368,8 @@ class SessionLiveConsumer(AsyncWebsocketConsumer):
                     self.off_newest = off[-1]["id"]
                 self.last_position = fragments[-1]["position"]
                 self.tip = chain["ids"][-1]
-                await self._send_frame([html.trusted(chain["html"])], len(fragments), len(off))
+                frames = [html.trusted(frame) for frame in chain["frames"]]
+                await self._send_frame(frames, len(fragments), len(off))
                 return
         await self.send_entries(fragments)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,6 +29,7 @@ import orjson
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from explorer import conf
 from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, SecretFinding, Session
@@ -428,9 +431,12 @@ class _Writer:
     than the insert itself.
     """
 
-    def __init__(self, session: Session, author) -> None:
+    def __init__(self, session: Session, author, *, commit: bool = False) -> None:
         self.session = session
         self.author_id = getattr(author, "pk", None)
+        # Each batch its own transaction (a new session's import, ``_import_new_batched``):
+        # the write lock is held for one batch at a time, never for the whole file.
+        self.commit = commit
         self.rows: list[list] = []
         # Child counts are counted while streaming: a parent still in the unflushed batch is
         # bumped in place, others (branch points far back, earlier imports) at the end.
@@ -522,6 +528,14 @@ class _Writer:
         self.extras.append(row)
 
     def flush(self) -> None:
+        if not self.commit:
+            self._flush()
+            return
+        with transaction.atomic():
+            self._flush()
+            Session.every.filter(pk=self.session.pk).update(import_heartbeat=timezone.now())
+
+    def _flush(self) -> None:
         if self.rows:
             connection.ensure_connection()
             cursor = connection.connection.cursor()
@@ -761,6 +775,12 @@ def _import_source(
         ok, _ = _parse(_decode(tail)[0])
         if not ok:
             consumed = tail_start
+    if _version_of(header) >= 3:
+        batched = _import_new_batched(
+            data, consumed, header, header_index, header_line, result, user, source_path
+        )
+        if batched is not None:
+            return batched
     for attempt in range(2):
         try:
             with transaction.atomic():
@@ -1246,9 +1266,117 @@ def _header_fields(header: dict) -> dict[str, Any]:
     }
 
 
-def _import_new(data, consumed, header, header_index, header_line, result, user, source_path):
-    scan = _Scan()
-    session = Session.objects.create(
+# An import whose process is gone, or that has not committed a batch for this long, is
+# abandoned: its hidden rows are deleted by the next import or by ``serve`` starting.
+IMPORT_STALE_SECONDS = 600
+
+
+def import_owner() -> str:
+    """Who runs an import: this host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _abandoned(session: Session) -> bool:
+    host, _, pid = session.import_owner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True  # killed (kill -9, a crash, a full disk that ended the process)
+        except PermissionError:
+            pass
+    beat = session.import_heartbeat or session.created
+    return (timezone.now() - beat).total_seconds() > IMPORT_STALE_SECONDS
+
+
+def discard(session: Session) -> None:
+    """Delete a session whose first import did not finish (its committed batches)."""
+    with transaction.atomic():
+        Session.every.filter(pk=session.pk).delete()
+
+
+def clear_abandoned() -> int:
+    """Delete the hidden rows of imports that will never finish; returns how many."""
+    gone = 0
+    for session in Session.every.filter(state=Session.IMPORTING):
+        if _abandoned(session):
+            logger.warning("removing the unfinished import of session %s", session.session_id)
+            discard(session)
+            gone += 1
+    return gone
+
+
+def _import_new_batched(
+    data, consumed, header, header_index, header_line, result: ImportResult, user, source_path
+) -> ImportResult | None:
+    """A new session's import, committed in batches while it stays hidden.
+
+    One transaction per file would hold the database's single write lock (SQLite) for the
+    whole file, minutes for a big one, and every other writer (a label on another session, a
+    followed file, the shell) would fail meanwhile. Here each batch commits on its own; the
+    session is ``importing`` (invisible to every page, ``Session.objects``) until the last
+    step, one transaction, makes it ready. A file with a blocking problem, an exception or a
+    killed process leaves nothing behind: the batches are deleted at once, or by the next
+    import or ``serve`` (``clear_abandoned``). None: the session exists, grow it as before.
+    """
+    clear_abandoned()
+    existing = Session.every.filter(session_id=header["id"]).first()
+    if existing is not None and existing.state == Session.READY:
+        return None
+    if existing is None:
+        try:
+            with transaction.atomic():
+                session = _new_session(
+                    header,
+                    header_index,
+                    header_line,
+                    user,
+                    source_path,
+                    state=Session.IMPORTING,
+                    import_owner=import_owner(),
+                    import_heartbeat=timezone.now(),
+                )
+        except IntegrityError:
+            existing = Session.every.filter(session_id=header["id"]).first()
+            if existing is None or existing.state == Session.READY:
+                return None
+    if existing is not None:  # someone else's import of the same file is running
+        result.problems.append(
+            Problem(
+                0,
+                "error",
+                "import-running",
+                f"Session {header['id']} is being imported by another process right now; "
+                "import the file again when that has finished.",
+            )
+        )
+        return result
+    try:
+        _import_new(
+            data,
+            consumed,
+            header,
+            header_index,
+            header_line,
+            result,
+            user,
+            source_path,
+            session=session,
+        )
+    except BaseException:
+        discard(session)
+        raise
+    if not result.ok:
+        discard(session)
+        _explain_duplicates(result)
+        result.session = None
+        result.created = False
+        result.added = 0
+    return result
+
+
+def _new_session(header, header_index, header_line, user, source_path, **state) -> Session:
+    return Session.every.create(
         session_id=header["id"],
         version=3,
         source_version=_version_of(header),
@@ -1257,11 +1385,56 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
         source_path=source_path,
         imported_by=user,
         **_header_fields(header),
+        **state,
     )
-    writer = _Writer(session, None)
+
+
+def _import_new(
+    data,
+    consumed,
+    header,
+    header_index,
+    header_line,
+    result,
+    user,
+    source_path,
+    *,
+    session: Session | None = None,
+) -> None:
+    scan = _Scan()
+    if session is None:
+        session = _new_session(header, header_index, header_line, user, source_path)
+    writer = _Writer(session, None, commit=session.state == Session.IMPORTING)
     lines = _scan_lines(data, 0, consumed, 0, header_index, scan)
     stats = _store_lines(lines, session, scan, writer, position_of=lambda index: index)
     writer.flush()
+    _report_new(data, consumed, session, scan, result)
+    if not result.ok:
+        return
+    session.missing_final_newline = bool(consumed) and not _ends_nl(data, consumed)
+    session.source_size = consumed
+    session.source_sha256 = _sha256(data, consumed)
+    if session.state != Session.IMPORTING:
+        _store_new(session, scan, writer, stats, result)
+        return
+    # The last step is one transaction: the session appears with everything a page needs
+    # (counters, cursor, search index, secrets), or not at all.
+    progress = _progress.get()
+    if progress is not None:
+        progress.phase = "finishing"
+        progress.tick(force=True)
+    with transaction.atomic():
+        session.state = Session.READY
+        session.import_owner = ""
+        session.import_heartbeat = None
+        writer.commit = False
+        _store_new(session, scan, writer, stats, result)
+        index_new_entries(session)
+        secrets_current(session, scanned=True)
+
+
+def _report_new(data, consumed, session: Session, scan: _Scan, result: ImportResult) -> None:
+    """Settle late parents and list the file's problems (no database work)."""
     _resolve_pending(session, scan)
     if consumed and not _ends_nl(data, consumed):
         scan.add(
@@ -1272,15 +1445,13 @@ def _import_new(data, consumed, header, header_index, header_line, result, user,
                 "The file does not end with a newline (Pi appends one on open).",
             )
         )
-    problems = _full_report(data, consumed, scan.problems)
-    result.problems.extend(problems)
-    if not result.ok:
-        return
+    result.problems.extend(_full_report(data, consumed, scan.problems))
+
+
+def _store_new(session: Session, scan: _Scan, writer: _Writer, stats, result: ImportResult) -> None:
+    """The rows that finish a new session: counters, depths, cursor, problems."""
     _finish_session(session, scan, writer)
     session.name = stats["name"] or ""
-    session.missing_final_newline = bool(consumed) and not _ends_nl(data, consumed)
-    session.source_size = consumed
-    session.source_sha256 = _sha256(data, consumed)
     session.save()
     _save_problems(session, result.problems)
     _update_warning_count(session)

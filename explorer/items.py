@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from explorer import html, queries
+from explorer import html, live_frames, queries
 from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
@@ -408,7 +408,11 @@ def shared_rows(session, items: list[dict[str, Any]]) -> list[str]:
 
 
 def entry_fragment(entry, row: str = "") -> dict[str, Any]:
-    """What a viewer needs about one new entry: where it hangs and its transcript row."""
+    """What a viewer needs about one new entry: where it hangs and its transcript row
+    (bounded for a live frame: ``live_frames.bounded_row``)."""
+    row = live_frames.bounded_row(
+        entry.session_id, entry.entry_id, html.dom_id(entry.entry_id), row
+    )
     return {
         "id": entry.entry_id,
         "parent_id": entry.parent_id,

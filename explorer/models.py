@@ -15,7 +15,23 @@ from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
 
 
+class ReadyManager(models.Manager):
+    """Sessions every page may show: not one whose import is still running.
+
+    A new session's import commits its entries in batches (so no import holds the database's
+    write lock for minutes, ``explorer.files``); until the last batch commits, the session
+    is ``importing`` and nothing but the importer sees it. This is the default manager, so a
+    page, a search, a list or an append that asks for sessions never gets a half-imported one.
+    """
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(state=Session.READY)
+
+
 class Session(models.Model):
+    READY = "ready"
+    IMPORTING = "importing"
+
     session_id = VisibleCharField(max_length=200, unique=True, help_text="Header id")
     version = models.IntegerField(default=3, help_text="Version after migration (always 3)")
     source_version = models.IntegerField(default=3, help_text="Version of the imported file")
@@ -54,9 +70,26 @@ class Session(models.Model):
         on_delete=models.SET_NULL,
         related_name="imported_sessions",
     )
+    state = models.CharField(
+        max_length=16,
+        default=READY,
+        choices=[(READY, "ready"), (IMPORTING, "importing")],
+        help_text="importing: its first import is still committing batches (hidden)",
+    )
+    import_owner = models.CharField(
+        max_length=200, blank=True, default="", help_text="host:pid of the running import"
+    )
+    import_heartbeat = models.DateTimeField(
+        null=True, blank=True, help_text="When the running import last committed a batch"
+    )
+
+    objects = ReadyManager()
+    every = models.Manager()  # importing sessions too: the importer and its clean-up only
 
     class Meta:
         ordering = ["-modified", "-pk"]
+        base_manager_name = "every"  # an entry's ``session`` is reachable whatever its state
+        indexes = [models.Index(fields=["state"], name="session_state")]
 
     def __str__(self) -> str:
         return self.display_name
@@ -462,3 +495,68 @@ class StoredFigure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} of session {self.session_id} up to {self.upto}"
+
+
+class ReadMark(models.Model):
+    """How far a reader has looked at a session: the newest position shown on their last
+    visit. Pages mark what arrived after it ("new since you last looked"); the visit itself
+    is recorded by a POST the page sends once shown (a GET never writes)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="read_marks")
+    position = models.IntegerField(help_text="Newest entry position the reader was shown")
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "session"], name="read_mark_once"),
+        ]
+
+
+class ShareLink(models.Model):
+    """A read-only link to a session or to one route, for readers without an account.
+
+    Only the SHA-256 of the token is kept: the token itself is shown once, to its creator,
+    so a copy of the database (a backup, a leaked dump) opens no share. Revoking sets
+    ``revoked_at``; the row stays so the admin list and the view log keep their history."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="share_links")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="sha256 of the token")
+    leaf_id = VisibleCharField(
+        max_length=200, blank=True, default="", help_text="Route scope: the route's leaf"
+    )
+    with_reviews = models.BooleanField(default=False, help_text="Readers see the review threads")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    views = models.IntegerField(default=0, help_text="Pages read through the link")
+    last_viewed = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self) -> str:
+        return f"share {self.pk} of session {self.session_id}"
+
+    @property
+    def scope(self) -> str:
+        return f"route to {self.leaf_id}" if self.leaf_id else "whole session"
+
+
+class ShareView(models.Model):
+    """One request read through a share link: when, from which address, which page."""
+
+    link = models.ForeignKey(ShareLink, on_delete=models.CASCADE, related_name="view_log")
+    at = models.DateTimeField(auto_now_add=True)
+    address = models.CharField(max_length=64, blank=True, default="")
+    path = models.CharField(max_length=300, blank=True, default="")
+    user_agent = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-pk"]

@@ -20,8 +20,21 @@ ROLES = (VIEWER, EDITOR, ADMIN)
 _RANK = {None: 0, VIEWER: 1, EDITOR: 2, ADMIN: 3}
 
 
+class ShareReader(AnonymousUser):
+    """Whoever reads through a share link (``views.share``): no account, reads as a viewer
+    within the link's scope. Still anonymous (``is_authenticated`` is False), so it owns no
+    cursor, and every write view refuses it before its role is asked; only the share
+    dispatcher, which serves GETs alone, ever sets it."""
+
+    def __init__(self, link) -> None:
+        super().__init__()
+        self.share_link = link
+
+
 def role_of(user) -> str | None:
     """Highest role of ``user`` (None for anonymous users and users without a role)."""
+    if isinstance(user, ShareReader):
+        return VIEWER
     if user is None or isinstance(user, AnonymousUser) or not user.is_authenticated:
         return None
     if not user.is_active:
@@ -152,4 +165,5 @@ def role_context(request: HttpRequest) -> dict:
         "user_role": role,
         "can_edit": _RANK[role] >= _RANK[EDITOR],
         "can_admin": _RANK[role] >= _RANK[ADMIN],
+        "share": getattr(request, "share_link", None),
     }

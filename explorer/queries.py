@@ -1848,7 +1848,8 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
 # 3: "tokens after" is the engine's estimate; 4: the compaction's figures, not the entries.
-_COMPACTION_DETAIL = "compaction-detail-4"
+_COMPACTION_DETAIL = "compaction-detail-5"  # 5: the previous summary beside it
+_BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 
 
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
@@ -1998,6 +1999,91 @@ def _compaction_detail(
         ],
         "hidden_before": item["replaced_count"] - len(info.replaced),
         "report": survival_for(info),
+        "previous": _previous_summary(
+            session, light, ci, summary if isinstance(summary, str) else ""
+        ),
+    }
+
+
+def _previous_summary(
+    session: Session, light: Sequence[LightEntry], ci: int, summary: str
+) -> dict[str, Any] | None:
+    """The compaction before the one at ``ci`` on the route, its summary beside this one's:
+    a word diff and the references of the earlier summary that this one dropped. It lies
+    above the compaction, so it belongs in the detail kept below it."""
+    from explorer.analysis.summary_diff import dropped_references, word_diff
+
+    prev = next((j for j in range(ci - 1, -1, -1) if light[j].type == "compaction"), None)
+    if prev is None:
+        return None
+    entry = load_entries(session, [light[prev].entry_id]).get(light[prev].entry_id, {})
+    before = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
+    report = dropped_references(before, summary, (e.entry_id for e in light[: ci + 1]))
+    return {
+        "id": light[prev].entry_id,
+        "diff": word_diff(before, summary),
+        "dropped": report,
+        "lost": [i for i in report.items if not i.survived],
+    }
+
+
+def route_branch_summaries(light: Sequence[LightEntry]) -> list[str]:
+    """Ids of the branch summaries on the route ``light``, oldest first."""
+    return [e.entry_id for e in light if e.type == "branch_summary"]
+
+
+def branch_summary_detail(
+    session: Session, light: Sequence[LightEntry], summary_id: str
+) -> dict[str, Any] | None:
+    """A branch summary on ``light`` beside the route it summarised (from its ``fromId`` up
+    to the common ancestor with the route it was left on), with the survival check
+    compactions have. The summarised route was written before the summary and never
+    changes, so the detail is kept below the summary like a compaction's. None: not a
+    branch summary on this route."""
+    index = next((i for i, e in enumerate(light) if e.entry_id == summary_id), None)
+    if index is None or light[index].type != "branch_summary":
+        return None
+    return kept_below(
+        session,
+        _BRANCH_SUMMARY_DETAIL,
+        summary_id,
+        lambda: _branch_summary_detail(session, light[: index + 1]),
+    )
+
+
+def _branch_summary_detail(session: Session, route: Sequence[LightEntry]) -> dict[str, Any]:
+    from explorer.analysis.compactions import survival_of
+
+    summary_id = route[-1].entry_id
+    entry = load_entries(session, [summary_id]).get(summary_id, {})
+    summary = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
+    from_id = entry.get("fromId") if isinstance(entry.get("fromId"), str) else ""
+    left = light_path(session, from_id) if from_id and entry_exists(session, from_id) else []
+    on_route = {e.entry_id for e in route}
+    common = max((k for k, e in enumerate(left) if e.entry_id in on_route), default=-1)
+    summarised = left[common + 1 :]
+    shown = summarised[-REPLACED_SHOWN:]
+    data = load_entries(session, [e.entry_id for e in shown])
+    entries = [data[e.entry_id] for e in shown if e.entry_id in data]
+    return {
+        "id": summary_id,
+        "from_id": from_id or None,
+        "common_ancestor": left[common].entry_id if common >= 0 else None,
+        "summary": summary,
+        "summarised": [
+            {
+                "id": e.get("id"),
+                "type": e.get("type"),
+                "title": entry_title(e, 140),
+                "role": (e.get("message") or {}).get("role")
+                if isinstance(e.get("message"), dict)
+                else "",
+            }
+            for e in entries
+        ],
+        "summarised_count": len(summarised),
+        "hidden_before": len(summarised) - len(shown),
+        "report": survival_of(entries, summary, (e.entry_id for e in left)),
     }
 
 
@@ -2413,6 +2499,8 @@ def search_entries(
     qs = _text_matches(query, session)
     if entry_type:
         qs = qs.filter(type=entry_type)
+    if importing := importing_pks():  # their batches are indexed, not yet shown
+        qs = qs.exclude(session_id__in=importing)
     per_session = list(
         qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
     )
@@ -2600,9 +2688,15 @@ def session_findings(session: Session, status: str = "") -> list[SecretFinding]:
     return list(qs.order_by("line_no", "path", "start")[:FINDINGS_SHOWN])
 
 
+def importing_pks() -> list[int]:
+    """Sessions whose first import is still committing batches: hidden from every page
+    (``models.ReadyManager``), so cross-session reads of their rows leave them out too."""
+    return list(Session.every.filter(state=Session.IMPORTING).values_list("pk", flat=True))
+
+
 def findings_overview(status: str = "") -> list[SecretFinding]:
     """Findings across every session, newest first, with their session (one query)."""
-    qs = SecretFinding.objects.select_related("session")
+    qs = SecretFinding.objects.select_related("session").filter(session__state=Session.READY)
     if status:
         qs = qs.filter(status=status)
     return list(qs.order_by("-created", "session_id", "line_no", "pk")[:FINDINGS_SHOWN])
@@ -2611,7 +2705,7 @@ def findings_overview(status: str = "") -> list[SecretFinding]:
 def finding_counts(session: Session | None = None) -> dict[str, int]:
     """How many findings have each status (all sessions when ``session`` is None)."""
     qs = (
-        SecretFinding.objects.all()
+        SecretFinding.objects.filter(session__state=Session.READY)
         if session is None
         else SecretFinding.objects.filter(session=session)
     )

@@ -17,10 +17,12 @@ from explorer.views import (
     integrity,
     live,
     projection,
+    read_marks,
     review,
     search,
     secrets,
     sessions,
+    share,
     stats,
     timeline,
     transcript,
@@ -39,6 +41,7 @@ session_urls = [
     path("sessions/<int:pk>/fork/", sessions.fork_view, name="fork"),
     path("sessions/<int:pk>/delete/", sessions.delete_view, name="delete"),
     path("sessions/<int:pk>/problems/", sessions.problems_view, name="problems"),
+    path("sessions/<int:pk>/seen/", read_marks.seen_view, name="seen"),
     path("sessions/<int:pk>/stats/", stats.session_stats, name="session_stats"),
 ]
 
@@ -94,6 +97,7 @@ secret_urls = [
 # Single-file HTML export of a route or of the whole tree (offline, secrets masked)
 export_urls = [
     path("sessions/<int:pk>/export.html", export.export_html_view, name="export_html"),
+    path("sessions/<int:pk>/route.atif", export.export_atif_view, name="export_atif"),
 ]
 
 # Review comments: threads on entries, replies, resolving, approved / flagged statuses
@@ -114,6 +118,23 @@ review_urls = [
     path("sessions/<int:pk>/review/status/", review.entry_status, name="entry_status"),
 ]
 
+# Share links: the anonymous reader's pages (any tab's own view, scoped and read-only) and
+# the editors' and admins' lists
+share_urls = [
+    path("share/<str:token>/", share.share_root, name="share"),
+    path("share/<str:token>/<path:rest>", share.share_page, name="share_page"),
+    path("sessions/<int:pk>/shares/", share.session_shares, name="session_shares"),
+    path("sessions/<int:pk>/shares/<int:link_pk>/revoke/", share.share_revoke, name="share_revoke"),
+    path("shares/", share.all_shares, name="shares"),
+]
+
 urlpatterns = (
-    session_urls + tab_urls + edit_urls + live_urls + secret_urls + export_urls + review_urls
+    session_urls
+    + tab_urls
+    + edit_urls
+    + live_urls
+    + secret_urls
+    + export_urls
+    + review_urls
+    + share_urls
 )

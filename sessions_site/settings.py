@@ -345,6 +345,13 @@ SESSIONS_MAX_REQUEST_BYTES = envint("SESSIONS_MAX_REQUEST_BYTES", 8 * 1024 * 102
 # A page whose answer has not started after this many seconds gets 503 + Retry-After instead
 # of a client left hanging (explorer.middleware.RequestTimeout; the import is exempt; 0: off).
 SESSIONS_REQUEST_TIMEOUT = envint("SESSIONS_REQUEST_TIMEOUT", 30, minimum=0)
+# Share links (explorer.shares): the longest expiry an editor may give one, the base of the
+# URL the shell prints, and how many unknown tokens one address may try per window before
+# it gets 429 (guessing a 256-bit token is hopeless, but trying costs a database read).
+SESSIONS_SHARE_MAX_DAYS = envint("SESSIONS_SHARE_MAX_DAYS", 30, minimum=1)
+SESSIONS_SHARE_BASE_URL = envstr("SESSIONS_SHARE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+SESSIONS_SHARE_GUESS_LIMIT = envint("SESSIONS_SHARE_GUESS_LIMIT", 20, minimum=1)
+SESSIONS_SHARE_GUESS_WINDOW = envint("SESSIONS_SHARE_GUESS_WINDOW", 600, minimum=1)
 # Login throttling: five failures in a row lock the account (whatever the address) and,
 # separately, the address (whatever the account) for fifteen minutes, then the lock ends.
 AXES_FAILURE_LIMIT = envint("SESSIONS_LOGIN_FAILURE_LIMIT", 5, minimum=1)

@@ -159,7 +159,8 @@ class SurvivalReport:
 
     def by_kind(self) -> list[tuple[str, list[SurvivalItem], int, int]]:
         out = []
-        for kind in REFERENCE_KINDS:
+        extra = [k for k in dict.fromkeys(i.kind for i in self.items) if k not in REFERENCE_KINDS]
+        for kind in (*REFERENCE_KINDS, *extra):
             its = [i for i in self.items if i.kind == kind]
             out.append((kind, its, sum(1 for i in its if i.survived), len(its)))
         return out
@@ -186,12 +187,15 @@ def reference_survival(references: dict[str, list[str]], summary: str) -> Surviv
     summary = summary or ""
     flat = _normalise(summary)
     items: list[SurvivalItem] = []
-    for kind in REFERENCE_KINDS:
+    extra = [k for k in references if k not in REFERENCE_KINDS]
+    for kind in (*REFERENCE_KINDS, *extra):
         for value in references.get(kind, []):
             if kind == "command":
                 ok = _normalise(value) in flat
             elif kind == "number":
                 ok = re.search(r"(?<![\d.])" + re.escape(value) + r"(?![\d])", summary) is not None
+            elif kind == "identifier":  # a whole name: parse_config is not parse_config_v2
+                ok = re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", summary) is not None
             else:
                 ok = value in summary
             partial = False
@@ -337,14 +341,22 @@ def compaction_info(
 
 
 def survival_for(info: CompactionInfo, known_ids: Iterable[str] = ()) -> SurvivalReport:
+    summary = info.entry.get("summary") if isinstance(info.entry.get("summary"), str) else ""
+    return survival_of(info.replaced, summary, known_ids)
+
+
+def survival_of(
+    replaced: Sequence[dict], summary: str, known_ids: Iterable[str] = ()
+) -> SurvivalReport:
+    """Which references of the entries ``replaced`` appear in ``summary``: one check for a
+    compaction and for a branch summary (whose "replaced" entries are the route it
+    summarised), so the two are measured alike."""
     texts = [
-        entry_text(e) for e in info.replaced if entry_role(e) not in ("toolResult", "bashExecution")
+        entry_text(e) for e in replaced if entry_role(e) not in ("toolResult", "bashExecution")
     ]
-    outputs = [
-        entry_text(e) for e in info.replaced if entry_role(e) in ("toolResult", "bashExecution")
-    ]
+    outputs = [entry_text(e) for e in replaced if entry_role(e) in ("toolResult", "bashExecution")]
     commands = []
-    for e in info.replaced:
+    for e in replaced:
         for call in tool_calls_of(e):
             args = call.get("arguments")
             if isinstance(args, dict) and isinstance(args.get("command"), str):
@@ -352,7 +364,6 @@ def survival_for(info: CompactionInfo, known_ids: Iterable[str] = ()) -> Surviva
         m = entry_message(e)
         if m is not None and m.get("role") == "bashExecution" and isinstance(m.get("command"), str):
             commands.append(m["command"])
-    ids = set(known_ids) | {str(e.get("id")) for e in info.replaced}
+    ids = set(known_ids) | {str(e.get("id")) for e in replaced}
     refs = extract_references(texts, commands=commands, known_ids=ids, outputs=outputs)
-    summary = info.entry.get("summary") if isinstance(info.entry.get("summary"), str) else ""
-    return reference_survival(refs, summary)
+    return reference_survival(refs, summary or "")

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import html, queries
+from explorer import html, queries, read_marks
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -37,6 +37,27 @@ TABS = (
     ("live", "Live", "explorer:live"),
     ("review", "Review", "explorer:review"),
 )
+
+
+# The tabs a share link shows (``views.share``): a link to one route shows only the tabs
+# that read that route; the Live tab (a socket) and the Review tab (unless the link carries
+# the threads) are never shared.
+SHARE_SESSION_TABS = frozenset(
+    {"tree", "transcript", "context", "compactions", "compare", "timeline", "search", "integrity"}
+)
+SHARE_ROUTE_TABS = frozenset({"transcript", "context", "compactions", "timeline"})
+
+
+def share_tabs(link: Any) -> frozenset[str]:
+    """The tab keys a reader of ``link`` may open."""
+    tabs = SHARE_ROUTE_TABS if link.leaf_id else SHARE_SESSION_TABS
+    return tabs | {"review"} if link.with_reviews and not link.leaf_id else tabs
+
+
+def route_share(request: HttpRequest) -> Any:
+    """The share link of this request when it shows one route only, else None."""
+    link = getattr(request, "share_link", None)
+    return link if link is not None and link.leaf_id else None
 
 
 def render_panel(
@@ -109,7 +130,9 @@ def session_frame(
     request: HtmxHttpRequest, session: Session, tab: str, cursor: str | None
 ) -> dict[str, Any]:
     leaf_q = f"?{urlencode({'leaf': cursor})}" if cursor and request.GET.get("leaf") else ""
-    open_threads = queries.open_thread_count(session)
+    link = getattr(request, "share_link", None)
+    shown = share_tabs(link) if link is not None else None
+    open_threads = queries.open_thread_count(session) if shown is None or "review" in shown else 0
     return {
         "session": session,
         "tab": tab,
@@ -121,9 +144,14 @@ def session_frame(
                 "current": k == tab,
             }
             for k, t, u in TABS
+            if shown is None or k in shown
         ],
         "cursor": cursor,
         "editable": can_edit(request.user),
+        # "New since you last looked": the reader's mark before this visit; a tab lists
+        # which of the entries it shows arrived after it (``new_ids``).
+        "seen": read_marks.seen(request.user, session),
+        "new_ids": [],
     }
 
 

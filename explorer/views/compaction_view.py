@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
@@ -25,6 +25,7 @@ from explorer.views.jsonapi import json_page, plain, wants_json
 
 TEMPLATE = "explorer/compactions.html"
 DETAIL_PARTIAL = f"{TEMPLATE}#compaction-detail"
+BRANCH_PARTIAL = f"{TEMPLATE}#branch-detail"
 LIST_SHOWN = 10  # the newest compactions listed at first; older ones on request
 
 
@@ -42,12 +43,27 @@ def compactions_panel(
     asked = request.GET.get("c") or None
     light = queries.light_path(session, cursor)
     listed = queries.route_compactions(session, light)
-    chosen = asked or (listed[-1]["id"] if listed else None)
+    branch_asked = bool(request.GET.get("b"))
+    chosen = asked or (listed[-1]["id"] if listed and not branch_asked else None)
     items = [{**c, "chosen": c["id"] == chosen} for c in listed]
     picked = next((c for c in items if c["chosen"]), None)
     detail = functools.cache(lambda: _detail(session, light, picked))  # built once if asked
-    panel = {"compactions": items, **_list_window(items, request.GET.get("older"))}
+    panel = {
+        "compactions": items,
+        **_list_window(items, request.GET.get("older")),
+        "branch_summaries": queries.route_branch_summaries(light),
+        "chosen_branch": request.GET.get("b") or None,
+        "light": light,
+    }
     return panel, detail
+
+
+def branch_detail(session, light, summary_id: str) -> dict[str, Any] | None:
+    """A branch summary on the route beside the route it summarised (None: not on it)."""
+    found = queries.branch_summary_detail(session, light, summary_id)
+    if found is None:
+        return None
+    return {**found, "summary_html": render_markdown(found["summary"] or "")}
 
 
 def _detail(session, light, picked: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -66,7 +82,7 @@ def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None
     when no reader drew it yet)."""
     return shared_fragment(
         session,
-        "detail-2",
+        "detail-3",
         DETAIL_PARTIAL,
         lambda: {"session": session, "detail": detail()},
         below=shown,
@@ -115,7 +131,28 @@ def _json_data(ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     ]
     if "item" in detail:
         detail["item"] = next(c for c in listed if c["id"] == detail["item"]["id"])
-    return {"cursor": cursor, "compactions": listed, "detail": detail or None}
+    previous = detail.pop("previous", None)
+    if detail:
+        detail["previous"] = None
+    if previous is not None:
+        detail["previous"] = {
+            "id": previous["id"],
+            "diff": [{"op": op, "text": text} for op, text in previous["diff"]],
+            "dropped": [
+                {"kind": i.kind, "value": i.value, "partial": i.partial} for i in previous["lost"]
+            ],
+            "references": previous["dropped"].total,
+        }
+    branch = ctx.get("branch_detail")
+    if branch is not None:
+        branch = {k: v for k, v in branch.items() if k != "summary_html"}
+    return {
+        "cursor": cursor,
+        "compactions": listed,
+        "branch_summaries": ctx["branch_summaries"],
+        "detail": detail or None,
+        "branch_summary": branch,
+    }
 
 
 @viewer_required
@@ -125,9 +162,15 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compactions", cursor)
     panel, detail_of = compactions_panel(request, session, cursor)
+    light = panel.pop("light")
     ctx.update(panel)
+    chosen_branch = panel["chosen_branch"]
+    if chosen_branch is not None and chosen_branch not in panel["branch_summaries"]:
+        raise Http404("No such branch summary on this route")
     if wants_json(request):
-        ctx["detail"] = detail_of()
+        ctx["detail"] = detail_of() if chosen_branch is None else None
+        if chosen_branch is not None:
+            ctx["branch_detail"] = branch_detail(session, light, chosen_branch)
         return json_page(plain(_json_data(ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
@@ -135,7 +178,16 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     # what lies above the compaction, which appends do not change), or, when the route has
     # none, once per cursor and session version. Read only when it is not drawn yet.
     shown = next((c["id"] for c in panel["compactions"] if c["chosen"]), None)
-    if shown is not None:
+    if chosen_branch is not None:
+        # Kept below the branch summary: the route it summarised never changes.
+        ctx["detail_html"] = shared_fragment(
+            session,
+            "branch-1",
+            BRANCH_PARTIAL,
+            lambda: {"session": session, "bdetail": branch_detail(session, light, chosen_branch)},
+            below=chosen_branch,
+        )
+    elif shown is not None:
         ctx["detail_html"] = _detail_html(session, shown, detail_of)
     else:
         name = f"{cursor or ''}:{request.GET.get('c') or ''}"

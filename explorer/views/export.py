@@ -8,7 +8,7 @@ import re
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import export_html
+from explorer import atif_export, export_html
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, resolve_cursor
 
@@ -36,6 +36,40 @@ def export_html_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", session.display_name)[:60].strip("-") or "session"
     suffix = "tree" if whole else (leaf or "route")[:16]
     response["Content-Disposition"] = f'attachment; filename="{stem}-{suffix}.html"'
+    response["Cache-Control"] = "no-store"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@viewer_required
+@require_GET
+def export_atif_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The route to ``?leaf=`` (or the cursor) as ATIF: one JSON file, or, when compactions
+    cut it into several trajectories, a zip of them under the names their
+    ``continued_trajectory_ref`` use; ``?segment=N`` gives the N-th alone as JSON."""
+    session = get_session_for_user(request, pk)
+    leaf = resolve_cursor(request, session)
+    docs = atif_export.route_documents(session, leaf)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", session.display_name)[:60].strip("-") or "session"
+    stem = f"{stem}-{(leaf or 'route')[:16]}"
+    segment = request.GET.get("segment")
+    if segment is not None:
+        if not segment.isdigit() or not 1 <= int(segment) <= len(docs):
+            return HttpResponse(
+                f"segment must be a number from 1 to {len(docs)}",
+                status=400,
+                content_type="text/plain; charset=utf-8",
+            )
+        docs = [docs[int(segment) - 1]]
+        name = atif_export.segment_name(int(segment) - 1)
+        body, kind, filename = atif_export.document_bytes(docs[0]), "application/json", name
+    elif len(docs) == 1:
+        body, kind = atif_export.document_bytes(docs[0]), "application/json"
+        filename = f"{stem}.atif.json"
+    else:
+        body, kind, filename = atif_export.zip_bytes(docs), "application/zip", f"{stem}.atif.zip"
+    response = HttpResponse(body, content_type=kind)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response

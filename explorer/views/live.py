@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from explorer import conf, html, queries, turns
+from explorer import conf, html, live_frames, queries, turns
 from explorer.items import shared_rows, window_items
 from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
 from explorer.session.sentinel import UNSET
@@ -36,10 +36,12 @@ def tail_window(session, leaf: str | None) -> dict[str, Any]:
     return queries.cached(session, f"live-tail:{leaf or ''}", lambda: _tail_window(session, leaf))
 
 
-def _tail_window(session, leaf: str | None) -> dict[str, Any]:
+def _tail_window(
+    session, leaf: str | None, *, page: int = PAGE, bounded: bool = False
+) -> dict[str, Any]:
     rmap = queries.route_map(session, leaf)
     n = len(rmap.ids)
-    start = max(0, n - PAGE)
+    start = max(0, n - page)
     items = window_items(session, rmap, start, n, target=None, leaf_q=None) if n else []
     earlier_url = ""
     if start:
@@ -56,16 +58,29 @@ def _tail_window(session, leaf: str | None) -> dict[str, Any]:
         "shared_row": True,  # cached for every viewer: no token; live.js adds the viewer's
     }  # fmt: skip
     # Only the rows no kept row serves are rendered: after an append, the new entry's.
-    ctx["rows_html"] = html.join(shared_rows(session, items))
+    rows_list = shared_rows(session, items)
+    if bounded:  # sent over the websocket: each row within a frame (``live_frames``)
+        rows_list = [
+            live_frames.bounded_row(session.pk, it["id"], html.dom_id(it["id"]), row)
+            for it, row in zip(items, rows_list, strict=True)
+        ]
+    ctx["rows_html"] = html.join(rows_list)
     rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
     return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
 
 
 def window_swap(session, leaf: str | None) -> tuple[str, str | None]:
     """The whole transcript window as an out-of-band swap (a viewer's route changed branch),
-    and the tip it ends at."""
-    ctx = tail_window(session, leaf) | {"oob": True}
-    return render_to_string(f"{TEMPLATE}#live-transcript", ctx), ctx["tip"] or None
+    and the tip it ends at. It is one websocket frame, so it holds as many of the route's
+    last rows as fit in one (``live_frames``); the "earlier entries" link reaches the rest."""
+    page = PAGE
+    while True:
+        ctx = _tail_window(session, leaf, page=page, bounded=True) | {"oob": True}
+        swap = render_to_string(f"{TEMPLATE}#live-transcript", ctx)
+        budget = live_frames.FRAME_BYTES - live_frames.NOTICE_BYTES
+        if page == 1 or live_frames.size(swap) <= budget:
+            return swap, ctx["tip"] or None
+        page //= 2
 
 
 def _turn_context(request: HtmxHttpRequest, session) -> dict[str, Any]:

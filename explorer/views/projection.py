@@ -16,6 +16,7 @@ from explorer.views.common import (
     HtmxHttpRequest,
     render_panel,
     resolve_cursor,
+    route_share,
     session_frame,
     shared_fragment,
 )
@@ -85,10 +86,21 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
         "window": request.GET.get("window", window) if form.errors else window,
         "reserve": request.GET.get("reserve", reserve) if form.errors else reserve,
         "windows": WINDOWS,
-        "leaves": queries.leaf_choices(session),
+        "leaves": _leaf_choices(request, session),
         "path_length": summary["path_length"],
         "edited_count": summary["edited_count"],
     }
+
+
+def _leaf_choices(request: HtmxHttpRequest, session) -> list[dict[str, str]]:
+    """The leaf picker's choices; a share link to one route offers that route alone, so
+    the picker does not list the branches the link does not show."""
+    link = route_share(request)
+    if link is not None:
+        return [c for c in queries.leaf_choices(session) if c.get("id") == link.leaf_id] or [
+            {"id": link.leaf_id, "title": link.leaf_id}
+        ]
+    return queries.leaf_choices(session)
 
 
 def _shared_panel(request: HtmxHttpRequest) -> bool:
@@ -100,6 +112,7 @@ def _shared_panel(request: HtmxHttpRequest) -> bool:
         or request.GET.get("folded") == "1"
         or can_edit(request.user)
         or ContextWindowForm(request.GET).errors
+        or route_share(request) is not None  # its leaf picker offers the one route
     )
 
 

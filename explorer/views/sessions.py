@@ -15,7 +15,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import conf, files, queries, services
+from explorer import conf, files, queries, read_marks, services
 from explorer.forms import ForkForm, ImportForm
 from explorer.models import ImportProblem, Session
 from explorer.permissions import (
@@ -73,8 +73,10 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         )
     )
     totals = list_path_totals(sessions)
+    new = read_marks.new_counts(request.user, sessions)
     groups: dict[str, list[Session]] = {}
     for s in sessions:
+        s.new_count = new.get(s.pk, 0)
         s.first_message = first_message_text(s)
         s.labels = list_row_labels(s)
         s.path_totals = totals[s.pk]
@@ -116,6 +118,7 @@ def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
         "compactions": s.compaction_count,
         "context_edits": s.context_edit_count,
         "warnings": s.warning_count,
+        "new": s.new_count,  # entries since the reader's last visit (0 when never opened)
         "first_message": s.first_message or None,
         "file_name": s.labels["file_name"] or None,
         "fork_of": s.labels["fork_of_full"] or None,

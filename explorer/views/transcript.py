@@ -17,7 +17,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import forms, html, queries
+from explorer import forms, html, queries, read_marks
 from explorer.analysis.compactions import replaced_indices
 from explorer.items import Reader, window_html
 from explorer.items import transcript_url as _url
@@ -97,6 +97,7 @@ def transcript_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
     ctx.update(
         _page(session, rmap, start, end, target, viewing, reader_of(request, session, cursor))
     )
+    ctx["new_ids"] = read_marks.new_ids(session, ctx["seen"].mark, rmap.ids[start:end])
     ctx.update({
         "route_length": n, "leaf": leaf, "viewing": viewing, "cursor_entry": cursor,
         "on_cursor": leaf == cursor, "target": target, "newer": newer, "tip": tip,

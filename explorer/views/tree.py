@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import html as htmllib
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,7 +15,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import html, params, queries, stored_figures
+from explorer import html, params, queries, read_marks, stored_figures
 from explorer.analysis.tree import PAGE_ROWS
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
@@ -241,6 +243,11 @@ def _graph_part(session, cursor, params, explicit_leaf, model, svg: bool) -> dic
     }  # fmt: skip
 
 
+def tree_row_ids(rows_html: str) -> list[str]:
+    """The entry ids of the text tree's rows (``data-id``), as drawn."""
+    return [htmllib.unescape(eid) for eid in re.findall(r'data-id="([^"]*)"', str(rows_html))]
+
+
 @viewer_required
 @require_GET
 def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
@@ -253,6 +260,7 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx = session_frame(request, session, "tree", cursor)
     ctx["tip_id"] = queries.default_leaf_id(session) or ""
     ctx.update(graph_context(request, session, cursor))
+    ctx["new_ids"] = read_marks.new_ids(session, ctx["seen"].mark, tree_row_ids(ctx["tree_rows"]))
     selected = ctx["params"]["selected"]
     selected_exists = bool(selected) and queries.entry_exists(session, selected)
     if selected and not selected_exists:

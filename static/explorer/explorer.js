@@ -341,4 +341,24 @@
   });
   document.addEventListener("htmx:afterSettle", rebind);
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", init); } else { init(); }
+
+  // "New since you last looked": the page lists which of its entries arrived after the
+  // reader's previous visit (#new-ids); mark those rows of the transcript and the tree.
+  function markNew() {
+    var data = document.getElementById("new-ids");
+    if (!data) { return; }
+    var ids;
+    try { ids = JSON.parse(data.textContent); } catch (err) { return; }
+    var wanted = {};
+    ids.forEach(function (id) { wanted[id] = true; });
+    document.querySelectorAll("[data-entry], #text-tree [data-id]").forEach(function (el) {
+      var id = el.getAttribute("data-entry") || el.getAttribute("data-id");
+      if (wanted[id] && !el.classList.contains("is-new")) {
+        el.classList.add("is-new");
+        el.setAttribute("title", (el.getAttribute("title") ? el.getAttribute("title") + " · " : "") + "new since your last visit");
+      }
+    });
+  }
+  document.addEventListener("htmx:afterSettle", markNew);
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", markNew); } else { markNew(); }
 })();

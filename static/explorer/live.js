@@ -65,8 +65,13 @@
       tip: s ? s.dataset.tip : "",
       follow: following(),
     });
-    setConnection("live", "open");
+    // "live" only once the server has answered the resume (its first frame carries the
+    // position): a socket that opens and closes again (a proxy refusing frames, a server
+    // failing) keeps saying "connecting…", never "live".
+    setConnection("connecting…", "closed");
+    answered = false;
   });
+  let answered = false;
 
   document.addEventListener("htmx:wsClose", function (evt) {
     const code = evt.detail.event && evt.detail.event.code;
@@ -96,6 +101,11 @@
   }
 
   document.addEventListener("htmx:wsAfterMessage", function (evt) {
+    if (!answered && typeof evt.detail.message === "string" &&
+        evt.detail.message.indexOf('id="live-state"') >= 0) {
+      answered = true;
+      setConnection("live", "open");
+    }
     if (typeof evt.detail.message === "string" && evt.detail.message.indexOf("tree-arrivals") >= 0) {
       refreshGraph();
     }

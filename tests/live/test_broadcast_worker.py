@@ -133,7 +133,7 @@ def test_a_burst_is_coalesced_into_one_frame(stored, editor_user, sent_broadcast
     assert [[e["id"] for e in m["entries"]] for m in frames] == [ids]
     (chain,) = frames[0]["chains"]
     assert chain["from"] == TIP and chain["ids"] == ids
-    assert all(f'id="e-{i}"' in chain["html"] for i in ids)
+    assert all(f'id="e-{i}"' in "".join(chain["frames"]) for i in ids)
 
 
 # ---------------------------------------------------------------------------------------------

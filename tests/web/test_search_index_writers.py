@@ -168,9 +168,11 @@ def test_migration_0012_keeps_the_rows_indexed_under_0011():
         executor.migrate(new)
         assert not trigger()
         _index_is_exact()
-        assert _found("ibex") == 5 and _indexed("ibex") == 5
+        # At 0012 the models of today do not match the tables yet (later migrations add
+        # columns): only raw SQL here; search's own answer is checked once migrated.
+        assert _indexed("ibex") == 5
         files.store_search_rows([(stored.pk, "e9", 9, "message", "", "new ibex row")])
-        assert _found("ibex") == 6 and _indexed("ibex") == 6
+        assert _indexed("ibex") == 6
         _index_is_exact()
         executor = MigrationExecutor(connection)
         executor.migrate(old)
@@ -181,3 +183,4 @@ def test_migration_0012_keeps_the_rows_indexed_under_0011():
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert not trigger()
+    assert _found("ibex") == 6 and _indexed("ibex") == 6

@@ -1,0 +1,134 @@
+"""Writes to one session while another is imported (issue 28's "no lock-out").
+
+A generated session is imported by ``manage.py import_sessions`` in a child process, on
+the default set-up (one SQLite file in WAL mode). Meanwhile this process appends a label to
+another, small session every ``--interval`` seconds, as an editor on another page would.
+The same labels are timed first with no import running (the baseline of this run).
+
+Reported: the import's time, how many labels were written during it and how many failed
+(``database is locked`` before a new session's import committed in batches), and the
+labels' p50 / p99 during the import over the baseline's. The exit status is 1 when a label
+failed or none was written during the import.
+
+    .venv/bin/python -m benchmarks.bench_lockout [--entries 60000] [--interval 0.05]
+        [--write-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.gen_session import generate_session  # noqa: E402
+from benchmarks.results import write_section  # noqa: E402
+
+
+def _labels(session, user, target: str, *, until, interval: float) -> tuple[list[float], int]:
+    from explorer import services
+
+    took: list[float] = []
+    failed = 0
+    k = 0
+    while until():
+        k += 1
+        start = time.perf_counter()
+        try:
+            services.set_label(session, user, target, f"label {k}")
+            took.append(time.perf_counter() - start)
+        except Exception as exc:  # what a user would see as a failed post
+            failed += 1
+            print(f"  label {k} failed: {exc}", file=sys.stderr)
+        time.sleep(interval)
+    return took, failed
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=60000)
+    parser.add_argument("--interval", type=float, default=0.05)
+    parser.add_argument("--baseline", type=int, default=40, help="labels timed with no import")
+    parser.add_argument("--write-results", action="store_true")
+    args = parser.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-lockout-"))
+    os.environ["SQLITE_PATH"] = str(tmp / "db.sqlite3")
+    os.environ["SESSIONS_VAR_DIR"] = str(tmp)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
+    os.environ.setdefault("LOG_LEVEL", "ERROR")
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from explorer import services
+
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_user("bench", password="-")
+    big = tmp / "big.jsonl"
+    generate_session(big, entries=args.entries, branch_points=50)
+    small = tmp / "small.jsonl"
+    generate_session(small, entries=50, branch_points=2, seed=7)
+    other = services.import_file(str(small)).session
+    assert other is not None
+    target = other.entries.order_by("position").values_list("entry_id", flat=True).first()
+
+    count = iter(range(args.baseline))
+    base, base_failed = _labels(
+        other, user, target, until=lambda: next(count, None) is not None, interval=args.interval
+    )
+
+    child = subprocess.Popen(
+        [sys.executable, "manage.py", "import_sessions", str(big)],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+    )
+    started = time.perf_counter()
+    during, failed = _labels(
+        other, user, target, until=lambda: child.poll() is None, interval=args.interval
+    )
+    took = time.perf_counter() - started
+    ok = child.returncode == 0
+    size_mb = big.stat().st_size / 1e6
+    p50, p99 = _pct(during, 0.5), _pct(during, 0.99)
+    b50, b99 = _pct(base, 0.5), _pct(base, 0.99)
+    lines = [
+        f"Import of a {args.entries:,}-entry session ({size_mb:.0f} MB) in a child process: "
+        f"{took:.1f} s ({'ok' if ok else 'FAILED'}).",
+        f"Labels on another session during it: {len(during)} written, {failed} failed; "
+        f"baseline (no import): {len(base)} written, {base_failed} failed.",
+        f"Label p50 {p50 * 1000:.0f} ms (baseline {b50 * 1000:.0f} ms, "
+        f"{p50 / b50:.1f}x), p99 {p99 * 1000:.0f} ms (baseline {b99 * 1000:.0f} ms, "
+        f"{p99 / b99:.1f}x).",
+        f"Machine: {os.cpu_count()} cores; Python {sys.version.split()[0]}; "
+        f"median of {len(during)} labels during the import {statistics.median(during or [0]):.3f} s.",
+    ]
+    print("\n".join(lines))
+    if args.write_results:
+        write_section(
+            "bench_lockout",
+            "## Writes during an import (bench_lockout)\n\n" + "\n".join(f"- {x}" for x in lines),
+        )
+    return 0 if ok and not failed and not base_failed and during else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
