@@ -11,7 +11,7 @@ import pytest
 from explorer.session.formats import detect_bytes, detect_format, load_foreign, load_foreign_bytes
 from tests.conftest import AGENT_FACTS, FIXTURES_DIR
 
-pytestmark = pytest.mark.agent_fixtures
+pytestmark = pytest.mark.agent_fixtures  # (every test here reads ../shared)
 
 
 def _facts() -> dict:
@@ -234,3 +234,16 @@ def test_pi_form_is_a_valid_pi_file_with_the_same_tree_and_usage(rel: str) -> No
             ]
             boundary_of = {v: k for k, v in session.summary_of.items()}
             assert projected == [boundary_of.get(i, i) for i, _ in session.context(leaf)]
+
+
+def test_a_pre_envelope_rollout_without_its_header_is_still_codex() -> None:
+    lines = (
+        b'{"record_type":"state"}\n'
+        b'{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}\n'
+        b'{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}\n'
+    )
+    assert detect_bytes(lines) == "codex"
+    session = load_foreign_bytes(lines)
+    assert session.leaves() == ["L3"] and [r.id for r in session.route("L3")] == ["L2", "L3"]
+    # A Claude Code record of the same type is not mistaken for one.
+    assert detect_bytes(RATE.read_bytes()) == "claude-code"

@@ -58,10 +58,20 @@ ENCRYPTED_SUMMARY = (
 
 
 def looks_like_codex(value: dict[str, Any], first: bool) -> bool:
-    """An envelope line (`type` + `payload` object), or the bare header of a pre-envelope
-    rollout (its first line: `id` and `timestamp`, no `type`)."""
+    """An envelope line (`type` + `payload` object), or a pre-envelope rollout's line: its
+    bare header (first line: `id` and `timestamp`, no `type`), a `{"record_type":"state"}`
+    marker or a bare item (`{"type":"message","role":…}`, `{"type":"function_call",…}`)."""
     if value.get("type") in ENVELOPE_TYPES and isinstance(value.get("payload"), dict):
         return True
+    if value.get("record_type") == "state":
+        return True
+    if (
+        value.get("type") in BARE_ITEM_TYPES
+        and "payload" not in value
+        and "uuid" not in value
+        and ("role" in value or "call_id" in value or "summary" in value)
+    ):
+        return True  # a pre-envelope item (the header line may be missing or damaged)
     return (
         first
         and "type" not in value
@@ -533,7 +543,7 @@ def _usage(raw: dict[str, Any]) -> dict[str, int]:
     """X6: Codex's `input_tokens` include the cached ones; Pi's `input` does not."""
     cached = as_count(raw.get("cached_input_tokens"))
     return {
-        "input": max(as_count(raw.get("input_tokens")) - cached, 0),
+        "input": as_count(raw.get("input_tokens")) - cached,
         "output": as_count(raw.get("output_tokens")),
         "cacheRead": cached,
         "cacheWrite": as_count(raw.get("cache_creation_input_tokens")),

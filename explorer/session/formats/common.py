@@ -57,7 +57,8 @@ def add_usage(total: dict[str, int], part: dict[str, int]) -> None:
 
 
 def as_count(value: Any) -> int:
-    """A token count from a record: a non-negative finite number, else 0 (never fails)."""
+    """A token count from a record: a finite number (as an integer), else 0 (never fails).
+    Values are taken as written, as the reading rules do; nothing is clamped."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
