@@ -261,3 +261,21 @@ def test_codex_first_token_count_counts_even_without_a_total() -> None:
     session = load_foreign_bytes(meta + item + count + count)
     # The first counts (nothing counted before it); the second repeats its (absent) total.
     assert session.route_usage("L2") == {"input": 5, "output": 2, "cacheRead": 4, "cacheWrite": 0}
+
+
+def test_claude_code_responses_group_by_any_message_id_and_the_last_record_counts() -> None:
+    def record(uuid: str, parent: str | None, message_id: object, output: int) -> bytes:
+        message = {"role": "assistant", "content": [], "usage": {"output_tokens": output}}
+        if message_id is not None:
+            message["id"] = message_id
+        value = {"type": "assistant", "uuid": uuid, "parentUuid": parent, "sessionId": "s"}
+        return json.dumps(dict(value, message=message)).encode() + b"\n"
+
+    data = (
+        record("a", None, 7, 1)  # a numeric id groups too
+        + record("b", "a", 7, 30)  # the last record of the response counts
+        + record("c", "b", None, 5)  # no id: its own group
+        + record("d", "c", None, 6)
+    )
+    session = load_foreign_bytes(data)
+    assert session.route_usage("d")["output"] == 30 + 5 + 6

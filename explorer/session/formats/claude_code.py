@@ -74,15 +74,14 @@ class ClaudeCodeSession(ForeignSession):
     def usage_parts(self, leaf: str) -> list[tuple[str, str, dict[str, int]]]:
         """R9: the route's assistant records with usage, grouped by `message.id` (else the
         uuid); the last record of each group in route order counts."""
-        groups: dict[str, Record] = {}
+        groups: dict[tuple[str, str], Record] = {}
         for record in self.route(leaf):
             message = record.value.get("message")
             if record.record_type != "assistant" or not isinstance(message, dict):
                 continue
             if not isinstance(message.get("usage"), dict):
                 continue
-            key = message.get("id")
-            group = key if isinstance(key, str) and key else "uuid:" + record.id
+            group = response_key(message, record.id)
             groups.pop(group, None)  # the later record replaces it (and moves to the end)
             groups[group] = record
         parts = []
@@ -151,6 +150,15 @@ class ClaudeCodeSession(ForeignSession):
         return [u for u in (head, tail) if u in self._chain_parent]
 
     _chain_parent: dict[str, str | None]
+
+
+def response_key(message: dict[str, Any], uuid: str) -> tuple[str, str]:
+    """R9's group of an assistant record: its `message.id` (whatever JSON value it is), or
+    its own uuid when it has none."""
+    key = message.get("id")
+    if key is None:
+        return ("uuid", uuid)
+    return ("id", key if isinstance(key, str) else json.dumps(key, sort_keys=True))
 
 
 def _usage(raw: dict[str, Any]) -> dict[str, int]:
@@ -503,7 +511,7 @@ def _build_entries(
 ) -> None:
     """Pi-shaped entries and messages for the tree entries. Usage sits on the last record
     (file order) of each API response so that sums over entries count each response once."""
-    last_of_response: dict[str, str] = {}
+    last_of_response: dict[tuple[str, str], str] = {}
     tool_names: dict[str, str] = {}
     for record in session.records:
         if record.kind != "conversation" or record.record_type != "assistant":
@@ -511,8 +519,7 @@ def _build_entries(
         message = record.value.get("message")
         if not isinstance(message, dict):
             continue
-        key = message.get("id")
-        last_of_response[key if isinstance(key, str) and key else record.id] = record.id
+        last_of_response[response_key(message, record.id)] = record.id
         content = message.get("content")
         for block in content if isinstance(content, list) else []:
             if (
@@ -587,8 +594,7 @@ def _build_entries(
             record.entry = {"type": "message", **base, "message": empty}
             continue
         if record.record_type == "assistant":
-            key = message.get("id")
-            group = key if isinstance(key, str) and key else record.id
+            group = response_key(message, record.id)
             counted = last_of_response.get(group) == record.id
             pi_message = _assistant_message(value, message, ms, counted)
             if not counted:
