@@ -54,7 +54,9 @@ class FollowIngestor:
 
     def _dispatch(self, event: FollowEvent) -> None:
         state = self._state(event.path)
-        if event.kind in ("new", "lines") and state is not None and state.meta.get("pending"):
+        if event.kind in ("new", "lines") and self._is_agent_file(event, state):
+            self._agent(event)
+        elif event.kind in ("new", "lines") and state is not None and state.meta.get("pending"):
             self._reimport(event, reason="retrying after an earlier failure")
         elif event.kind == "new":
             self._new(event)
@@ -65,6 +67,49 @@ class FollowIngestor:
             self._stopped(event)
         elif event.kind == "removed":
             self.report("info", f"{event.path}: removed; the stored session is kept")
+
+    def _is_agent_file(self, event: FollowEvent, state: FileState | None) -> bool:
+        """A Claude Code or Codex file (decided on its first lines, then remembered)."""
+        if state is not None and "agent" in state.meta:
+            return bool(state.meta["agent"])
+        from explorer.session.formats import detect_bytes
+
+        agent = event.kind == "new" and detect_bytes(b"\n".join(event.lines[:50])) in (
+            "claude-code",
+            "codex",
+        )
+        if state is not None and event.kind == "new":
+            state.meta["agent"] = agent
+        return agent
+
+    def _agent(self, event: FollowEvent) -> None:
+        """A Claude Code or Codex file's complete lines so far, imported again: its Pi form is
+        the same for the lines already stored, so only new entries are added. Each event reads
+        the file up to its last complete line (simple, and linear in the file's size)."""
+        from explorer.agent_import import import_agent_bytes
+
+        end = event.offset + sum(len(line) + 1 for line in event.lines)
+        try:
+            with open(event.path, "rb") as fh:
+                data = fh.read(end)
+        except OSError as exc:
+            self.report("warning", f"{event.path}: cannot read: {exc}")
+            return
+        result = import_agent_bytes(
+            data, name=event.path, user=self.user, source="follow", full_path=event.path
+        )
+        state = self._state(event.path)
+        if not result.ok or result.session is None:
+            problems = "; ".join(str(p) for p in result.errors)
+            self.report("warning", f"{event.path}: not stored: {problems}")
+            return
+        if state is not None:
+            state.meta["session_pk"] = result.session.pk
+        self.report(
+            "info",
+            f"{event.path}: {result.session.agent_name} session {result.session.session_id} "
+            f"(+{result.added} entries)",
+        )
 
     def _retry(self, event: FollowEvent, error: Exception) -> None:
         if event.kind not in ("new", "lines"):
@@ -185,10 +230,12 @@ def start_follow_thread(
     interval: float = 0.25,
     report: Report | None = None,
     stop: threading.Event | None = None,
+    depth: int = 1,
 ) -> tuple[threading.Thread, threading.Event]:
-    """Follow ``directory`` in a daemon thread (for running next to the web server)."""
+    """Follow ``directory`` (and ``depth`` folder levels below it) in a daemon thread (for
+    running next to the web server)."""
     stop = stop or threading.Event()
-    follower = DirectoryFollower(directory)
+    follower = DirectoryFollower(directory, recursive_depth=depth)
     ingestor = FollowIngestor(follower, report=report)
 
     def main() -> None:

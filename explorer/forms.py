@@ -11,11 +11,13 @@ from django import forms
 from django.core import signing
 
 from explorer import conf, files, queries, services
+from explorer.agent_import import import_agent_bytes, is_agent_file
 from explorer.analysis.compare import common_ancestor_index
 from explorer.models import SecretFinding, Session
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
+from explorer.session.formats import detect_bytes
 from explorer.session.sentinel import UNSET
 from explorer.session.tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 
@@ -46,7 +48,7 @@ class MultipleFileField(forms.FileField):
 class ImportForm(forms.Form):
     files = MultipleFileField(
         label="Session files",
-        help_text="One or more Pi session files (.jsonl).",
+        help_text="One or more Pi, Claude Code or Codex session files (.jsonl).",
         # An empty file gets its own result card ("empty, nothing imported"), like any other
         # file that is not a session, instead of failing the whole form.
         allow_empty_file=True,
@@ -78,6 +80,13 @@ class ImportForm(forms.Form):
                     f"{uploaded.name} is {uploaded.size:,} bytes; the limit is {limit:,} bytes "
                     "(setting SESSIONS_MAX_UPLOAD_BYTES).",
                 )
+            elif hasattr(uploaded, "temporary_file_path") and is_agent_file(
+                uploaded.temporary_file_path()
+            ):
+                # Read by its uploaded name (a sub-agent file is told by its name), not
+                # by the temporary file's.
+                with open(uploaded.temporary_file_path(), "rb") as fh:
+                    result = import_agent_bytes(fh.read(), name=uploaded.name, user=user)
             elif hasattr(uploaded, "temporary_file_path"):
                 # Uploads sit in a temporary file (FILE_UPLOAD_HANDLERS): import it line by line.
                 result = services.import_file(
@@ -87,9 +96,11 @@ class ImportForm(forms.Form):
                     progress=progress,
                 )
             else:
-                result = services.import_bytes(
-                    uploaded.read(), source_path=uploaded.name, user=user
-                )
+                data = uploaded.read()
+                if detect_bytes(data[: 1024 * 1024]) in ("claude-code", "codex"):
+                    result = import_agent_bytes(data, name=uploaded.name, user=user)
+                else:
+                    result = services.import_bytes(data, source_path=uploaded.name, user=user)
             if progress is not None:
                 services.import_progress_done(user, progress_token, progress)
             outcomes.append((uploaded.name, result))

@@ -131,6 +131,30 @@ class Session(models.Model):
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
 
+    @property
+    def agent(self) -> str:
+        """Whose file it is: "pi", "claude-code" or "codex". A Claude Code or Codex session is
+        stored (converted) under an id that starts with its agent's name
+        (`formats.pi_form.stored_session_id`), so no column is needed."""
+        from explorer.session.formats.pi_form import agent_of_stored_id
+
+        return agent_of_stored_id(self.session_id)
+
+    @property
+    def agent_notes(self) -> list[str]:
+        """What its pages say about a Claude Code or Codex session's figures (estimates,
+        where the projection comes from); empty for Pi sessions."""
+        from explorer.session.formats.pi_form import agent_notes
+
+        return agent_notes(self.agent)
+
+    @property
+    def agent_name(self) -> str:
+        """Whose file it is, as people call the agent (Pi, Claude Code, Codex)."""
+        from explorer.session.formats import AGENT_NAMES
+
+        return AGENT_NAMES.get(self.agent, self.agent)
+
 
 class EntryQuerySet(models.QuerySet):
     def children_of(self, session: Session, entry_id: str | None) -> EntryQuerySet:

@@ -272,6 +272,7 @@ def append_via_manager(
                         raise StaleLeaf(expected_leaf, target)
                     manager, store = _manager_for(locked, target, user, path_only, targets)
                     value = fn(manager)
+                    _refuse_model_edits_of_foreign(locked, store.appended)
                     files.index_new_entries(locked)
                     leaf = None
                     if move_cursor and user is not None and user.is_authenticated:
@@ -288,6 +289,42 @@ def append_via_manager(
             except IdCollision as exc:  # an 8-hex id already used off this path
                 last_error = exc
     raise RuntimeError(f"could not allocate a unique entry id: {last_error}")
+
+
+# What the model sees of a Claude Code or Codex session is what its agent sent: it is edited on a
+# Pi session made from one of its routes (the route's download, stored as a new session), never
+# in the stored copy of the agent's file. Labels and names are site data and stay allowed.
+MODEL_EDIT_TYPES = frozenset(
+    {
+        "message",
+        "context_edit",
+        "compaction",
+        "branch_summary",
+        "custom_message",
+        "model_change",
+        "thinking_level_change",
+    }
+)
+
+
+def foreign_edit_refusal(session: Session, what: str) -> str | None:
+    """Why ``what`` (an edit of the model's context) is refused on this session, or None."""
+    if session.agent == "pi":
+        return None
+    return (
+        f"This is a {session.agent_name} session: what its model saw is not edited here "
+        f"({what}). Store a route as a new Pi session (Download this branch, then store it) "
+        "and edit that one."
+    )
+
+
+def _refuse_model_edits_of_foreign(session: Session, appended: list) -> None:
+    """Inside the write's transaction: a foreign session refuses what changes its context
+    (the ``SessionError`` rolls everything back)."""
+    refused = sorted({e.type for e in appended if e.type in MODEL_EDIT_TYPES})
+    reason = foreign_edit_refusal(session, ", ".join(refused)) if refused else None
+    if reason is not None:
+        raise SessionError(reason)
 
 
 def add_context_edit(
@@ -402,6 +439,9 @@ def compact_now(
     from explorer import conf
     from explorer.session import compaction, tokens
 
+    reason = foreign_edit_refusal(session, "compaction")
+    if reason is not None:  # before the summary is paid for
+        raise SessionError(reason)
     target = _resolve_leaf(session, user, leaf_id)
     path = queries.path_to(session, target)
     prep = compaction.prepare_compaction(path, settings or tokens.DEFAULT_COMPACTION_SETTINGS)

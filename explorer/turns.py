@@ -274,6 +274,9 @@ def start_turn(
     at the same leaf."""
     if not isinstance(text, str) or not text.strip():
         raise TurnError("Type a message first.")
+    refusal = services.foreign_edit_refusal(session, "a new turn")
+    if refusal is not None:
+        raise TurnError(refusal)
     provider = provider if provider is not None else conf.provider()
     if provider is None:
         raise NoProvider()

@@ -18,6 +18,7 @@ FIXTURES_DIR = Path(
     )
 )
 PI_FIXTURES = FIXTURES_DIR / "pi"
+AGENT_FACTS = FIXTURES_DIR / "expected-facts.json"
 
 
 def pi_fixture_files() -> list[Path]:
@@ -27,23 +28,29 @@ def pi_fixture_files() -> list[Path]:
 
 
 def _deselect_without_pi_fixtures(config, items):
-    """Tests marked ``pi_fixtures`` read Pi's real files from ``../shared/fixtures/pi``.
-    CI always has that folder; a checkout without it runs everything else."""
-    if PI_FIXTURES.is_dir():
-        return
-    dropped = [i for i in items if i.get_closest_marker("pi_fixtures")]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [i for i in items if not i.get_closest_marker("pi_fixtures")]
-        config._pi_fixtures_missing = len(dropped)
+    """Tests marked ``pi_fixtures`` read Pi's real files from ``../shared/fixtures/pi``, and
+    tests marked ``agent_fixtures`` the Claude Code / Codex examples and their facts
+    (``../shared/fixtures/expected-facts.json``). CI always has that folder; a checkout
+    without it runs everything else."""
+    for marker, present in (
+        ("pi_fixtures", PI_FIXTURES.is_dir()),
+        ("agent_fixtures", AGENT_FACTS.is_file()),
+    ):
+        if present:
+            continue
+        dropped = [i for i in items if i.get_closest_marker(marker)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if not i.get_closest_marker(marker)]
+            config._pi_fixtures_missing = getattr(config, "_pi_fixtures_missing", 0) + len(dropped)
 
 
 def _pi_fixtures_summary(terminalreporter, config):
     missing = getattr(config, "_pi_fixtures_missing", 0)
     if missing:
         terminalreporter.write_line(
-            f"{missing} tests did not run: they read Pi's real session files from "
-            f"{PI_FIXTURES}, which does not exist here. Put the shared folder beside the "
+            f"{missing} tests did not run: they read the shared session files from "
+            f"{FIXTURES_DIR}, which does not exist here. Put the shared folder beside the "
             "checkout (CI always has it) or set SESSIONS_FIXTURES_DIR.",
             yellow=True,
             bold=True,

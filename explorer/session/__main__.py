@@ -7,8 +7,11 @@
     python -m explorer.session compact FILE [--leaf ID | --all-leaves] --dry-run [--show-request] [--json]
     python -m explorer.session branch-summary FILE --from LEAF --to TARGET --dry-run [--json]
     python -m explorer.session validate FILE [--json]
+    python -m explorer.session stats FILE [--leaf ID | --all-leaves] [--json]
     python -m explorer.session list [DIR] [--json]
 
+FILE may also be a Claude Code transcript or a Codex rollout (detected by content): `show`,
+`entries`, `tree`, `context`, `validate` and `stats` read it by its format's rules.
 Human-readable by default; `--json` prints one JSON object (or array) per line, serialized
 exactly like JavaScript's JSON.stringify, with Pi's camelCase keys. The file is only read:
 legacy files are migrated in memory with ids that are the same on every run.
@@ -53,8 +56,35 @@ def _emit_json(out: TextIO, value: Any) -> None:
 # Commands. Each returns the exit code.
 
 
+def _show_foreign(inspected: Inspected, leaf_arg: str | None, out: TextIO) -> int:
+    from .formats import AGENT_NAMES
+    from .formats.cli import tree_roots
+
+    session = inspected.foreign
+    style = Style(out)
+    leaf = resolve_leaves(inspected, leaf_arg, False)[0]
+    active = {r.id for r in session.route(leaf)} if leaf is not None else set()
+    title = f"{AGENT_NAMES[session.format]} session {session.session_id}"
+    if session.title:
+        title += f" “{session.title}”"
+    out.write(style.bold(title) + "\n")
+    others = len(session.records) - len(session.entries())
+    details = [
+        f"cwd {session.cwd}",
+        f"{len(session.entries())} entries",
+        f"{others} other records",
+        f"leaf {_leaf_text(leaf)}",
+    ]
+    out.write(style.dim(" · ".join(details)) + "\n")
+    for line in render_tree(tree_roots(session), active, leaf, style):
+        out.write(line + "\n")
+    return 0
+
+
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     inspected = load_for_inspection(args.file)
+    if inspected.foreign is not None:
+        return _show_foreign(inspected, args.leaf, out)
     manager = inspected.manager
     style = Style(out)
     leaf = resolve_leaves(inspected, args.leaf, False)[0]
@@ -75,8 +105,35 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _entries_foreign(args: argparse.Namespace, inspected: Inspected, out: TextIO) -> int:
+    from .formats.cli import entries_records as foreign_entries
+
+    session = inspected.foreign
+    records = foreign_entries(session, args.all)
+    if args.json:
+        _emit_json(out, records)
+        return 0
+    style = Style(out)
+    for record in records:
+        parent = record["parentId"] if record["parentId"] is not None else "-"
+        found = session.get(record["id"])
+        text = (
+            describe_entry(found.entry)
+            if found is not None and found.entry
+            else record.get("kind", "")
+        )
+        number = record["line"]
+        out.write(
+            f"{style.dim(f'{number:>6}')} {record['id']} {style.dim(f'← {parent}')} "
+            f"{style.dim(record['recordType'])} {text}\n"
+        )
+    return 0
+
+
 def cmd_entries(args: argparse.Namespace, out: TextIO) -> int:
     inspected = load_for_inspection(args.file)
+    if inspected.foreign is not None:
+        return _entries_foreign(args, inspected, out)
     records = entries_records(inspected)
     if args.json:
         _emit_json(out, records)
@@ -97,6 +154,11 @@ def cmd_tree(args: argparse.Namespace, out: TextIO) -> int:
     if not args.json:
         return cmd_show(args, out)
     inspected = load_for_inspection(args.file)
+    if inspected.foreign is not None:
+        from .formats.cli import tree_roots
+
+        _emit_json(out, tree_json(tree_roots(inspected.foreign)))
+        return 0
     _emit_json(out, tree_json(inspected.manager.get_tree()))
     return 0
 
@@ -147,7 +209,46 @@ def _message_text(message: Any) -> str:
 
 def cmd_context(args: argparse.Namespace, out: TextIO) -> int:
     inspected = load_for_inspection(args.file)
+    if inspected.foreign is not None:
+        from .formats.cli import context_record as foreign_context
+
+        session = inspected.foreign
+        return _per_leaf_loaded(
+            args,
+            out,
+            inspected,
+            lambda _manager, leaf: foreign_context(session, leaf),
+            _render_context(inspected),
+        )
     return _per_leaf_loaded(args, out, inspected, context_record, _render_context(inspected))
+
+
+def _render_stats(record: dict[str, Any], out: TextIO, style: Style) -> None:
+    usage = record["usage"]
+    cost = record["cost"]
+    out.write(
+        style.bold(f"leaf {_leaf_text(record['leafId'])}")
+        + f": {record['responses']} responses · input {usage['input']} · output {usage['output']}"
+        f" · cache read {usage['cacheRead']} · cache write {usage['cacheWrite']}\n"
+    )
+    line = f"  cost ${cost['total']:.4f}"
+    if cost["estimate"]:
+        line += f" (estimate: ${cost['estimated']:.4f} priced with {cost['priceList']})"
+    if cost["unpriced"]:
+        line += f"; not priced: {', '.join(cost['unpriced'])}"
+    out.write(line + "\n")
+
+
+def cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    from .formats.cli import stats_record, stats_record_pi
+
+    inspected = load_for_inspection(args.file)
+    session = inspected.foreign
+    if session is not None:
+        return _per_leaf_loaded(
+            args, out, inspected, lambda _m, leaf: stats_record(session, leaf), _render_stats
+        )
+    return _per_leaf_loaded(args, out, inspected, stats_record_pi, _render_stats)
 
 
 def _per_leaf_loaded(
@@ -259,9 +360,35 @@ def cmd_branch_summary(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _validate_foreign(args: argparse.Namespace, out: TextIO) -> int:
+    from .formats.cli import validate_record
+
+    inspected = load_for_inspection(args.file)
+    record = validate_record(inspected.foreign, args.file, args.allow_warnings)
+    if args.json:
+        _emit_json(out, record)
+        return 0 if record["ok"] else 1
+    style = Style(out)
+    for p in record["problems"]:
+        severity = style.red("error") if p["severity"] == "error" else style.yellow("warning")
+        where = f" (entry {p['entryId']})" if p["entryId"] else ""
+        out.write(f"{args.file}:{p['line']}: {severity}: {p['message']}{where} [{p['code']}]\n")
+    if record["problems"]:
+        errors = sum(1 for p in record["problems"] if p["severity"] == "error")
+        out.write(
+            style.dim(f"{errors} error(s), {len(record['problems']) - errors} warning(s)") + "\n"
+        )
+    else:
+        out.write(style.green("ok") + style.dim(f" · {record['format']} · no problems") + "\n")
+    return 0 if record["ok"] else 1
+
+
 def cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .diagnostics import validate_bytes
+    from .formats import detect_format
 
+    if detect_format(args.file) in ("claude-code", "codex"):
+        return _validate_foreign(args, out)
     data = read_input(args.file)
     report = validate_bytes(data, path=args.file)
     problems = list(report.problems)
@@ -391,7 +518,8 @@ def _summary_request_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pisession",
-        description="Inspect Pi coding-agent session files (JSONL, format v3). Never writes to them.",
+        description="Inspect Pi coding-agent session files (JSONL, format v3), Claude Code"
+        " transcripts and Codex rollouts. Never writes to them.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -405,6 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("entries", help="id, parentId and type of every entry, in file order")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="one JSON array")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="Claude Code / Codex: also the records that are not tree entries (metadata, events)",
+    )
     p.set_defaults(func=cmd_entries)
 
     p = sub.add_parser("tree", help='the tree, children oldest first; with --json {"roots": [...]}')
@@ -484,6 +617,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 0 when there are only warnings (things Pi tolerates)",
     )
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
+        "stats",
+        help="a route's provider usage (each response once) and its cost, estimated where "
+        "the file records none",
+    )
+    p.add_argument("file", metavar="FILE")
+    _leaf_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per leaf")
+    p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser(
         "list", help="sessions in a Pi sessions directory (default: ~/.pi/agent/sessions)"

@@ -117,6 +117,15 @@ def all_leaf_ids(entries: Sequence[dict[str, Any]]) -> list[Any]:
 
 def resolve_leaves(inspected: Inspected, leaf: str | None, all_leaves: bool) -> list[Any]:
     """The leaves a per-leaf command reports on: one given id, every leaf, or the current one."""
+    foreign = inspected.foreign
+    if foreign is not None:
+        if all_leaves:
+            return list(foreign.leaves())
+        if leaf is not None:
+            if foreign.get(leaf) is None:
+                raise CliError(f"Entry {leaf} not found in {inspected.path}")
+            return [leaf]
+        return [foreign.current_leaf]
     manager = inspected.manager
     if all_leaves:
         return all_leaf_ids(manager.get_entries())

@@ -39,6 +39,8 @@ class Inspected:
     """1-based file line of each file entry (header first), aligned with the loaded list."""
     migrated_from: int | None
     """The file's version when it was migrated in memory, else None."""
+    foreign: Any = None
+    """A Claude Code or Codex file (`formats.ForeignSession`); `manager` is then None."""
 
 
 def read_input(path: str) -> bytes:
@@ -90,12 +92,26 @@ def _legacy_version(line: bytes) -> Any:
 
 
 def load_for_inspection(path: str) -> Inspected:
-    """An in-memory manager over the file's current content; raises CliError on bad input."""
+    """An in-memory manager over the file's current content; raises CliError on bad input.
+
+    A Claude Code or Codex file (detected by content) is read by its format's reader instead
+    (`Inspected.foreign`); the commands print the same shapes for it."""
     # The manager is imported late: the CLI's --help must not need it.
     from .manager import DEFAULT_DEFER_BYTES, SessionManager
 
     if _check_input(path) == 0:
         raise CliError(f"{path}: empty file, not a pi session (no header)")
+    from .formats import detect_format, load_foreign
+
+    fmt = detect_format(path)
+    if fmt in ("claude-code", "codex"):
+        try:
+            foreign = load_foreign(path, fmt)
+        except OSError as exc:
+            raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        return Inspected(
+            path=path, manager=None, line_numbers=[], migrated_from=None, foreign=foreign
+        )
     try:
         manager = SessionManager.load_readonly(path, defer_bodies_over=DEFAULT_DEFER_BYTES)
     except SessionError as exc:

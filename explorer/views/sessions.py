@@ -51,6 +51,7 @@ def favicon(request: HtmxHttpRequest) -> HttpResponse:
 @viewer_required
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    from explorer.agent_import import filter_by_agent
     from explorer.queries import (
         SORTS,
         first_message_text,
@@ -58,13 +59,18 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         list_row_labels,
         search_sessions,
     )
+    from explorer.session.formats import AGENT_NAMES
 
     q = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "activity")
     sort = sort if sort in SORTS else "activity"
     # Search covers the first user message too; groups keep the order of their best session.
+    agent = request.GET.get("agent", "")
+    agent = agent if agent in AGENT_NAMES else ""
     sessions = list(
-        search_sessions(Session.objects.all(), q, sort).defer("header_raw", "source_original")
+        search_sessions(filter_by_agent(Session.objects.all(), agent), q, sort).defer(
+            "header_raw", "source_original"
+        )
     )
     totals = list_path_totals(sessions)
     new = read_marks.new_counts(request.user, sessions)
@@ -77,7 +83,12 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         groups.setdefault(s.cwd, []).append(s)
     if wants_json(request):
         return json_page(
-            {"query": q, "sort": sort, "sessions": [_session_json(request, s) for s in sessions]}
+            {
+                "query": q,
+                "sort": sort,
+                "agent": agent or None,
+                "sessions": [_session_json(request, s) for s in sessions],
+            }
         )
     context = {
         "groups": [{"cwd": cwd, "sessions": items} for cwd, items in groups.items()],
@@ -85,6 +96,8 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         "q": q,
         "sort": sort,
         "sorts": [(k, v[1]) for k, v in SORTS.items()],
+        "agent": agent,
+        "agents": list(AGENT_NAMES.items()),
     }
     return render(request, "explorer/session_list.html", context)
 
@@ -95,6 +108,7 @@ def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
     return {
         "id": s.session_id,
         "pk": s.pk,
+        "agent": s.agent,
         "name": s.display_name,
         "cwd": s.cwd,
         "created": s.header_timestamp or None,
@@ -212,7 +226,10 @@ def _attachment(chunks, filename: str) -> StreamingHttpResponse:
 @require_GET
 def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
-    if request.GET.get("original") == "1":
+    # A Claude Code or Codex session exports its own file, byte for byte (its stored Pi form
+    # with ?form=pi); a legacy (v1/v2) Pi file as uploaded with ?original=1.
+    foreign = session.agent != "pi" and request.GET.get("form") != "pi"
+    if request.GET.get("original") == "1" or foreign:
         # A legacy (v1/v2) file as it was uploaded, before migration.
         original = (
             Session.objects.filter(pk=session.pk).values_list("source_original", flat=True).first()

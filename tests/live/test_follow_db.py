@@ -224,3 +224,62 @@ def test_a_failed_append_is_retried_through_the_full_importer(setup, monkeypatch
         fh.write(msg(5, 4) + "\n")
     poll()  # back on the fast path
     assert stored_ids()[-1] == "m0000005"
+
+
+def test_a_followed_codex_file_grows_entry_by_entry(tmp_path):
+    """Claude Code and Codex files in a followed directory: stored as their Pi form, each
+    appended line adding its new entries (the stored ones unchanged)."""
+    import json
+
+    from explorer.models import Entry, Session
+
+    path = tmp_path / "rollout-2026-10-12T10-00-00-019a2000-0000-7000-8000-0000000000ff.jsonl"
+    reports: list[tuple[str, str]] = []
+    follower = DirectoryFollower(tmp_path)
+    ingestor = FollowIngestor(follower, report=lambda level, text: reports.append((level, text)))
+
+    def poll():
+        for event in follower.poll():
+            ingestor.handle(event)
+
+    def line(kind: str, payload: dict) -> bytes:
+        record = {"timestamp": "2026-10-12T10:00:00.000Z", "type": kind, "payload": payload}
+        return json.dumps(record).encode() + b"\n"
+
+    def item(role: str, text: str) -> bytes:
+        kind = "input_text" if role == "user" else "output_text"
+        return line(
+            "response_item",
+            {"type": "message", "role": role, "content": [{"type": kind, "text": text}]},
+        )
+
+    meta = line("session_meta", {"id": "019a2000-0000-7000-8000-0000000000ff", "cwd": "/w"})
+    path.write_bytes(meta + item("user", "hello") + item("assistant", "hi")[:20])
+    poll()
+    session = Session.objects.get()
+    assert session.agent == "codex" and session.entry_count == 1
+    with path.open("r+b") as fh:
+        fh.truncate(len(meta) + len(item("user", "hello")))
+        fh.seek(0, 2)
+        fh.write(item("assistant", "hi") + item("user", "more"))
+    poll()
+    session.refresh_from_db()
+    assert list(Entry.objects.filter(session=session).values_list("entry_id", flat=True)) == [
+        "L2",
+        "L3",
+        "L4",
+    ]
+    assert bytes(session.source_original) == path.read_bytes()
+    assert any("Codex session" in text for _, text in reports)
+
+
+def test_follow_once_with_depth_reaches_codex_date_folders(tmp_path, capsys):
+    """~/.codex/sessions keeps rollouts three folders down (YYYY/MM/DD): --depth 3 finds them."""
+    from explorer.models import Session
+    from tests.session.agent_files import codex_session
+
+    codex_session(tmp_path, turns=3, compact_at=(), rollback_at=2, big_at=0)
+    call_command("follow", str(tmp_path / "sessions"), "--once")
+    assert Session.objects.count() == 0  # one level down is not enough
+    call_command("follow", str(tmp_path / "sessions"), "--once", "--depth", "3")
+    assert Session.objects.get().agent == "codex"

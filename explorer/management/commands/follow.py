@@ -19,7 +19,10 @@ from explorer.follow_db import FollowIngestor, start_follow_thread
 
 
 class Command(BaseCommand):
-    help = "Follow a Pi sessions directory (one --<cwd>-- folder per project) and ingest it live."
+    help = (
+        "Follow a Pi sessions directory (one --<cwd>-- folder per project), Claude Code "
+        "projects or Codex sessions (see --depth) and ingest it live."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("directory", help="Pi sessions directory, e.g. ~/.pi/agent/sessions")
@@ -27,6 +30,14 @@ class Command(BaseCommand):
             "--interval", type=float, default=0.25, help="Seconds between polls (default 0.25)"
         )
         parser.add_argument("--once", action="store_true", help="Ingest what is there now and exit")
+        parser.add_argument(
+            "--depth",
+            type=int,
+            default=1,
+            help="Folder levels below DIR to look in (default 1: a Pi sessions root or "
+            "~/.claude/projects; 3 for ~/.codex/sessions, whose files sit in YYYY/MM/DD, "
+            "or for Claude Code sub-agent folders)",
+        )
         parser.add_argument(
             "--serve", action="store_true", help="Also run the web server (daphne) in this process"
         )
@@ -42,6 +53,7 @@ class Command(BaseCommand):
         serve: bool,
         bind: str,
         port: int,
+        depth: int = 1,
         **options,
     ) -> None:
         directory = os.path.abspath(os.path.expanduser(directory))
@@ -49,6 +61,8 @@ class Command(BaseCommand):
             raise CommandError(f"Not a directory: {directory}")
         if interval <= 0:
             raise CommandError("--interval must be positive")
+        if depth < 0:
+            raise CommandError("--depth must be 0 or more")
 
         def report(level: str, message: str) -> None:
             if level == "warning":
@@ -58,14 +72,14 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         if serve:
-            start_follow_thread(directory, interval=interval, report=report)
+            start_follow_thread(directory, interval=interval, report=report, depth=depth)
             self.stdout.write(f"Following {directory}; serving on http://{bind}:{port}/")
             self.stdout.flush()
             from daphne.cli import CommandLineInterface
 
             CommandLineInterface().run(["-b", bind, "-p", str(port), asgi_target()])
             return
-        follower = DirectoryFollower(directory)
+        follower = DirectoryFollower(directory, recursive_depth=depth)
         ingestor = FollowIngestor(follower, report=report)
         if once:
             follow_forever(follower, ingestor.handle, interval=0, max_polls=1)

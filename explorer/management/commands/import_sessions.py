@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from explorer import services
+from explorer.agent_import import import_agent_file, is_agent_file
 from explorer.files import ImportProgress
 
 
@@ -23,9 +24,18 @@ def session_files(path: Path) -> list[Path]:
     return found
 
 
+def is_workflow_journal(path: Path) -> bool:
+    """Claude Code's workflow runs keep a `journal.jsonl` of step events beside their agent
+    files (`<session>/subagents/workflows/<run>/`): JSON lines that are no session of any
+    format, skipped when a project folder is walked rather than rejected."""
+    return path.name == "journal.jsonl" and "workflows" in path.parts
+
+
 class Command(BaseCommand):
     help = (
-        "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions). "
+        "Import Pi session files or whole session directories (e.g. ~/.pi/agent/sessions), "
+        "Claude Code project folders (~/.claude/projects/...) and Codex session folders "
+        "(~/.codex/sessions, ~/.codex/archived_sessions). "
         "Idempotent: files imported before only add their new entries."
     )
 
@@ -57,13 +67,22 @@ class Command(BaseCommand):
         failed = 0
         totals = {"created": 0, "grown": 0, "unchanged": 0}
         for raw in options["paths"]:
-            for file in session_files(Path(raw).expanduser()):
+            given = Path(raw).expanduser()
+            for file in session_files(given):
+                if file != given and is_workflow_journal(file):
+                    self.stdout.write(f"{file}: skipped, a Claude Code workflow journal")
+                    continue
                 try:
-                    result = services.import_file(
-                        str(file),
-                        source_path=str(file.resolve()),
-                        progress=self._progress(file, options["progress"]),
-                    )
+                    if is_agent_file(str(file)):
+                        # Claude Code project folders and Codex session folders: each file
+                        # (sub-agent and archived ones included) is its own session.
+                        result = import_agent_file(str(file), source_path=str(file.resolve()))
+                    else:
+                        result = services.import_file(
+                            str(file),
+                            source_path=str(file.resolve()),
+                            progress=self._progress(file, options["progress"]),
+                        )
                 except OSError as exc:
                     self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
                     failed += 1

@@ -1,0 +1,118 @@
+"""Importing Claude Code and Codex files: stored as the Pi file the engine writes for them.
+
+Every page reads stored Pi entries, so a foreign session is stored as its Pi form
+(`explorer.session.formats.pi_form`), through the same import as Pi files: idempotent (same
+file, same Pi form, nothing added) and incremental (a grown file adds its new entries). The
+original bytes are kept on the session (`source_original`) and are what the session's
+original export returns, byte for byte; the stored id starts with the agent's name
+(`Session.agent`), and the problems the format's reading rules found are stored with the
+original file's line numbers.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.db.models import QuerySet
+
+from explorer import files, services
+from explorer.files import ImportResult, Problem
+from explorer.models import Entry, ImportProblem, Session
+from explorer.session.formats import (
+    ForeignSession,
+    detect_bytes,
+    detect_format,
+    load_foreign,
+    load_foreign_bytes,
+)
+from explorer.session.formats.pi_form import pi_bytes, stored_session_id
+
+__all__ = ["filter_by_agent", "import_agent_bytes", "import_agent_file", "is_agent_file"]
+
+
+def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
+    """The sessions of one agent ("pi", "claude-code", "codex"; "" for all), read from the
+    stored id's prefix (`Session.agent`)."""
+    if agent in ("claude-code", "codex"):
+        return sessions.filter(session_id__startswith=f"{agent}:")
+    if agent == "pi":
+        return sessions.exclude(session_id__startswith="claude-code:").exclude(
+            session_id__startswith="codex:"
+        )
+    return sessions
+
+
+def is_agent_file(path: str) -> bool:
+    """True for a Claude Code or Codex file (by content)."""
+    return detect_format(path) in ("claude-code", "codex")
+
+
+def import_agent_file(
+    path: str, *, user=None, source_path: str | None = None, source: str = "import"
+) -> ImportResult:
+    """Import one Claude Code or Codex file; the result is the Pi import's, with the reading
+    rules' findings added as warnings (they never block: R1/X1 read around damage)."""
+    shown = source_path or os.path.abspath(path)
+    fmt = detect_format(path)
+    if fmt not in ("claude-code", "codex"):
+        return files.refused("not-agent-file", f"{shown}: not a Claude Code or Codex session")
+    try:
+        foreign = load_foreign(path, fmt)
+    except OSError as exc:
+        return files.refused("unreadable", f"Cannot read {shown}: {exc}")
+    return _import_foreign(foreign, shown, user, source)
+
+
+def import_agent_bytes(
+    data: bytes,
+    *,
+    name: str,
+    user=None,
+    source: str = "import",
+    full_path: str | None = None,
+) -> ImportResult:
+    """Import an uploaded Claude Code or Codex file (`name`: its file name, which tells a
+    Claude Code sub-agent file, `agent-<id>.jsonl`, from its main session). `full_path`: the
+    file on disk these bytes were read from (a followed file), whose neighbours (sub-agent
+    meta files) are then read too."""
+    fmt = detect_bytes(data[: 1024 * 1024])
+    if fmt not in ("claude-code", "codex"):
+        return files.refused("not-agent-file", f"{name}: not a Claude Code or Codex session")
+    path = os.path.abspath(full_path) if full_path else os.path.basename(name)
+    foreign = load_foreign_bytes(data, fmt, path)
+    return _import_foreign(foreign, name, user, source)
+
+
+def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
+    data = pi_bytes(foreign)
+    with services.session_lock(stored_session_id(foreign)):
+        result = files.import_bytes(data, source_path=shown, user=user)
+        if result.ok and result.session is not None:
+            _describe(result, foreign)
+    # Viewers and stored figures hear of it once the agent and name are set.
+    services._announce_import(result, source)
+    return result
+
+
+def _describe(result: ImportResult, foreign: ForeignSession) -> None:
+    """The title and the original bytes on the stored session, and the reading
+    rules' findings as its warnings (with the original file's line numbers)."""
+    session = result.session
+    assert session is not None
+    original = foreign.original_bytes()
+    findings = [
+        Problem(p.line, "warning", p.code, f"{foreign.format}: {p.message}", p.entry_id)
+        for p in foreign.problems
+    ]
+    result.problems.extend(findings)
+    # The file's title names the session until someone renames it in the app (a session_info
+    # entry, site data that a later import must not overwrite).
+    renamed = Entry.objects.filter(session=session, type="session_info").exists()
+    name = session.name if renamed or not foreign.title else foreign.title
+    Session.objects.filter(pk=session.pk).update(name=name, source_original=original)
+    if result.created or not result.unchanged:
+        ImportProblem.objects.filter(session=session, code__in={p.code for p in findings}).delete()
+        files._save_problems(session, findings)
+        files._update_warning_count(session)
+    session.refresh_from_db()
+    result.session = session

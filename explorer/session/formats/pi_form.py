@@ -1,0 +1,154 @@
+"""A Claude Code or Codex session written as a Pi version-3 file, for storing and showing.
+
+The app stores and shows Pi sessions; a foreign session is stored as the Pi file this module
+writes (its tree entries, in file order, under a header) while the original bytes are kept
+apart and exported unchanged. The conversion is deterministic, so importing the same file
+twice writes the same lines, and a grown file writes the old lines again plus new ones: the
+Pi import's idempotent, incremental path applies as is.
+
+Usage: Pi pages read spend from assistant messages. Claude Code usage already sits on one
+assistant record per response. A Codex token count is attributed (X6) to the tip record,
+which can be a tool output; here it moves to the nearest assistant message at or above it on
+the route, so route sums stay those of X6 except when that ancestor is shared by branches.
+A Claude Code compaction summary record becomes a `custom` entry (its text is the compaction
+entry's `summary`), so Pi's projection of this file gives what the engine derives: summary,
+preserved messages, what follows. A Codex compaction's recorded replacement history is not
+re-created by Pi's projection (only its summary is): the engine's `context` is the reference.
+Costs are estimated from the price list and marked as such inside `usage.cost`
+(`estimate`: the price list's name), since neither agent records them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from explorer.session import jsonfmt
+
+from .common import ForeignSession, Record
+
+__all__ = ["agent_notes", "agent_of_stored_id", "pi_bytes", "pi_entries", "stored_session_id"]
+
+_PREFIXES = ("claude-code:", "codex:")
+
+
+def stored_session_id(session: ForeignSession) -> str:
+    """The id a foreign session is stored under: its agent, its own id and, for a Claude Code
+    sub-agent file (which repeats its parent's session id), the agent id."""
+    own = session.session_id or "unknown"
+    parent = session.links.get("parent") if session.format == "claude-code" else None
+    if isinstance(parent, dict) and parent.get("agentId"):
+        own = f"{own}:agent-{parent['agentId']}"
+    return f"{session.format}:{own}"
+
+
+def agent_of_stored_id(stored_id: str) -> str:
+    """The agent of a stored session from its id ("pi" unless it has an agent's prefix)."""
+    for prefix in _PREFIXES:
+        if stored_id.startswith(prefix):
+            return prefix[:-1]
+    return "pi"
+
+
+def agent_notes(agent: str) -> list[str]:
+    """What a reader must know about a stored foreign session's figures (shown on its pages)."""
+    if agent not in ("claude-code", "codex"):
+        return []
+    from explorer.session.pricing import price_list
+
+    name = "Claude Code" if agent == "claude-code" else "Codex"
+    notes = [
+        f"Imported from a {name} file and stored as its Pi form; the export is the original file.",
+        f"Costs are estimates priced with {price_list()}: {name} records no cost.",
+    ]
+    if agent == "claude-code":
+        notes.append(
+            "What the model saw is derived from the records (summary, preserved messages, what"
+            " follows): Claude Code does not write the context it sends."
+        )
+    else:
+        notes.append(
+            "After a compaction Codex wrote the context it rebuilt (its replacement history,"
+            " kept in the compaction's details); the projection here shows the summary."
+        )
+    return notes
+
+
+def _usage_with_cost(provider: str, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    from explorer.session.pricing import estimate_cost, price_list
+
+    out: dict[str, Any] = {
+        key: usage.get(key, 0) for key in ("input", "output", "cacheRead", "cacheWrite")
+    }
+    out["totalTokens"] = sum(out.values())
+    estimate = estimate_cost(provider, model, out)
+    if not estimate.unpriced and out["totalTokens"]:
+        cost = estimate.to_json()
+        cost["estimate"] = price_list()
+        out["cost"] = cost
+    return out
+
+
+def _assistant_owner(session: ForeignSession, record: Record) -> Record | None:
+    node: Record | None = record
+    while node is not None:
+        message = node.entry.get("message") if node.entry else None
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            return node
+        node = session.get(node.parent) if node.parent is not None else None
+    return None
+
+
+def pi_entries(session: ForeignSession) -> list[dict[str, Any]]:
+    """Header plus one Pi entry per tree entry, in file order (copies: the session's own
+    entries are not changed)."""
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": stored_session_id(session),
+        "timestamp": session.created or "",
+        "cwd": session.cwd or "",
+    }
+    moved: dict[str, dict[str, int]] = {}
+    if session.format == "codex":
+        for record in session.entries():
+            if record.usage is None:
+                continue
+            owner = _assistant_owner(session, record)
+            if owner is None:
+                continue
+            total = moved.setdefault(owner.id, dict.fromkeys(record.usage, 0))
+            for key, count in record.usage.items():
+                total[key] += count
+    summaries = set(getattr(session, "summary_of", {}).values())
+    out: list[dict[str, Any]] = [header]
+    for record in session.entries():
+        assert record.entry is not None
+        entry = dict(record.entry)
+        if record.id in summaries:
+            # The compaction entry carries this text; as a message too it would reach Pi's
+            # projection twice (once as the compaction summary).
+            entry = {
+                "type": "custom",
+                "customType": "claude-code/compact-summary",
+                "data": {"message": entry.get("message")},
+                "id": entry["id"],
+                "parentId": entry["parentId"],
+                "timestamp": entry["timestamp"],
+            }
+        message = entry.get("message")
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            message = dict(message)
+            usage = moved.get(record.id) if session.format == "codex" else record.usage
+            if usage is not None:
+                message["usage"] = _usage_with_cost(
+                    str(message.get("provider") or ""), str(message.get("model") or ""), usage
+                )
+            entry["message"] = message
+        out.append(entry)
+    return out
+
+
+def pi_bytes(session: ForeignSession) -> bytes:
+    """The Pi file: one line per entry, serialized as Pi would (JSON.stringify)."""
+    lines = [jsonfmt.dumps(entry) for entry in pi_entries(session)]
+    return ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
