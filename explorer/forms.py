@@ -120,7 +120,8 @@ class ActionForm(forms.Form):
 
     # The leaf the page showed (empty: no entry yet) and whether its author asked to append
     # there even if the cursor has moved on since (a deliberate branch). A post without
-    # ``expected_leaf`` (an older page, a script) writes at the cursor as it is then.
+    # ``expected_leaf`` (an older page, a script) writes at the cursor as it is under the
+    # session's lock, never at the one this request read before waiting for the lock.
     expected_leaf = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
     branch = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -144,9 +145,14 @@ class ActionForm(forms.Form):
 
     def write_leaf(self) -> dict[str, Any]:
         """``leaf_id`` and ``expected_leaf`` for ``services``: the user's cursor is read again
-        under the session's lock and must still be the leaf the page showed."""
+        under the session's lock and must still be the leaf the page showed.
+
+        Without ``expected_leaf`` the cursor is read under the lock too: the cursor this
+        request read before it waited for the lock may be a leaf another writer has just
+        built on, and writing there would fork the session behind its author's back. A
+        permalink's leaf (``pinned``) is a leaf named on purpose and stays as it is."""
         if self.data is None or "expected_leaf" not in self.data:
-            return {"leaf_id": self.cursor}
+            return {"leaf_id": self.cursor} if self.pinned else {"leaf_id": UNSET}
         expected = self.data.get("expected_leaf") or None
         if self.data.get("branch") in ("1", "on", "true"):
             return {"leaf_id": expected}

@@ -116,8 +116,9 @@ def _panel(request, session, cursor, tab, template, partial, form, extra) -> Htt
     ctx.update({"errors": form.error_messages(), **extra})
     status = 400 if ctx["errors"] and request.method == "POST" else 200
     if form.conflict is not None:
-        # htmx gets the 409 (with the panel to swap); a plain form post shows the message.
-        status = 409 if request.htmx else 200
+        # The losing writer is told: 409, with the form shown again at the leaf as it is now
+        # and the message saying why (htmx swaps the panel; a browser shows the page).
+        status = 409
     return render_panel(request, template, partial, ctx, status=status)
 
 
