@@ -102,6 +102,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "explorer.middleware.ReadMemoMiddleware",
+    "explorer.middleware.DiskFullMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -163,7 +164,9 @@ else:
         SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)  # SQLite does not create it
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend, reading on (read-only) when a full disk refuses the
+            # connection's WAL setup (explorer/sqlite_backend/base.py).
+            "ENGINE": "explorer.sqlite_backend",
             "NAME": str(SQLITE_PATH),
             "OPTIONS": {
                 # WAL lets readers (pages, websockets) proceed while the single writer appends;
