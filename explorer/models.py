@@ -79,6 +79,14 @@ class Session(models.Model):
             return ""
         return redact_entry({"type": "session_info", "name": self.name})["name"]
 
+    @property
+    def shown_cwd(self) -> str:
+        """The working directory as every page, JSON answer and form shows it: a secret in
+        it is masked, as it is in the header line of a redacted export."""
+        if not self.cwd:
+            return ""
+        return redact_entry({"type": "session", "cwd": self.cwd})["cwd"]
+
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
 

@@ -1337,8 +1337,8 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
     qs = annotate_sessions(qs)
     if q and redact_for_search(q) != q:
         # The query is itself a secret: matching it against stored text would tell which
-        # session holds it, so only the id and the directory are searched
-        qs = qs.filter(Q(session_id__icontains=q) | Q(cwd__icontains=q))
+        # session holds it (its directory too, which may hold a secret), so only the id is
+        qs = qs.filter(session_id__icontains=q)
     elif q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
         q = jsonfmt.visible(q)  # the columns' form (PostgreSQL refuses NUL in a pattern)

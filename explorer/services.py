@@ -663,11 +663,18 @@ def reveal_finding(finding: SecretFinding, user) -> str | None:
     longer holds that secret at that place (a stale finding reveals nothing)."""
     with transaction.atomic():
         SecretReveal.objects.create(finding=finding, user=user)
-    raw = (
-        Entry.objects.filter(session_id=finding.session_id, entry_id=finding.entry_id)
-        .values_list("raw", flat=True)
-        .first()
-    )
+    if finding.entry_id == files.HEADER_FINDING:  # a secret in the header (its cwd, say)
+        raw = (
+            Session.objects.filter(pk=finding.session_id)
+            .values_list("header_raw", flat=True)
+            .first()
+        )
+    else:
+        raw = (
+            Entry.objects.filter(session_id=finding.session_id, entry_id=finding.entry_id)
+            .values_list("raw", flat=True)
+            .first()
+        )
     if raw is None:
         return None
     stored = secrets.Finding(
