@@ -12,7 +12,7 @@ from django.core import signing
 
 from explorer import conf, files, queries, services
 from explorer.analysis.compare import common_ancestor_index
-from explorer.models import SecretFinding, Session
+from explorer.models import AuditEvent, SecretFinding, Session
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
@@ -274,6 +274,10 @@ class EditForm(ActionForm):
         result = services.append_via_manager(self.session, user, fn=append, **self.write_leaf())
         edit_id = result.entries[0].entry_id if result.entries else ""
         done = "hidden" if replacement is None else "replaced"
+        services.record_audit(
+            user, AuditEvent.CONTEXT_EDIT, self.session, target=target,
+            what=f"Context edit {edit_id}: {done} {target}", reason=reason,
+        )  # fmt: skip
         return f"Context edit {edit_id} appended: {done} {target}."
 
 
@@ -285,7 +289,14 @@ class UndoForm(ActionForm):
     def apply(self) -> str:
         target = self.cleaned_data["target"]
         restore = {"content": original_content(self.target_entry or {})}
-        services.add_context_edit(self.session, self.user, target, restore, **self.write_leaf())
+        result = services.add_context_edit(
+            self.session, self.user, target, restore, **self.write_leaf()
+        )
+        edit_id = result.entry.entry_id if result.entry is not None else ""
+        services.record_audit(
+            self.user, AuditEvent.UNDO, self.session, target=target,
+            what=f"Context edit {edit_id}: restored the original content of {target}",
+        )  # fmt: skip
         return f"Restored the original content of {target} (a restoring edit was appended)."
 
 
@@ -564,7 +575,15 @@ class FindingStatusForm(forms.Form):
 
 class RevealFindingForm(forms.Form):
     """Show one finding's secret in clear, once; the reveal is recorded before it is shown.
-    A form (a POST with its CSRF token) so a link or a prefetch can never reveal."""
+    A form (a POST with its CSRF token) so a link or a prefetch can never reveal, and a
+    second step: the reader confirms and says why (the reason is kept with the reveal and
+    in the audit list), so no click alone shows a secret."""
+
+    confirm = forms.BooleanField(required=True)
+    reason = forms.CharField(
+        max_length=500, strip=True,
+        error_messages={"required": "Say why you need to see this secret."},
+    )  # fmt: skip
 
     def __init__(self, *args, finding: SecretFinding, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -572,7 +591,7 @@ class RevealFindingForm(forms.Form):
         self.user = user
 
     def apply(self) -> str | None:
-        return services.reveal_finding(self.finding, self.user)
+        return services.reveal_finding(self.finding, self.user, self.cleaned_data["reason"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,18 @@ from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import connection, models
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Lower
 
 from explorer import conf, shared_copies, stored_figures
@@ -37,7 +48,7 @@ from explorer.analysis.timeline import (
     settled,
     timeline_svg_data,
 )
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
+from explorer.models import Entry, EntryText, Leaf, SecretFinding, SecretReveal, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -2597,6 +2608,7 @@ def session_findings(session: Session, status: str = "") -> list[SecretFinding]:
     qs = SecretFinding.objects.filter(session=session)
     if status:
         qs = qs.filter(status=status)
+    qs = qs.prefetch_related(Prefetch("reveals", SecretReveal.objects.select_related("user")))
     return list(qs.order_by("line_no", "path", "start")[:FINDINGS_SHOWN])
 
 

@@ -24,7 +24,16 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from explorer import broadcast, conf, files, queries, secrets
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, SecretReveal, Session, TurnLock
+from explorer.models import (
+    AuditEvent,
+    Entry,
+    EntryText,
+    Leaf,
+    SecretFinding,
+    SecretReveal,
+    Session,
+    TurnLock,
+)
 from explorer.session import jsonfmt
 from explorer.session.errors import SessionError
 from explorer.session.sentinel import UNSET
@@ -572,8 +581,34 @@ def import_progress_done(user, token: str, progress: files.ImportProgress) -> No
     progress.tick(force=True)
 
 
+def record_audit(
+    user,
+    action: str,
+    session: Session | None,
+    *,
+    target: str = "",
+    what: str = "",
+    reason: str = "",
+) -> AuditEvent:
+    """One row of the audit list (``AuditEvent``): who did what to which session, when and
+    why. The session and the user are named as text, so the row outlives both."""
+    author = user if user is not None and user.is_authenticated else None
+    return AuditEvent.objects.create(
+        user=author,
+        username=author.get_username() if author is not None else "",
+        action=action,
+        session_ref=session.session_id if session is not None else "",
+        session_name=session.display_name if session is not None else "",
+        target=target[:200],
+        what=what,
+        reason=reason,
+    )  # fmt: skip
+
+
 def delete_session(session: Session, user) -> None:
     with _writer(session) as locked:
+        what = f"Deleted session {locked.display_name} ({locked.entry_count} entries)"
+        record_audit(user, AuditEvent.DELETE, locked, what=what)
         locked.delete()
 
 
@@ -657,12 +692,19 @@ def set_finding_status(finding: SecretFinding, user, status: str) -> SecretFindi
     return finding
 
 
-def reveal_finding(finding: SecretFinding, user) -> str | None:
+def reveal_finding(finding: SecretFinding, user, reason: str = "") -> str | None:
     """The secret of one finding, for the one response that shows it; the reveal is
-    recorded first, so no secret is ever shown without an audit row. None when the entry no
-    longer holds that secret at that place (a stale finding reveals nothing)."""
+    recorded first (with the reason its reader gave, on the finding and in the audit list),
+    so no secret is ever shown without an audit row. None when the entry no longer holds
+    that secret at that place (a stale finding reveals nothing)."""
     with transaction.atomic():
-        SecretReveal.objects.create(finding=finding, user=user)
+        SecretReveal.objects.create(finding=finding, user=user, reason=reason)
+        where = f"entry {finding.entry_id}" if finding.entry_id else "the session header"
+        record_audit(
+            user, AuditEvent.REVEAL, finding.session, target=f"finding {finding.pk}",
+            what=f"Revealed a {finding.kind} in {where} (line {finding.line_no}, {finding.path})",
+            reason=reason,
+        )  # fmt: skip
     if finding.entry_id == files.HEADER_FINDING:  # a secret in the header (its cwd, say)
         raw = (
             Session.objects.filter(pk=finding.session_id)
