@@ -108,7 +108,8 @@ def test_a_site_on_a_full_tmpfs_reads_on_and_refuses_writes_in_words(tmp_path):
     assert not why, why  # fail clearly: this machine cannot run the real full-disk test
     mount = tmp_path / "disk"
     mount.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}  # SQLite, on the tmpfs
+    # SQLite on the tmpfs, nothing else: no PostgreSQL, no Redis (the PostgreSQL pass too).
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
     env |= {"DJANGO_SETTINGS_MODULE": "sessions_site.settings", "PYTHONPATH": str(ROOT),
             "SESSIONS_CACHE": "locmem", "ALLOWED_HOSTS": "testserver"}  # fmt: skip
     done = subprocess.run(

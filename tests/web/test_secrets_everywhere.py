@@ -64,6 +64,13 @@ def test_the_header_is_scanned_and_listed(planted, viewer_client):
     assert "session header" in page.content.decode()
 
 
+def test_a_secret_of_the_header_can_be_revealed_with_a_reason(admin_client, planted):
+    finding = SecretFinding.objects.get(session=planted, entry_id="", kind="github-token")
+    url = reverse("explorer:finding_reveal", args=[planted.pk, finding.pk])
+    r = admin_client.post(url, {"confirm": "1", "reason": "which repository is it for"})
+    assert r.status_code == 200 and CWD_TOKEN in r.content.decode()
+
+
 def test_a_rescan_keeps_the_header_findings(planted):
     from explorer import services
 
