@@ -16,8 +16,10 @@ from tests.live.conftest import ws_connect  # noqa: F401 - the websocket fixture
 CWD_TOKEN = "ghp_" + "Cw" * 18  # 36 characters after the prefix
 AWS_IN_CWD = "AKIA" + "Q7RT2XJ4MV9KZ3LB"
 IMAGE_TOKEN = "ghp_" + "Im4g3N4m3" * 4  # 36
+MODEL_TOKEN = "ghp_" + "M0d3lF1eld" * 3 + "abcdef"  # 36: in descriptive fields
 CWD = f"/home/ana/{CWD_TOKEN}/deploy-{AWS_IN_CWD}"
-SECRETS = {"cwd token": CWD_TOKEN, "cwd aws key": AWS_IN_CWD, "image name": IMAGE_TOKEN}
+SECRETS = {"cwd token": CWD_TOKEN, "cwd aws key": AWS_IN_CWD, "image name": IMAGE_TOKEN,
+           "model and custom type": MODEL_TOKEN}  # fmt: skip
 
 
 def _session_bytes() -> bytes:
@@ -30,12 +32,15 @@ def _session_bytes() -> bytes:
     reply = {"type": "message", "id": "b2c3d4e5", "parentId": "a1b2c3d4",
              "timestamp": "2025-03-04T05:06:09.000Z",
              "message": {"role": "assistant", "content": [{"type": "text", "text": "Seen."}],
-                         "api": "x", "provider": "p", "model": "m", "stopReason": "stop",
+                         "api": "x", "provider": "p", "model": f"m-{MODEL_TOKEN}", "stopReason": "stop",
                          "timestamp": 1741064769000,
                          "usage": {"input": 10, "output": 2, "cacheRead": 0, "cacheWrite": 0,
                                    "totalTokens": 12, "cost": {"input": 0, "output": 0,
                                    "cacheRead": 0, "cacheWrite": 0, "total": 0}}}}  # fmt: skip
-    return "".join(json.dumps(x) + "\n" for x in (header, user, reply)).encode()
+    custom = {"type": "custom", "id": "c3d4e5f6", "parentId": "b2c3d4e5",
+              "timestamp": "2025-03-04T05:06:10.000Z", "customType": f"ext/{MODEL_TOKEN}",
+              "data": {"note": "kept by an extension"}}  # fmt: skip
+    return "".join(json.dumps(x) + "\n" for x in (header, user, reply, custom)).encode()
 
 
 def assert_clean(text: str, where: str) -> None:
@@ -74,7 +79,7 @@ def test_a_secret_of_the_header_can_be_revealed_with_a_reason(admin_client, plan
 def test_a_rescan_keeps_the_header_findings(planted):
     from explorer import services
 
-    assert services.rescan_secrets(planted, force=True) == 3
+    assert services.rescan_secrets(planted, force=True) == 5
     assert SecretFinding.objects.filter(session=planted, entry_id="").count() == 2
 
 
@@ -90,7 +95,7 @@ def _urls(session) -> list[tuple[str, dict]]:
     for tab in tabs:
         urls.append((reverse(f"explorer:{tab}", args=pk), {}))
         urls.append((reverse(f"explorer:{tab}", args=pk), {"format": "json"}))
-    for eid in ("a1b2c3d4", "b2c3d4e5"):
+    for eid in ("a1b2c3d4", "b2c3d4e5", "c3d4e5f6"):
         urls.append((reverse("explorer:entry", args=pk), {"id": eid, "raw": "1", "full": "1"}))
         urls.append((reverse("explorer:entry", args=pk), {"id": eid, "format": "json"}))
         urls.append((reverse("explorer:transcript", args=pk), {"leaf": eid}))
@@ -172,4 +177,6 @@ async def test_the_live_frames_show_no_secret(ws_connect, viewer_user):  # noqa:
 
 
 def test_every_entry_of_the_planted_session_is_stored(planted):
-    assert Entry.objects.filter(session=planted).count() == 2
+    assert Entry.objects.filter(session=planted).count() == 3
+    paths = SecretFinding.objects.filter(session=planted, kind="github-token")
+    assert {"/message/model", "/customType"} <= set(paths.values_list("path", flat=True))
