@@ -1377,11 +1377,15 @@ def list_row_labels(session: Session) -> dict[str, str]:
     """What tells one listed session from another when names repeat or are missing: the
     file it came from, and the session it was forked or branched from (a fork keeps the
     original's name)."""
-    parent = session.parent_session or ""
+    # A path may hold a secret (a token in a directory or file name): shown masked, as the
+    # header's cwd is.
+    parent = shown_text(session.parent_session or "")
+    source = shown_text(session.source_path or "")
     return {
-        "file_name": _file_part(session.source_path or ""),
+        "file_name": _file_part(source),
         "fork_of": _file_part(parent[3:] if parent.startswith("db:") else parent),
         "fork_of_full": parent,
+        "source_path": source,
     }
 
 

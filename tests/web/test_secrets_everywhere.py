@@ -180,3 +180,15 @@ def test_every_entry_of_the_planted_session_is_stored(planted):
     assert Entry.objects.filter(session=planted).count() == 3
     paths = SecretFinding.objects.filter(session=planted, kind="github-token")
     assert {"/message/model", "/customType"} <= set(paths.values_list("path", flat=True))
+
+
+@pytest.mark.parametrize("who", ["viewer_client", "editor_client"])
+def test_a_secret_in_the_file_name_is_masked_in_the_list(request, who, make_session):
+    client = request.getfixturevalue(who)
+    make_session(_session_bytes(), source_path=f"/home/ana/sessions/run-{IMAGE_TOKEN}.jsonl")
+    for params in ({}, {"format": "json"}, {"q": "run"}):
+        r = client.get(reverse("explorer:session_list"), params)
+        assert r.status_code == 200
+        assert_clean(r.content.decode(), f"the session list {params}")
+    data = client.get(reverse("explorer:session_list"), {"format": "json"}).json()
+    assert data["sessions"][0]["file_name"] == "run-[REDACTED:github-token].jsonl"
