@@ -92,6 +92,20 @@ def test_a_write_on_a_full_disk_is_a_507_and_reads_go_on(
         assert editor_client.get(f"/sessions/{session.pk}/{tab}").status_code == 200, tab
 
 
+def test_an_upload_on_a_full_disk_is_a_507_with_nothing_stored(
+    full_database, admin_client, small_session_bytes
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = small_session_bytes.replace(b"hello world", BIG.encode())
+    full_database()
+    upload = SimpleUploadedFile("s.jsonl", data, content_type="application/octet-stream")
+    r = admin_client.post(reverse("explorer:import"), {"files": [upload]})
+    assert r.status_code == 507 and "The disk is full" in r.content.decode()
+    assert not Session.objects.exists() and not Entry.objects.exists()
+    assert admin_client.get(reverse("explorer:session_list")).status_code == 200
+
+
 def _can_mount_a_tmpfs() -> str:
     unshare = shutil.which("unshare")
     if unshare is None:
