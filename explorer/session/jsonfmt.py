@@ -354,11 +354,16 @@ def nesting_depth(text: str) -> int:
 
 
 def _normalize_numbers(value: Any) -> Any:
-    """Integers beyond 2**53 become doubles, as every JSON number is one in JavaScript."""
+    """Integers beyond 2**53 become doubles, as every JSON number is one in JavaScript;
+    one beyond the largest double is ±Infinity there (a 310-digit usage figure in a crafted
+    line must not stop the import with an OverflowError)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if -(2**53) <= value <= 2**53:
             return value
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, (dict, list)) or (isinstance(v, int) and not isinstance(v, bool)):

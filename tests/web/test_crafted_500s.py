@@ -43,7 +43,10 @@ def test_the_entry_json_of_an_entry_nested_a_thousand_deep(make_session, viewer_
     assert '"entry_id": "a1b2c3d4"' in body
 
 
-@pytest.mark.parametrize("number", ["12345678901234567890123", "1e308", "-12345678901234567890123"])
+@pytest.mark.parametrize(
+    "number",
+    ["12345678901234567890123", "1e308", "-12345678901234567890123", "9" * 28, "9" * 35, "9" * 310],
+)
 def test_the_timeline_of_usage_past_any_context(make_session, viewer_client, number):
     usage = (
         f'{{"input":{number},"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":{number},'
