@@ -637,9 +637,10 @@ class CommentEditForm(forms.Form):
     body = forms.CharField(max_length=COMMENT_MAX, strip=True, required=False)
     delete = forms.BooleanField(required=False)
 
-    def __init__(self, *args, comment, **kwargs) -> None:
+    def __init__(self, *args, comment, user=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.comment = comment
+        self.user = user
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -649,7 +650,7 @@ class CommentEditForm(forms.Form):
 
     def apply(self) -> None:
         if self.cleaned_data.get("delete"):
-            services.delete_comment(self.comment)
+            services.delete_comment(self.comment, self.user)
         else:
             services.edit_comment(self.comment, self.cleaned_data["body"])
 

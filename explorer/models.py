@@ -378,11 +378,13 @@ class AuditEvent(models.Model):
     CONTEXT_EDIT = "context_edit"
     UNDO = "undo"
     DELETE = "delete_session"
+    DELETE_COMMENT = "delete_comment"
     ACTIONS = [
         (REVEAL, "Secret revealed"),
         (CONTEXT_EDIT, "Context edit"),
         (UNDO, "Context edit undone"),
         (DELETE, "Session deleted"),
+        (DELETE_COMMENT, "Comment deleted"),
     ]
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -780,9 +780,18 @@ def edit_comment(comment, body: str):
     return comment
 
 
-def delete_comment(comment) -> None:
-    """Remove a comment; removing a thread's first comment removes its replies."""
+def delete_comment(comment, user=None) -> None:
+    """Remove a comment; removing a thread's first comment removes its replies. The audit
+    list keeps who removed whose comment on which entry (not its text, which may be what
+    had to go)."""
     with _writer(comment.session):
+        replies = comment.replies.count() if comment.parent_id is None else 0
+        author = comment.author.get_username() if comment.author_id else "a deleted user"
+        record_audit(
+            user, AuditEvent.DELETE_COMMENT, comment.session, target=comment.entry_id,
+            what=f"Deleted a comment by {author} on entry {comment.entry_id}"
+            + (f" and its {replies} repl{'y' if replies == 1 else 'ies'}" if replies else ""),
+        )  # fmt: skip
         comment.delete()
 
 

@@ -37,6 +37,7 @@ class Migration(migrations.Migration):
                             ("context_edit", "Context edit"),
                             ("undo", "Context edit undone"),
                             ("delete_session", "Session deleted"),
+                            ("delete_comment", "Comment deleted"),
                         ],
                         max_length=32,
                     ),

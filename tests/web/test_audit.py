@@ -99,3 +99,19 @@ def test_only_admins_read_and_download_the_audit_list(
     table = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
     assert table[0]["action"] == "reveal" and table[0]["username"] == admin_user.username
     assert table[0]["reason"].startswith("'=")  # no formula runs when a spreadsheet opens it
+
+
+def test_a_deleted_comment_is_audited_without_its_text(make_session, viewer_client, admin_client):
+    from explorer.models import ReviewComment
+
+    session = make_session()
+    url = reverse("explorer:comment_add", args=[session.pk])
+    assert (
+        viewer_client.post(url, {"entry": "a1b2c3d4", "body": "private words"}).status_code == 302
+    )
+    c = ReviewComment.objects.get()
+    edit = reverse("explorer:comment_edit", args=[session.pk, c.pk])
+    assert admin_client.post(edit, {"delete": "1"}).status_code == 302
+    event = AuditEvent.objects.get()
+    assert (event.action, event.username, event.target) == ("delete_comment", "ada", "a1b2c3d4")
+    assert "by vera" in event.what and "private words" not in event.what
