@@ -606,6 +606,23 @@ def findings_for(
     ]
 
 
+# The entry id of a finding in the session's header (the header is no entry): its cwd or
+# parentSession may hold a secret as well as any entry.
+HEADER_FINDING = ""
+
+
+def header_findings(session: Session, key: bytes) -> list[SecretFinding]:
+    """Unsaved finding rows for the session's header line (``cwd``, ``parentSession`` and
+    whatever else a file writes there)."""
+    try:
+        header = jsonfmt.loads(session.header_raw)
+    except ValueError:
+        return []
+    if not isinstance(header, dict):
+        return []
+    return findings_for(session, HEADER_FINDING, session.header_position + 1, header, key)
+
+
 def secrets_current(session: Session, *, scanned: bool = False) -> bool:
     """Make the session's findings match the current rules; True when it rescanned.
 
@@ -633,6 +650,11 @@ def rescan_session(session: Session) -> int:
         for f in SecretFinding.objects.filter(session=session)
     }
     new: list[SecretFinding] = []
+    for f in header_findings(session, key):
+        f.status, f.status_by_id = old.get(
+            (f.entry_id, f.path, f.fingerprint), (SecretFinding.OPEN, None)
+        )
+        new.append(f)
     rows = Entry.objects.filter(session=session).order_by("position")
     for entry_id, line_no, raw in rows.values_list("entry_id", "line_no", "raw").iterator(500):
         try:
@@ -1405,6 +1427,7 @@ def _import_new(
     if session is None:
         session = _new_session(header, header_index, header_line, user, source_path)
     writer = _Writer(session, None, commit=session.state == Session.IMPORTING)
+    writer.findings.extend(header_findings(session, writer.secrets_key))
     lines = _scan_lines(data, 0, consumed, 0, header_index, scan)
     stats = _store_lines(lines, session, scan, writer, position_of=lambda index: index)
     writer.flush()
@@ -1690,6 +1713,7 @@ def _import_legacy(data, header, existing, result, user, source_path, rng):
     )
     scan = _Scan()
     writer = _Writer(session, None)
+    writer.findings.extend(header_findings(session, writer.secrets_key))
     items = _scan_lines(migrated, 0, len(migrated), 0, 0, scan)
     stats = _store_lines(items, session, scan, writer, position_of=lambda index: index)
     writer.flush()

@@ -13,7 +13,7 @@ from django.core import signing
 from explorer import conf, files, queries, services
 from explorer.agent_import import import_agent_bytes, is_agent_file
 from explorer.analysis.compare import common_ancestor_index
-from explorer.models import SecretFinding, Session
+from explorer.models import AuditEvent, SecretFinding, Session
 from explorer.session.compaction import CompactionResult, prepare_compaction
 from explorer.session.describe import entry_message, entry_text
 from explorer.session.errors import SessionError
@@ -131,7 +131,8 @@ class ActionForm(forms.Form):
 
     # The leaf the page showed (empty: no entry yet) and whether its author asked to append
     # there even if the cursor has moved on since (a deliberate branch). A post without
-    # ``expected_leaf`` (an older page, a script) writes at the cursor as it is then.
+    # ``expected_leaf`` (an older page, a script) writes at the cursor as it is under the
+    # session's lock, never at the one this request read before waiting for the lock.
     expected_leaf = forms.CharField(required=False, strip=False, widget=forms.HiddenInput)
     branch = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
@@ -155,9 +156,14 @@ class ActionForm(forms.Form):
 
     def write_leaf(self) -> dict[str, Any]:
         """``leaf_id`` and ``expected_leaf`` for ``services``: the user's cursor is read again
-        under the session's lock and must still be the leaf the page showed."""
+        under the session's lock and must still be the leaf the page showed.
+
+        Without ``expected_leaf`` the cursor is read under the lock too: the cursor this
+        request read before it waited for the lock may be a leaf another writer has just
+        built on, and writing there would fork the session behind its author's back. A
+        permalink's leaf (``pinned``) is a leaf named on purpose and stays as it is."""
         if self.data is None or "expected_leaf" not in self.data:
-            return {"leaf_id": self.cursor}
+            return {"leaf_id": self.cursor} if self.pinned else {"leaf_id": UNSET}
         expected = self.data.get("expected_leaf") or None
         if self.data.get("branch") in ("1", "on", "true"):
             return {"leaf_id": expected}
@@ -279,6 +285,10 @@ class EditForm(ActionForm):
         result = services.append_via_manager(self.session, user, fn=append, **self.write_leaf())
         edit_id = result.entries[0].entry_id if result.entries else ""
         done = "hidden" if replacement is None else "replaced"
+        services.record_audit(
+            user, AuditEvent.CONTEXT_EDIT, self.session, target=target,
+            what=f"Context edit {edit_id}: {done} {target}", reason=reason,
+        )  # fmt: skip
         return f"Context edit {edit_id} appended: {done} {target}."
 
 
@@ -290,7 +300,14 @@ class UndoForm(ActionForm):
     def apply(self) -> str:
         target = self.cleaned_data["target"]
         restore = {"content": original_content(self.target_entry or {})}
-        services.add_context_edit(self.session, self.user, target, restore, **self.write_leaf())
+        result = services.add_context_edit(
+            self.session, self.user, target, restore, **self.write_leaf()
+        )
+        edit_id = result.entry.entry_id if result.entry is not None else ""
+        services.record_audit(
+            self.user, AuditEvent.UNDO, self.session, target=target,
+            what=f"Context edit {edit_id}: restored the original content of {target}",
+        )  # fmt: skip
         return f"Restored the original content of {target} (a restoring edit was appended)."
 
 
@@ -572,7 +589,15 @@ class FindingStatusForm(forms.Form):
 
 class RevealFindingForm(forms.Form):
     """Show one finding's secret in clear, once; the reveal is recorded before it is shown.
-    A form (a POST with its CSRF token) so a link or a prefetch can never reveal."""
+    A form (a POST with its CSRF token) so a link or a prefetch can never reveal, and a
+    second step: the reader confirms and says why (the reason is kept with the reveal and
+    in the audit list), so no click alone shows a secret."""
+
+    confirm = forms.BooleanField(required=True)
+    reason = forms.CharField(
+        max_length=500, strip=True,
+        error_messages={"required": "Say why you need to see this secret."},
+    )  # fmt: skip
 
     def __init__(self, *args, finding: SecretFinding, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -580,7 +605,7 @@ class RevealFindingForm(forms.Form):
         self.user = user
 
     def apply(self) -> str | None:
-        return services.reveal_finding(self.finding, self.user)
+        return services.reveal_finding(self.finding, self.user, self.cleaned_data["reason"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -626,9 +651,10 @@ class CommentEditForm(forms.Form):
     body = forms.CharField(max_length=COMMENT_MAX, strip=True, required=False)
     delete = forms.BooleanField(required=False)
 
-    def __init__(self, *args, comment, **kwargs) -> None:
+    def __init__(self, *args, comment, user=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.comment = comment
+        self.user = user
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -638,7 +664,7 @@ class CommentEditForm(forms.Form):
 
     def apply(self) -> None:
         if self.cleaned_data.get("delete"):
-            services.delete_comment(self.comment)
+            services.delete_comment(self.comment, self.user)
         else:
             services.edit_comment(self.comment, self.cleaned_data["body"])
 

@@ -253,6 +253,41 @@ class ReadMemoMiddleware:
             return self.get_response(request)
 
 
+class DiskFullMiddleware:
+    """A write the disk had no room for is told as such: 507 Insufficient Storage with
+    "the disk is full" (JSON callers get it as their error, htmx as the text to show),
+    never a generic 500. The write ran in one transaction, so nothing of it was stored."""
+
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        return self.get_response(request)
+
+    def process_exception(self, request: Any, exception: Exception) -> Any:
+        from explorer import diskfull
+
+        if not diskfull.refused_for_space(exception):
+            return None
+        import logging
+
+        from django.http import HttpResponse, JsonResponse
+        from django.template.loader import render_to_string
+
+        logging.getLogger(__name__).error("The disk is full: %s %s refused", request.method,
+                                          request.path)  # fmt: skip
+        if request.GET.get("format") == "json":
+            return JsonResponse({"ok": False, "error": diskfull.MESSAGE, "disk_full": True},
+                                status=507)  # fmt: skip
+        if getattr(request, "htmx", False):
+            return HttpResponse(diskfull.MESSAGE, status=507, content_type="text/plain")
+        try:
+            body = render_to_string("disk_full.html", {"message": diskfull.MESSAGE}, request)
+        except Exception:  # noqa: BLE001 - the page must not fail for want of a template
+            return HttpResponse(diskfull.MESSAGE, status=507, content_type="text/plain")
+        return HttpResponse(body, status=507)
+
+
 # ---------------------------------------------------------------------------------------------
 # Content-Security-Policy
 

@@ -128,6 +128,14 @@ class Session(models.Model):
             return ""
         return redact_entry({"type": "session_info", "name": self.name})["name"]
 
+    @property
+    def shown_cwd(self) -> str:
+        """The working directory as every page, JSON answer and form shows it: a secret in
+        it is masked, as it is in the header line of a redacted export."""
+        if not self.cwd:
+            return ""
+        return redact_entry({"type": "session", "cwd": self.cwd})["cwd"]
+
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
 
@@ -419,16 +427,59 @@ class SecretFinding(models.Model):
 
 
 class SecretReveal(models.Model):
-    """Audit: who saw which finding in clear, and when."""
+    """Audit: who saw which finding in clear, when, and why (the reason they gave)."""
 
     finding = models.ForeignKey(SecretFinding, on_delete=models.CASCADE, related_name="reveals")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     revealed_at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField(blank=True, default="", help_text="Why the secret was revealed")
 
     class Meta:
         ordering = ["-revealed_at", "-pk"]
+
+
+class AuditEvent(models.Model):
+    """One action the team may have to account for later: a secret revealed, a context
+    edit appended (or undone), a session deleted. Who, when, what, and the reason given.
+
+    Kept apart from the session (no foreign key): the row outlives a deleted session and a
+    deleted user, so it names both as text. Admins read the list and download it."""
+
+    REVEAL = "reveal"
+    CONTEXT_EDIT = "context_edit"
+    UNDO = "undo"
+    DELETE = "delete_session"
+    DELETE_COMMENT = "delete_comment"
+    ACTIONS = [
+        (REVEAL, "Secret revealed"),
+        (CONTEXT_EDIT, "Context edit"),
+        (UNDO, "Context edit undone"),
+        (DELETE, "Session deleted"),
+        (DELETE_COMMENT, "Comment deleted"),
+    ]
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )  # fmt: skip
+    username = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=32, choices=ACTIONS)
+    session_ref = models.CharField(max_length=200, blank=True, default="",
+                                   help_text="The session's header id")  # fmt: skip
+    session_name = models.TextField(blank=True, default="", help_text="Its name, masked")
+    target = models.CharField(max_length=200, blank=True, default="",
+                              help_text="The entry or finding acted on")  # fmt: skip
+    what = models.TextField(blank=True, default="", help_text="What was done, in words")
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.username} {self.action} {self.target}"
 
 
 class ReviewComment(models.Model):

@@ -23,7 +23,18 @@ from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import connection, models
-from django.db.models import Case, Count, F, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Lower
 
 from explorer import conf, shared_copies, stored_figures
@@ -38,7 +49,7 @@ from explorer.analysis.timeline import (
     settled,
     timeline_svg_data,
 )
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
+from explorer.models import Entry, EntryText, Leaf, SecretFinding, SecretReveal, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -1345,8 +1356,8 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
     qs = annotate_sessions(qs)
     if q and redact_for_search(q) != q:
         # The query is itself a secret: matching it against stored text would tell which
-        # session holds it, so only the id and the directory are searched
-        qs = qs.filter(Q(session_id__icontains=q) | Q(cwd__icontains=q))
+        # session holds it (its directory too, which may hold a secret), so only the id is
+        qs = qs.filter(session_id__icontains=q)
     elif q:
         needle = jsonfmt.dumps(q)[1:-1]  # as the text is spelled inside the JSON line
         q = jsonfmt.visible(q)  # the columns' form (PostgreSQL refuses NUL in a pattern)
@@ -1374,11 +1385,15 @@ def list_row_labels(session: Session) -> dict[str, str]:
     """What tells one listed session from another when names repeat or are missing: the
     file it came from, and the session it was forked or branched from (a fork keeps the
     original's name)."""
-    parent = session.parent_session or ""
+    # A path may hold a secret (a token in a directory or file name): shown masked, as the
+    # header's cwd is.
+    parent = shown_text(session.parent_session or "")
+    source = shown_text(session.source_path or "")
     return {
-        "file_name": _file_part(session.source_path or ""),
+        "file_name": _file_part(source),
         "fork_of": _file_part(parent[3:] if parent.startswith("db:") else parent),
         "fork_of_full": parent,
+        "source_path": source,
     }
 
 
@@ -2727,6 +2742,7 @@ def session_findings(session: Session, status: str = "") -> list[SecretFinding]:
     qs = SecretFinding.objects.filter(session=session)
     if status:
         qs = qs.filter(status=status)
+    qs = qs.prefetch_related(Prefetch("reveals", SecretReveal.objects.select_related("user")))
     return list(qs.order_by("line_no", "path", "start")[:FINDINGS_SHOWN])
 
 

@@ -365,8 +365,54 @@ class VisibleJsonResponse(HttpResponse):
 
     def __init__(self, data: Any, **kwargs: Any) -> None:
         kwargs.setdefault("content_type", "application/json")
-        text = json.dumps(visible_data(data), cls=DjangoJSONEncoder, ensure_ascii=False)
-        super().__init__(text.encode("utf-8"), **kwargs)
+        data = visible_data(data)
+        try:
+            text = json.dumps(data, cls=DjangoJSONEncoder, ensure_ascii=False)
+        except RecursionError:  # nested past the C encoder's limit: written iteratively
+            text = deep_json(data, DjangoJSONEncoder().default)
+        # A string no builder opened (one a value's ``default`` wrote) may still hold a lone
+        # surrogate; JSON escapes NUL itself, so this is the whole of what UTF-8 refuses.
+        super().__init__(visible(text).encode("utf-8"), **kwargs)
+
+
+class _Literal(str):
+    """Text :func:`deep_json` writes as it is (brackets, commas, a key)."""
+
+
+def deep_json(value: Any, default: Callable[[Any], Any]) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` with no depth limit: an explicit stack
+    instead of recursion, for the rare value nested deeper than the C encoder goes.
+    ``default`` turns any other object into JSON data, as the encoder's does."""
+    from json.encoder import encode_basestring
+
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is _Literal:
+            out.append(v)
+        elif isinstance(v, str):
+            out.append(encode_basestring(v))
+        elif v is None or v is True or v is False or isinstance(v, int | float):
+            out.append(json.dumps(v))
+        elif isinstance(v, dict):
+            parts: list[Any] = [_Literal("{")]
+            for i, (k, x) in enumerate(v.items()):
+                key = k if isinstance(k, str) else json.dumps(k).strip('"')
+                parts += [_Literal((", " if i else "") + encode_basestring(key) + ": "), x]
+            parts.append(_Literal("}"))
+            stack.extend(reversed(parts))
+        elif isinstance(v, list | tuple):
+            parts = [_Literal("[")]
+            for i, x in enumerate(v):
+                if i:
+                    parts.append(_Literal(", "))
+                parts.append(x)
+            parts.append(_Literal("]"))
+            stack.extend(reversed(parts))
+        else:
+            stack.append(default(v))
+    return "".join(out)
 
 
 def with_token_slots(render: Callable[[str], str]) -> list[str]:

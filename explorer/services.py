@@ -24,7 +24,16 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from explorer import broadcast, conf, files, queries, secrets
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, SecretReveal, Session, TurnLock
+from explorer.models import (
+    AuditEvent,
+    Entry,
+    EntryText,
+    Leaf,
+    SecretFinding,
+    SecretReveal,
+    Session,
+    TurnLock,
+)
 from explorer.session import jsonfmt
 from explorer.session.errors import SessionError
 from explorer.session.sentinel import UNSET
@@ -612,8 +621,34 @@ def import_progress_done(user, token: str, progress: files.ImportProgress) -> No
     progress.tick(force=True)
 
 
+def record_audit(
+    user,
+    action: str,
+    session: Session | None,
+    *,
+    target: str = "",
+    what: str = "",
+    reason: str = "",
+) -> AuditEvent:
+    """One row of the audit list (``AuditEvent``): who did what to which session, when and
+    why. The session and the user are named as text, so the row outlives both."""
+    author = user if user is not None and user.is_authenticated else None
+    return AuditEvent.objects.create(
+        user=author,
+        username=author.get_username() if author is not None else "",
+        action=action,
+        session_ref=session.session_id if session is not None else "",
+        session_name=session.display_name if session is not None else "",
+        target=target[:200],
+        what=what,
+        reason=reason,
+    )  # fmt: skip
+
+
 def delete_session(session: Session, user) -> None:
     with _writer(session) as locked:
+        what = f"Deleted session {locked.display_name} ({locked.entry_count} entries)"
+        record_audit(user, AuditEvent.DELETE, locked, what=what)
         locked.delete()
 
 
@@ -697,17 +732,31 @@ def set_finding_status(finding: SecretFinding, user, status: str) -> SecretFindi
     return finding
 
 
-def reveal_finding(finding: SecretFinding, user) -> str | None:
+def reveal_finding(finding: SecretFinding, user, reason: str = "") -> str | None:
     """The secret of one finding, for the one response that shows it; the reveal is
-    recorded first, so no secret is ever shown without an audit row. None when the entry no
-    longer holds that secret at that place (a stale finding reveals nothing)."""
+    recorded first (with the reason its reader gave, on the finding and in the audit list),
+    so no secret is ever shown without an audit row. None when the entry no longer holds
+    that secret at that place (a stale finding reveals nothing)."""
     with transaction.atomic():
-        SecretReveal.objects.create(finding=finding, user=user)
-    raw = (
-        Entry.objects.filter(session_id=finding.session_id, entry_id=finding.entry_id)
-        .values_list("raw", flat=True)
-        .first()
-    )
+        SecretReveal.objects.create(finding=finding, user=user, reason=reason)
+        where = f"entry {finding.entry_id}" if finding.entry_id else "the session header"
+        record_audit(
+            user, AuditEvent.REVEAL, finding.session, target=f"finding {finding.pk}",
+            what=f"Revealed a {finding.kind} in {where} (line {finding.line_no}, {finding.path})",
+            reason=reason,
+        )  # fmt: skip
+    if finding.entry_id == files.HEADER_FINDING:  # a secret in the header (its cwd, say)
+        raw = (
+            Session.objects.filter(pk=finding.session_id)
+            .values_list("header_raw", flat=True)
+            .first()
+        )
+    else:
+        raw = (
+            Entry.objects.filter(session_id=finding.session_id, entry_id=finding.entry_id)
+            .values_list("raw", flat=True)
+            .first()
+        )
     if raw is None:
         return None
     stored = secrets.Finding(
@@ -771,9 +820,18 @@ def edit_comment(comment, body: str):
     return comment
 
 
-def delete_comment(comment) -> None:
-    """Remove a comment; removing a thread's first comment removes its replies."""
+def delete_comment(comment, user=None) -> None:
+    """Remove a comment; removing a thread's first comment removes its replies. The audit
+    list keeps who removed whose comment on which entry (not its text, which may be what
+    had to go)."""
     with _writer(comment.session):
+        replies = comment.replies.count() if comment.parent_id is None else 0
+        author = comment.author.get_username() if comment.author_id else "a deleted user"
+        record_audit(
+            user, AuditEvent.DELETE_COMMENT, comment.session, target=comment.entry_id,
+            what=f"Deleted a comment by {author} on entry {comment.entry_id}"
+            + (f" and its {replies} repl{'y' if replies == 1 else 'ies'}" if replies else ""),
+        )  # fmt: skip
         comment.delete()
 
 

@@ -81,6 +81,7 @@ live_urls = [
 # Secrets found in sessions: the findings (masked), decisions, audited reveals
 secret_urls = [
     path("secrets/", secrets.all_secrets, name="secrets"),
+    path("audit/", secrets.audit_list, name="audit"),
     path("sessions/<int:pk>/secrets/", secrets.session_secrets, name="session_secrets"),
     path(
         "sessions/<int:pk>/secrets/<int:finding_pk>/status/",

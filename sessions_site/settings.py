@@ -102,6 +102,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "explorer.middleware.ReadMemoMiddleware",
+    "explorer.middleware.DiskFullMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -163,7 +164,9 @@ else:
         SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)  # SQLite does not create it
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend, reading on (read-only) when a full disk refuses the
+            # connection's WAL setup (explorer/sqlite_backend/base.py).
+            "ENGINE": "explorer.sqlite_backend",
             "NAME": str(SQLITE_PATH),
             "OPTIONS": {
                 # WAL lets readers (pages, websockets) proceed while the single writer appends;
@@ -352,16 +355,20 @@ SESSIONS_SHARE_MAX_DAYS = envint("SESSIONS_SHARE_MAX_DAYS", 30, minimum=1)
 SESSIONS_SHARE_BASE_URL = envstr("SESSIONS_SHARE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 SESSIONS_SHARE_GUESS_LIMIT = envint("SESSIONS_SHARE_GUESS_LIMIT", 20, minimum=1)
 SESSIONS_SHARE_GUESS_WINDOW = envint("SESSIONS_SHARE_GUESS_WINDOW", 600, minimum=1)
-# Login throttling: five failures in a row lock the account (whatever the address) and,
-# separately, the address (whatever the account) for fifteen minutes, then the lock ends.
+# Login throttling (explorer/login_throttle.py): five failures lock one account from one
+# address (the pair) for fifteen minutes; an address that keeps failing, whatever accounts
+# it tries, waits 2 s, 4 s, 8 s, ... (at most a minute) before each next try. No lock that
+# anyone can trigger for an account from anywhere (an admin's included).
 AXES_FAILURE_LIMIT = envint("SESSIONS_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("SESSIONS_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+SESSIONS_LOGIN_FREE_FAILURES = envint("SESSIONS_LOGIN_FREE_FAILURES", 5, minimum=1)
+SESSIONS_LOGIN_DELAY_MAX_SECONDS = envint("SESSIONS_LOGIN_DELAY_MAX_SECONDS", 60, minimum=1)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
 # The address is the peer's: a client cannot pick one with X-Forwarded-For. Behind a
-# reverse proxy every client shares its address, so the per-account lock does the work.
+# reverse proxy run daphne with --proxy-headers, so the peer is the client again.
 AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 AXES_VERBOSE = False
 # Every HTML page: scripts and styles from static files only, nothing inline, no frames or

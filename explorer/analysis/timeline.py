@@ -3,6 +3,7 @@ reported, with compactions and edits marked."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -198,14 +199,14 @@ def timeline_svg_data(
     pad_l, pad_r, pad_t, pad_b = 56, 12, 12, 58
     w, h = width - pad_l - pad_r, height - pad_t - pad_b
     top = max([p.estimate for p in points] + [p.reported or 0 for p in points] + [1])
-    top = _nice(top)
+    top = _nice(min(top, CHART_CEILING))
     span = max(path_len - 1, 1)
 
     def x(i: int) -> float:
         return round(pad_l + w * i / span, 1)
 
     def y(v: float) -> float:
-        return round(pad_t + h - h * v / top, 1)
+        return round(pad_t + h - h * max(min(v, top), 0) / top, 1)
 
     proj = " ".join(f"{x(p.index)},{y(p.estimate)}" for p in points)
     dotted = _dotted(points, max_dots)
@@ -258,8 +259,22 @@ def _dot(p: TimelinePoint, cx: str, cy: str) -> dict[str, Any]:
 
 
 def _whole(v: float) -> str:
-    """``v`` rounded half up to a whole number, as the page has always written it."""
+    """``v`` rounded half up to a whole number, as the page has always written it. A
+    whole number is written as it is (a crafted file's may be too long for a float)."""
+    if isinstance(v, int):
+        return str(v)
+    if not math.isfinite(v):
+        return "0"
+    if abs(v) >= 1e15:  # past the float's whole-number digits: nothing to round
+        return str(int(v))
     return str(Decimal(repr(float(v))).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+# The highest token count the chart's scale goes to. A crafted file's usage may hold any
+# number (23 digits, 1e308); no context is anywhere near this, and past it the arithmetic
+# of the scale would leave the floats (OverflowError). A turn above it is drawn at the top;
+# its dot still says its figure in full.
+CHART_CEILING = 10**18
 
 
 def _nice(v: float) -> float:

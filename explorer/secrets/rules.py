@@ -42,7 +42,7 @@ __all__ = [
     "shannon_entropy",
 ]
 
-RULES_VERSION = "2026.12.1"
+RULES_VERSION = "2026.12.2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +301,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "github-token",
         re.compile(
-            _B
+            # After any non-alphanumeric: the prefix is distinctive enough that a token glued
+            # to a word by "-" or "_" (``screenshot-ghp_….png``) is still one.
+            r"(?<![A-Za-z0-9])"
             + r"(?:(?P<pre>gh[pousr]_)[A-Za-z0-9]{36,251}|(?P<pre2>github_pat_)[A-Za-z0-9_]{60,120})"
             + _E
         ),

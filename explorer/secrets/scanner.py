@@ -51,7 +51,10 @@ __all__ = [
 DEFAULT_FINGERPRINT_KEY = b"session-explorer/secrets"
 
 # Keys whose values are never scanned nor rewritten: the fields that hold the tree and the
-# message structure together (outside free-form values, see FREE_FORM_KEYS).
+# message structure together (outside free-form values, see FREE_FORM_KEYS). Everything
+# else is scanned, descriptive fields too (``model``, ``provider``, ``customType``,
+# ``mimeType``, ...): a file may carry a secret in any of them, and masking one there
+# changes what a page shows, never how the session reads.
 STRUCTURAL_KEYS = frozenset(
     {
         "id",
@@ -64,12 +67,6 @@ STRUCTURAL_KEYS = frozenset(
         "role",
         "timestamp",
         "version",
-        "mimeType",
-        "stopReason",
-        "api",
-        "provider",
-        "model",
-        "customType",
     }
 )
 # Values written by tools and extensions, not by the session format: inside them an "id" or

@@ -354,11 +354,16 @@ def nesting_depth(text: str) -> int:
 
 
 def _normalize_numbers(value: Any) -> Any:
-    """Integers beyond 2**53 become doubles, as every JSON number is one in JavaScript."""
+    """Integers beyond 2**53 become doubles, as every JSON number is one in JavaScript;
+    one beyond the largest double is ±Infinity there (a 310-digit usage figure in a crafted
+    line must not stop the import with an OverflowError)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if -(2**53) <= value <= 2**53:
             return value
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, (dict, list)) or (isinstance(v, int) and not isinstance(v, bool)):
@@ -391,14 +396,36 @@ def visible(s: str) -> str:
 
 
 def visible_data(value: Any) -> Any:
-    """A parsed JSON value with every string (keys too) passed through :func:`visible`."""
+    """A parsed JSON value with every string (keys too) passed through :func:`visible`;
+    tuples become lists.
+
+    Iterative, not recursive: a crafted line may nest a thousand levels deep, past Python's
+    recursion limit, and its answer must still be written (it was a 500)."""
     if isinstance(value, str):
         return visible(value)
-    if isinstance(value, dict):
-        return {visible(k): visible_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [visible_data(v) for v in value]
-    return value
+    if not isinstance(value, dict | list | tuple):
+        return value
+    root: list[Any] = [None]
+    # (the container to fill, the key or index in it, the value to put there)
+    todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while todo:
+        into, at, v = todo.pop()
+        if isinstance(v, str):
+            into[at] = visible(v)
+        elif isinstance(v, dict):
+            copy: dict[Any, Any] = {}
+            into[at] = copy
+            for k, x in v.items():
+                key = visible(k) if isinstance(k, str) else k
+                copy[key] = None
+                todo.append((copy, key, x))
+        elif isinstance(v, list | tuple):
+            items: list[Any] = [None] * len(v)
+            into[at] = items
+            todo.extend((items, i, x) for i, x in enumerate(v))
+        else:
+            into[at] = v
+    return root[0]
 
 
 JS_WHITESPACE = (

@@ -143,8 +143,9 @@ def _panel(request, session, cursor, tab, template, partial, form, extra) -> Htt
     if wants_json(request):  # the form's preview as data, for a script to check first
         return json_page(plain({"cursor": cursor, "errors": ctx["errors"], **extra}), status=status)
     if form.conflict is not None:
-        # htmx gets the 409 (with the panel to swap); a plain form post shows the message.
-        status = 409 if request.htmx else 200
+        # The losing writer is told: 409, with the form shown again at the leaf as it is now
+        # and the message saying why (htmx swaps the panel; a browser shows the page).
+        status = 409
     return render_panel(request, template, partial, ctx, status=status)
 
 

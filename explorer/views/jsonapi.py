@@ -55,13 +55,32 @@ def finding_rows(findings: Any, *, with_session: bool = False) -> list[dict[str,
 
 def plain(value: Any) -> Any:
     """A builder's value as JSON data: dataclasses and tuples opened, marked-safe HTML as its
-    text, a model row as its primary key, a non-finite number as ``null``."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [plain(v) for v in value]
+    text, a model row as its primary key, a non-finite number as ``null``.
+
+    Iterative, not recursive: an entry nested a thousand levels deep (a crafted file) is
+    past Python's recursion limit, and its JSON answer must not be a 500."""
+    root: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while todo:
+        into, at, v = todo.pop()
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            v = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+        if isinstance(v, dict):
+            copy: dict[str, Any] = {}
+            into[at] = copy
+            for k, x in v.items():
+                copy[str(k)] = None  # keeps the order of the keys
+                todo.append((copy, str(k), x))
+        elif isinstance(v, list | tuple | set | frozenset):
+            items: list[Any] = [None] * len(v)
+            into[at] = items
+            todo.extend((items, i, x) for i, x in enumerate(v))
+        else:
+            into[at] = _leaf(v)
+    return root[0]
+
+
+def _leaf(value: Any) -> Any:
     if isinstance(value, Model):
         return value.pk
     if isinstance(value, float) and not math.isfinite(value):

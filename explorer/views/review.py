@@ -123,7 +123,7 @@ def comment_edit(request: HtmxHttpRequest, pk: int, comment_pk: int) -> HttpResp
     session, comment = _comment(request, pk, comment_pk)
     if comment.author_id != request.user.pk and not can_admin(request.user):
         raise PermissionDenied("Only the author or an admin may change a comment")
-    form = forms.CommentEditForm(request.POST, comment=comment)
+    form = forms.CommentEditForm(request.POST, comment=comment, user=request.user)
     if not form.is_valid():
         return HttpResponse("A comment needs some text", status=400)
     form.apply()

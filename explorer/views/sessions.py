@@ -80,7 +80,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         s.first_message = first_message_text(s)
         s.labels = list_row_labels(s)
         s.path_totals = totals[s.pk]
-        groups.setdefault(s.cwd, []).append(s)
+        groups.setdefault(s.shown_cwd, []).append(s)
     if wants_json(request):
         return json_page(
             {
@@ -110,7 +110,7 @@ def _session_json(request: HtmxHttpRequest, s: Session) -> dict:
         "pk": s.pk,
         "agent": s.agent,
         "name": s.display_name,
-        "cwd": s.cwd,
+        "cwd": s.shown_cwd,
         "created": s.header_timestamp or None,
         "last_activity": s.last_activity,
         "entries": s.entry_count,
@@ -303,6 +303,8 @@ def fork_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return render(request, "explorer/fork.html", {"session": session, "form": form}, status=400)
     cwd = form.cleaned_data["cwd"].strip() or None
+    if cwd == session.shown_cwd:
+        cwd = None  # the form's default, masked when it holds a secret: the same directory
     new = services.fork_session(session, request.user, cwd=cwd)
     messages.success(request, f"Forked “{session.display_name}” into a new session.")
     return redirect("explorer:session_detail", new.pk)

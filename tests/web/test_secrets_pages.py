@@ -16,6 +16,9 @@ from tests.secrets.seeded import build_session
 
 pytestmark = pytest.mark.django_db
 
+# The reveal's second step: confirmed, with the reason its reader gave.
+CONFIRMED = {"confirm": "1", "reason": "rotating the key"}
+
 
 def fragments(secret: str) -> list[str]:
     """What would give a secret away in a response: the whole secret, as JSON spells it,
@@ -166,7 +169,7 @@ def test_an_admin_reveal_is_recorded_and_shown_once(admin_client, admin_user, se
     session, _, _, secrets = seeded
     finding = SecretFinding.objects.get(session=session, kind="stripe-key")
     url = reverse("explorer:finding_reveal", args=[session.pk, finding.pk])
-    r = admin_client.post(url, headers={"HX-Request": "true"})
+    r = admin_client.post(url, CONFIRMED, headers={"HX-Request": "true"})
     assert r.status_code == 200 and r["Cache-Control"] == "no-store"
     assert secrets["stripe-key"] in r.content.decode()
     reveal = SecretReveal.objects.get(finding=finding)
@@ -181,7 +184,8 @@ def test_a_stale_finding_reveals_nothing_but_is_still_recorded(admin_client, see
     session = seeded[0]
     finding = SecretFinding.objects.get(session=session, kind="stripe-key")
     SecretFinding.objects.filter(pk=finding.pk).update(fingerprint="0" * 32)
-    r = admin_client.post(reverse("explorer:finding_reveal", args=[session.pk, finding.pk]))
+    r = admin_client.post(reverse("explorer:finding_reveal", args=[session.pk, finding.pk]),
+                          CONFIRMED)  # fmt: skip
     assert "stale" in r.content.decode() and SecretReveal.objects.filter(finding=finding).exists()
 
 
@@ -209,12 +213,12 @@ def test_role_matrix_of_the_findings_views(
     assert viewer_client.post(status, {"status": "rotated"}).status_code == 403
     assert nobody.post(status, {"status": "rotated"}).status_code == 403
     assert admin_client.post(status, {"status": "rotated"}).status_code == 302
-    assert viewer_client.post(reveal).status_code == 403
-    assert editor_client.post(reveal).status_code == 403
+    assert viewer_client.post(reveal, CONFIRMED).status_code == 403
+    assert editor_client.post(reveal, CONFIRMED).status_code == 403
     assert not SecretReveal.objects.exists()
     with override_settings(SESSIONS_EDITORS_MAY_REVEAL=True):
         assert "Reveal" in editor_client.get(pages[0]).content.decode()
-        assert editor_client.post(reveal).status_code == 200
+        assert editor_client.post(reveal, CONFIRMED).status_code == 200
     assert SecretReveal.objects.filter(finding=finding, user__username="eddie").exists()
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from explorer import services
+from explorer import diskfull, services
 from explorer.agent_import import import_agent_file, is_agent_file
 from explorer.files import ImportProgress
 
@@ -83,7 +83,15 @@ class Command(BaseCommand):
                             source_path=str(file.resolve()),
                             progress=self._progress(file, options["progress"]),
                         )
-                except OSError as exc:
+                except Exception as exc:  # the raw sqlite3 cursor's errors are not Django's
+                    if diskfull.refused_for_space(exc):
+                        # The file's session stays hidden (its batches are removed now, or
+                        # by the next import or serve), and the next files would fail the
+                        # same way. Say so instead of a traceback.
+                        self.stderr.write(self.style.ERROR(f"{file}: nothing imported"))
+                        raise CommandError(diskfull.MESSAGE) from exc
+                    if not isinstance(exc, OSError):
+                        raise
                     self.stderr.write(self.style.ERROR(f"{file}: cannot read: {exc}"))
                     failed += 1
                     continue
