@@ -1415,7 +1415,7 @@ def session_title_parts(session: Session) -> tuple[str, str]:
         row = _first_user_raw(session.pk).first() if session.pk else None
         session.first_message_raw = row["raw"] if row else None  # type: ignore[attr-defined]
     first = first_message_text(session, TITLE_MESSAGE_CHARS)
-    file_name = _file_part(session.source_path or "")
+    file_name = _file_part(shown_text(session.source_path or ""))  # masked, as in the list
     return first or file_name or f"Session {session.session_id}", file_name if first else ""
 
 
