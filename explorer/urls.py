@@ -94,6 +94,7 @@ secret_urls = [
 # Single-file HTML export of a route or of the whole tree (offline, secrets masked)
 export_urls = [
     path("sessions/<int:pk>/export.html", export.export_html_view, name="export_html"),
+    path("sessions/<int:pk>/export-size/", export.export_size_view, name="export_size"),
 ]
 
 # Review comments: threads on entries, replies, resolving, approved / flagged statuses

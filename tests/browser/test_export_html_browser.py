@@ -3,15 +3,17 @@ no request leaves the file, a branch switch and a compaction card work, no conso
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from explorer import services
 from explorer.permissions import set_role
 from tests.browser.conftest import ARGS, SHOTS
-from tests.web.test_export_html import HOSTILE
+from tests.web.test_export_html import HOSTILE, LONG_WORD, wide_session_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -80,9 +82,9 @@ def test_the_export_works_offline_from_a_file(exported):
         assert listed.count() == 3 and listed.first.is_visible()
         assert expand.get_attribute("aria-expanded") == "true"
         # the tree picks a route too
-        page.locator("#x-tree button").last.click()
+        page.locator("#x-tree .x-node").last.click()
         assert page.locator("#x-route").inner_text().startswith("Route to")
-        page.locator("#x-tree button").first.click()
+        page.locator("#x-tree .x-node:has(.x-dot-compaction)").click()
         expand = transcript.locator(".t-expand")
         expand.click()
         page.screenshot(path=str(SHOTS / "export_html_offline.png"), full_page=True)
@@ -91,3 +93,190 @@ def test_the_export_works_offline_from_a_file(exported):
         browser.close()
     assert requests == [url], requests
     assert errors == [] and dialogs == []
+
+
+# --- readability: fits the window, toggles, search, links --------------------------------
+
+
+def export_file(session, user, tmp_path, name: str, **query) -> str:
+    client = Client()
+    client.force_login(user)
+    r = client.get(reverse("explorer:export_html", args=[session.pk]), query)
+    assert r.status_code == 200
+    path = tmp_path / name
+    path.write_bytes(b"".join(r.streaming_content))
+    return path.as_uri()
+
+
+@pytest.fixture
+def editor(django_user_model):
+    user = django_user_model.objects.create_user(username="ex2", password="pw-ex-123456")
+    set_role(user, "editor")
+    return user
+
+
+def open_file(p, url: str, width: int, errors: list[str]):
+    browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+    context = browser.new_context(viewport={"width": width, "height": 900}, offline=True)
+    page = context.new_page()
+    # CSP violations are reported on the console as errors
+    page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    return browser, page
+
+
+def overflow(page) -> list[int]:
+    return page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_wide_session_fits_the_window(make_session, editor, tmp_path, width):
+    session = make_session(wide_session_bytes())
+    url = export_file(session, editor, tmp_path, "wide.html")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url, width, errors)
+        scroll, inner = overflow(page)
+        assert scroll <= inner, (scroll, inner)
+        # the wide code scrolls inside its block; the long word and output lines wrap
+        code = page.locator(".md pre").first
+        assert code.evaluate("e => e.scrollWidth > e.clientWidth")
+        assert LONG_WORD in page.locator('li[data-entry="u1000001"]').inner_text()
+        page.get_by_role("button", name="Tool output").click()  # unfold: still no overflow
+        page.get_by_role("button", name="Thinking").click()
+        scroll, inner = overflow(page)
+        assert scroll <= inner, (scroll, inner)
+        page.screenshot(path=str(SHOTS / f"export_html_wide_{width}.png"), full_page=False)
+        browser.close()
+    assert errors == []
+
+
+def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
+    session = make_session(wide_session_bytes())
+    url = export_file(session, editor, tmp_path, "wide.html")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url, 1440, errors)
+        t = page.locator("#transcript")
+        # totals of the route
+        stats = page.locator("#x-stats").inner_text().upper()  # the labels are upper case
+        assert "ENTRIES\n7\n" in stats and "TOOL CALLS\n2\n" in stats and "$0.0129" in stats
+        assert "MESSAGES\n7 (2 USER, 3 ASSISTANT, 2 TOOL RESULTS)" in stats
+        assert "↑3000 ↓150 CACHE R 600 W 90" in stats
+        # thinking folded until toggled (button and key T)
+        thinking = t.locator("details.thinking")
+        assert thinking.evaluate("d => d.open") is False
+        page.get_by_role("button", name="Thinking").click()
+        assert thinking.evaluate("d => d.open") is True
+        page.keyboard.press("t")
+        assert thinking.evaluate("d => d.open") is False
+        # a long output shows its first lines; its button and the Tool output toggle unfold it
+        fold = t.locator(".x-fold").first
+        assert not fold.get_by_text("line 199").is_visible()
+        fold.get_by_role("button", name="Show all 200 lines (").click()
+        assert fold.get_by_text("line 199").is_visible()
+        fold.get_by_role("button", name="Fold").click()
+        assert not fold.get_by_text("line 199").is_visible()
+        page.keyboard.press("o")
+        assert fold.get_by_text("line 199").is_visible()
+        assert page.locator("#x-tools").get_attribute("aria-pressed") == "true"
+        # the image is shown from the file's one copy
+        imgs = t.locator("img.msg-img")
+        assert imgs.count() == 2
+        assert all(
+            imgs.nth(k).evaluate("i => i.complete && i.naturalWidth === 1") for k in range(2)
+        )
+        # filters
+        page.get_by_role("button", name="User", exact=True).click()
+        assert t.locator('li[data-entry="a1000003"]').is_hidden()
+        assert t.locator('li[data-entry="u1000001"]').is_visible()
+        page.get_by_role("button", name="All", exact=True).click()
+        page.get_by_role("button", name="No tools").click()
+        assert t.locator('li[data-entry="a1000002"]').is_hidden()  # only a tool call
+        assert t.locator('li[data-entry="a1000003"]').is_visible()
+        page.get_by_role("button", name="All", exact=True).click()
+        # search: only the matching entries stay, the status says how many
+        page.keyboard.press("/")
+        page.keyboard.type("needle")
+        expect(page.locator("#x-route")).to_contain_text("1 match")
+        assert t.locator(".t-entry:visible").count() == 1
+        assert t.locator('li[data-entry="a1000003"]').is_visible()
+        page.keyboard.press("Escape")
+        expect(t.locator(".t-entry:visible")).to_have_count(7)
+        # copy link and the link itself
+        target = t.locator('li[data-entry="a1000003"]')
+        target.get_by_role("button", name="Copy a link to entry a1000003").click()
+        expect(target.locator(".t-copy")).to_have_text(re.compile("Copied|Copy failed"))
+        assert target.locator("a.t-anchor").get_attribute("href") == "#e-a1000003"
+        page.goto(url + "#e-t1000001")
+        page.wait_for_function("document.querySelector('.t-entry.is-target') !== null")
+        assert page.locator(".t-entry.is-target").get_attribute("data-entry") == "t1000001"
+        browser.close()
+    assert errors == []
+
+
+def test_a_link_opens_its_route_in_a_whole_tree_export(make_session, editor, tmp_path):
+    session = make_session()  # the small session: two routes
+    url = export_file(session, editor, tmp_path, "tree.html", scope="tree")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url + "#e-e5f6a7b8", 1000, errors)
+        t = page.locator("#transcript")
+        expect(t.locator('li[data-entry="e5f6a7b8"]')).to_have_class(re.compile("is-target"))
+        assert t.locator('li[data-entry="d4e5f6a7"]').count() == 0  # the other route
+        stats = page.locator("#x-stats").inner_text()
+        assert "This route" in stats and "The whole file (2 routes)" in stats
+        # search finds what is on the other route and opens it
+        page.locator("#x-search").fill("hello world")
+        expect(page.locator("#x-hits")).to_contain_text("more on other routes")
+        page.locator("#x-hits button").first.click()
+        expect(t.locator('li[data-entry="d4e5f6a7"]')).to_have_count(1)
+        browser.close()
+    assert errors == []
+
+
+def test_a_long_linear_tree_shows_its_turns_with_runs_to_unfold(make_session, editor, tmp_path):
+    session = make_session(wide_session_bytes())
+    url = export_file(session, editor, tmp_path, "wide.html")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url, 1440, errors)
+        tree = page.locator("#x-tree")
+        # both user messages and the last entry are rows; between them, runs to unfold
+        rows = tree.locator(".x-node")
+        assert rows.count() == 3
+        runs = tree.locator(".x-run")
+        assert runs.count() == 2 and "2 entries" in runs.first.inner_text()
+        runs.first.click()
+        assert rows.count() == 5 and tree.locator(".x-run").count() == 1
+        page.get_by_role("button", name="Expand all runs").click()
+        assert rows.count() == 7 and tree.locator(".x-run").count() == 0
+        rows.nth(2).click()  # a row opens its entry
+        expect(page.locator(".t-entry.is-target")).to_have_attribute("data-entry", "t1000001")
+        browser.close()
+    assert errors == []
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_real_pi_session_fits_and_its_tree_is_readable(make_session, editor, tmp_path, width):
+    from tests.conftest import PI_FIXTURES
+
+    session = make_session((PI_FIXTURES / "before-compaction.jsonl").read_bytes())
+    url = export_file(session, editor, tmp_path, "pi.html")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url, width, errors)
+        scroll, inner = overflow(page)
+        assert scroll <= inner, (scroll, inner)
+        if width == 390:
+            assert page.locator("#x-side").evaluate("d => d.open") is False
+            page.locator("#x-side > summary").click()
+        users = page.locator("#x-tree .x-node .x-dot-user").count()
+        assert users > 20 and page.locator("#x-tree .x-run").count() > 20
+        scroll, inner = overflow(page)
+        assert scroll <= inner, (scroll, inner)
+        page.screenshot(path=str(SHOTS / f"export_html_pi_{width}.png"))
+        browser.close()
+    assert errors == []
