@@ -232,6 +232,12 @@ def test_a_link_opens_its_route_in_a_whole_tree_export(make_session, editor, tmp
         expect(page.locator("#x-hits")).to_contain_text("more on other routes")
         page.locator("#x-hits button").first.click()
         expect(t.locator('li[data-entry="d4e5f6a7"]')).to_have_count(1)
+        # a link naming the route (what Copy link gives in a tree) opens that route
+        page.goto(url + "#e-a1b2c3d4~e5f6a7b8")
+        expect(t.locator('li[data-entry="d4e5f6a7"]')).to_have_count(0)
+        expect(t.locator('li[data-entry="a1b2c3d4"]')).to_have_class(re.compile("is-target"))
+        page.goto(url + "#e-a1b2c3d4~1b2c3d4e")
+        expect(t.locator('li[data-entry="d4e5f6a7"]')).to_have_count(1)
         browser.close()
     assert errors == []
 
@@ -280,3 +286,17 @@ def test_a_real_pi_session_fits_and_its_tree_is_readable(make_session, editor, t
         page.screenshot(path=str(SHOTS / f"export_html_pi_{width}.png"))
         browser.close()
     assert errors == []
+
+
+def test_the_export_menu_shows_the_expected_sizes(browser_page, demo):
+    page, base = browser_page
+    page.goto(f"{base}/sessions/{demo.pk}/transcript/")
+    menu = page.locator("details.export-menu")
+    menu.locator("summary").click()
+    sizes = menu.locator(".export-sizes")
+    expect(sizes).to_contain_text("this route:")
+    expect(sizes).to_contain_text("the whole tree:")
+    assert re.search(r"about \d+ kB", sizes.inner_text())
+    assert menu.get_by_role("link", name="HTML of this route").is_visible()
+    page.screenshot(path=str(SHOTS / "export_html_menu.png"))
+    assert page.errors == []

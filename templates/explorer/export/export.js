@@ -107,7 +107,10 @@
     if (M.routes.length > 1) {
       statBlock(box, "This route", totals(ids));
       if (!fileTotals) fileTotals = totals(E.map(function (e, i) { return i; }));
-      statBlock(box, "The whole file (" + M.routes.length + " routes)", fileTotals);
+      var f = fileTotals;
+      var line = el("div", "x-scope x-file", "The whole file (" + M.routes.length + " routes): ");
+      line.appendChild(el("span", "", f.entries + " entries · " + (f.user + f.assistant + f.toolResult + f.other) + " messages · " + f.calls + " tool calls · ↑" + fmt(f.tok[0]) + " ↓" + fmt(f.tok[1]) + " · $" + f.cost.toFixed(f.cost < 1 ? 4 : 2)));
+      box.appendChild(line);
     } else statBlock(box, "", totals(ids));
   }
 
@@ -379,7 +382,7 @@
     b.title = e.r + " · " + e.id;
     li.appendChild(b);
     var n = (kids[String(i)] || []).length;
-    if (n > 1) li.appendChild(el("span", "x-fork", "⑂" + n));
+    if (n > 1) li.appendChild(el("span", "x-fork", n + " branches"));
     return li;
   }
   function runRow(run, depth) {
