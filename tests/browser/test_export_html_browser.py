@@ -3,6 +3,7 @@ no request leaves the file, a branch switch and a compaction card work, no conso
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -118,12 +119,22 @@ def editor(django_user_model):
 def open_file(p, url: str, width: int, errors: list[str]):
     browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
     context = browser.new_context(viewport={"width": width, "height": 900}, offline=True)
+    # every CSP violation, as the page itself sees it (Playwright's scripts are not bound by it)
+    context.add_init_script(
+        "window.cspViolations = [];"
+        "document.addEventListener('securitypolicyviolation',"
+        " e => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));"
+    )
     page = context.new_page()
-    # CSP violations are reported on the console as errors
+    # CSP violations are reported on the console as errors too
     page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url)
     return browser, page
+
+
+def violations(page) -> list[str]:
+    return page.evaluate("window.cspViolations")
 
 
 def overflow(page) -> list[int]:
@@ -148,6 +159,7 @@ def test_a_wide_session_fits_the_window(make_session, editor, tmp_path, width):
         scroll, inner = overflow(page)
         assert scroll <= inner, (scroll, inner)
         page.screenshot(path=str(SHOTS / f"export_html_wide_{width}.png"), full_page=False)
+        assert violations(page) == []
         browser.close()
     assert errors == []
 
@@ -212,7 +224,23 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         page.goto(url + "#e-t1000001")
         page.wait_for_function("document.querySelector('.t-entry.is-target') !== null")
         assert page.locator(".t-entry.is-target").get_attribute("data-entry") == "t1000001"
+        # a click on an image shows it at full size; a click or Escape closes it
+        page.locator('li[data-entry="u1000002"] img.msg-img').click()
+        expect(page.locator("#x-zoom")).to_be_visible()
+        assert page.locator("#x-zoom img").get_attribute("src").startswith("data:image/png")
+        page.keyboard.press("Escape")
+        expect(page.locator("#x-zoom")).to_be_hidden()
+        assert violations(page) == []
+        # the guard above sees a violation when there is one: an inline script is refused
+        page.evaluate(
+            "() => { const s = document.createElement('script');"
+            " s.textContent = 'window.ran = 1'; document.body.appendChild(s); }"
+        )
+        page.wait_for_function("window.cspViolations.length > 0")
+        assert page.evaluate("window.ran") is None
+        assert violations(page)[0].startswith("script-src")
         browser.close()
+    errors[:] = [e for e in errors if "Content Security Policy" not in e]  # the control's
     assert errors == []
 
 
@@ -300,3 +328,41 @@ def test_the_export_menu_shows_the_expected_sizes(browser_page, demo):
     assert menu.get_by_role("link", name="HTML of this route").is_visible()
     page.screenshot(path=str(SHOTS / "export_html_menu.png"))
     assert page.errors == []
+
+
+def test_a_chain_with_hundreds_of_turns_unfolds_in_steps(make_session, editor, tmp_path):
+    header = {"type": "session", "version": 3, "id": "0195f3a2-7c41-7d2e-9b1a-3c5d7e9f1a77",
+              "timestamp": "2025-03-04T05:06:07.089Z", "cwd": "/home/ana/long"}  # fmt: skip
+    lines, parent = [header], None
+    for k in range(1400):
+        role = "user" if k % 2 == 0 else "assistant"
+        message = {"role": role, "content": [{"type": "text", "text": f"{role} turn {k // 2}"}],
+                   "timestamp": 1741064767000 + k}  # fmt: skip
+        if role == "assistant":
+            message.update(
+                api="anthropic-messages", provider="anthropic", model="m", stopReason="stop"
+            )
+        eid = f"{k:08x}"
+        lines.append({"type": "message", "id": eid, "parentId": parent,
+                      "timestamp": "2025-03-04T05:06:08.000Z", "message": message})  # fmt: skip
+        parent = eid
+    session = make_session(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
+    url = export_file(session, editor, tmp_path, "long.html")
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser, page = open_file(p, url, 1440, errors)
+        tree = page.locator("#x-tree")
+        # 700 user messages: the first 300 rows, then one row for the rest
+        first = tree.locator("li").count()
+        assert 300 <= first <= 302
+        more = tree.locator(".x-run", has_text="more entries")
+        assert more.count() == 1 and "more entries" in more.inner_text()
+        more.click()
+        assert tree.locator("li").count() > first + 250
+        page.get_by_role("button", name="Expand all runs").click()
+        expect(tree.locator(".x-node")).to_have_count(1400)
+        assert tree.locator(".x-run").count() == 0
+        scroll, inner = overflow(page)
+        assert scroll <= inner
+        browser.close()
+    assert errors == []

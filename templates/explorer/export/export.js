@@ -385,24 +385,58 @@
     if (n > 1) li.appendChild(el("span", "x-fork", n + " branches"));
     return li;
   }
-  function runRow(run, depth) {
+  function runRow(run, depth, rest) {
     var li = el("li", "x-row");
     li.style.paddingLeft = Math.min(depth, 14) * 0.8 + "em";
     var count = {};
     run.forEach(function (i) { var r = E[i].r; count[r] = (count[r] || 0) + 1; });
     var parts = Object.keys(count).map(function (r) { return count[r] + " " + r + (count[r] > 1 && !/s$/.test(r) ? "s" : ""); });
-    var b = button("x-run", "⋯ " + run.length + " entr" + (run.length === 1 ? "y" : "ies") + " (" + parts.join(", ") + ")", "Show " + run.length + " more entries here");
+    var text = "⋯ " + run.length + (rest ? " more" : "") + " entr" + (run.length === 1 ? "y" : "ies") + " (" + parts.join(", ") + ")";
+    var b = button("x-run", text, "Show " + run.length + " more entries here");
     b.title = "Show these entries in the tree";
-    b.addEventListener("click", function () { expandRun(li, run, depth); });
+    b.addEventListener("click", function () { expandRun(li); });
     li.x_run = run;
     li.x_depth = depth;
+    li.x_rest = !!rest;
     li.appendChild(b);
     return li;
   }
-  function expandRun(li, run, depth) {
+  // A chain's rows: its first and last entries and its key entries (user messages,
+  // summaries, reviewed entries) as rows, the entries between two of them as one run; past
+  // ``budget`` rows, the rest of the chain is one run that unfolds the same way.
+  var CHAIN_BUDGET = 300;
+  function segment(list, depth, budget, out) {
+    var run = [];
+    var rows = 0;
+    function flush() {
+      // a run of one entry is that entry's row
+      if (run.length) { out.appendChild(run.length === 1 ? nodeRow(run[0], depth) : runRow(run, depth)); rows++; }
+      run = [];
+    }
+    for (var c = 0; c < list.length; c++) {
+      var x = list[c];
+      if (rows >= budget && list.length - c > 1) {
+        flush();
+        out.appendChild(runRow(list.slice(c), depth, true));
+        return rows + 1;
+      }
+      if (c === 0 || c === list.length - 1 || isKey(x)) {
+        flush();
+        out.appendChild(nodeRow(x, depth));
+        rows++;
+      } else run.push(x);
+    }
+    return rows;
+  }
+  function expandRun(li) {
+    var run = li.x_run;
+    var depth = li.x_depth;
     var frag = document.createDocumentFragment();
-    run.slice(0, 300).forEach(function (i) { frag.appendChild(nodeRow(i, depth)); });
-    if (run.length > 300) frag.appendChild(runRow(run.slice(300), depth));
+    if (li.x_rest) segment(run, depth, CHAIN_BUDGET, frag);
+    else {
+      run.slice(0, 300).forEach(function (i) { frag.appendChild(nodeRow(i, depth)); });
+      if (run.length > 300) frag.appendChild(runRow(run.slice(300), depth));
+    }
     li.parentNode.replaceChild(frag, li);
     markRoute();
   }
@@ -426,15 +460,7 @@
       var chain = [top[0]];
       var j = top[0];
       while (kids[String(j)] && kids[String(j)].length === 1) { j = kids[String(j)][0]; chain.push(j); }
-      var run = [];
-      for (var c = 0; c < chain.length && rows < ROW_CAP; c++) {
-        var x = chain[c];
-        if (c === 0 || c === chain.length - 1 || isKey(x)) {
-          if (run.length) { ul.appendChild(runRow(run, depth)); run = []; rows++; }
-          ul.appendChild(nodeRow(x, depth));
-          rows++;
-        } else run.push(x);
-      }
+      rows += segment(chain, depth, Math.min(CHAIN_BUDGET, ROW_CAP - rows), ul);
       var next = kids[String(j)] || [];
       for (var n = next.length - 1; n >= 0; n--) stack.push([next[n], depth + 1]);
     }
@@ -478,17 +504,29 @@
     var fold = t.closest(".x-unfold");
     if (fold) { var box = fold.closest(".x-fold"); unfold(box, box.classList.contains("is-folded")); return; }
     var cp = t.closest(".t-copy");
-    if (cp) copy(linkFor(cp.getAttribute("data-id")), cp);
+    if (cp) { copy(linkFor(cp.getAttribute("data-id")), cp); return; }
+    if (t.classList.contains("msg-img") && t.src) zoom(t.src);
   });
+  function zoom(src) {
+    var box = $("x-zoom");
+    if (src) box.querySelector("img").src = src;
+    box.hidden = !src;
+  }
+  $("x-zoom").addEventListener("click", function () { zoom(null); });
   $("x-thinking").addEventListener("click", function () { setThinking(!state.thinking); });
   $("x-tools").addEventListener("click", function () { setTools(!state.tools); });
   Array.prototype.forEach.call(document.querySelectorAll(".x-filter"), function (b) {
     b.addEventListener("click", function () { setFilter(b.getAttribute("data-filter")); });
   });
   $("x-expand-runs").addEventListener("click", function () {
-    var runs = [];
-    Array.prototype.forEach.call(document.querySelectorAll("#x-tree li"), function (li) { if (li.x_run) runs.push(li); });
-    runs.forEach(function (li) { expandRun(li, li.x_run, li.x_depth); });
+    // every run, and the runs the "more" rows unfold into, up to a row count a browser
+    // still scrolls smoothly
+    for (var pass = 0; pass < 50; pass++) {
+      var runs = [];
+      Array.prototype.forEach.call(document.querySelectorAll("#x-tree li"), function (li) { if (li.x_run) runs.push(li); });
+      if (!runs.length || document.querySelectorAll("#x-tree li").length > 20000) break;
+      runs.forEach(expandRun);
+    }
   });
   var timer = null;
   $("x-search").addEventListener("input", function (ev) {
@@ -499,6 +537,7 @@
   document.addEventListener("keydown", function (ev) {
     var t = ev.target;
     var typing = t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.isContentEditable);
+    if (ev.key === "Escape" && !$("x-zoom").hidden) { zoom(null); return; }
     if (ev.key === "Escape" && t && t.id === "x-search") { t.value = ""; state.query = ""; applySearch(); return; }
     if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     if (ev.key === "/") { ev.preventDefault(); $("x-search").focus(); }
