@@ -382,3 +382,18 @@ def estimate(session: Session, the_plan: Plan) -> int:
         n, total = agg["n"], agg["total"] or 0
     fixed = len(script_source()) + len(style_source()) + 6_000  # the head and the tail
     return int(total * _EST_SHARE) + n * _EST_PER_ENTRY + fixed
+
+
+def expected_sizes(session: Session, leaf: str | None) -> dict[str, Any]:
+    """The export menu's figures (its partial and its JSON): the route to ``leaf`` and the
+    whole tree, in entries and expected bytes (``tree_bytes`` None when the tree is over
+    :data:`MAX_ENTRIES` and would be refused)."""
+    route = plan(session, leaf=leaf, whole=False)
+    tree = Plan(True, [], session.entry_count, leaf)  # the estimate reads no routes
+    refused = session.entry_count > MAX_ENTRIES
+    return {
+        "route_entries": route.entry_count,
+        "route_bytes": estimate(session, route),
+        "tree_entries": session.entry_count,
+        "tree_bytes": None if refused else estimate(session, tree),
+    }

@@ -56,18 +56,14 @@ def export_size_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The expected size of each HTML export, fetched when the export menu opens (reading
     the sizes of a long route's entries is not worth doing on every page)."""
     session = get_session_for_user(request, pk)
-    leaf = resolve_cursor(request, session)
-    route = export_html.estimate(session, export_html.plan(session, leaf=leaf, whole=False))
-    refused = session.entry_count > export_html.MAX_ENTRIES
-    tree = export_html.estimate(session, export_html.plan(session, leaf=leaf, whole=True))
-    figures = {"route_bytes": route, "tree_bytes": None if refused else tree,
-               "route_entries": len(export_html.queries.light_path(session, leaf)),
-               "tree_entries": session.entry_count}  # fmt: skip
+    figures = export_html.expected_sizes(session, resolve_cursor(request, session))
     if request.GET.get("format") == "json":
         return JsonResponse(figures)
+    tree = figures["tree_bytes"]
     return render(
         request,
         "explorer/partials/export_sizes.html",
-        {**figures, "route_size": _size_text(route), "tree_size": _size_text(tree),
-         "refused": refused, "warn": session.entry_count > export_html.WARN_ENTRIES},
+        {**figures, "route_size": _size_text(figures["route_bytes"]),
+         "tree_size": _size_text(tree) if tree is not None else "",
+         "warn": session.entry_count > export_html.WARN_ENTRIES},
     )  # fmt: skip

@@ -214,6 +214,15 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         expect(page.locator("#x-route")).to_contain_text("1 match")
         assert t.locator(".t-entry:visible").count() == 1
         assert t.locator('li[data-entry="a1000003"]').is_visible()
+        # Enter goes from match to match
+        page.locator("#x-search").fill("look at")
+        page.keyboard.press("Enter")
+        target = page.locator(".t-entry.is-target")
+        expect(target).to_have_attribute("data-entry", "u1000001")
+        page.keyboard.press("Enter")
+        expect(target).to_have_attribute("data-entry", "u1000002")
+        page.keyboard.press("Shift+Enter")
+        expect(target).to_have_attribute("data-entry", "u1000001")
         page.keyboard.press("Escape")
         expect(t.locator(".t-entry:visible")).to_have_count(7)
         # copy link and the link itself

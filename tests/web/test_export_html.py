@@ -328,6 +328,17 @@ def test_the_expected_size_is_offered_and_near_the_file(make_session, viewer_cli
     assert "this route: 7 entries, about" in html and "kB" in html
 
 
+def test_the_expected_size_says_when_the_tree_would_be_refused(
+    make_session, viewer_client, monkeypatch
+):
+    session = make_session()
+    monkeypatch.setattr(export_html, "MAX_ENTRIES", 3)
+    sizes = viewer_client.get(f"/sessions/{session.pk}/export-size/", {"format": "json"}).json()
+    assert sizes["tree_bytes"] is None and sizes["route_bytes"] > 0
+    html = viewer_client.get(f"/sessions/{session.pk}/export-size/").content.decode()
+    assert "the whole tree is too large for one HTML file (8 entries)" in html
+
+
 @pytest.mark.pi_fixtures
 def test_the_expected_size_of_a_real_pi_file_is_within_a_fifth(make_session, viewer_client):
     from tests.conftest import PI_FIXTURES

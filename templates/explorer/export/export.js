@@ -532,7 +532,19 @@
   $("x-search").addEventListener("input", function (ev) {
     clearTimeout(timer);
     var value = ev.target.value.trim();
-    timer = setTimeout(function () { state.query = value; applySearch(); }, E.length > 5000 ? 250 : 60);
+    timer = setTimeout(function () { state.query = value; hitAt = -1; applySearch(); }, E.length > 5000 ? 250 : 60);
+  });
+  // Enter in the search box goes to the next matching entry (Shift+Enter: the previous)
+  var hitAt = -1;
+  $("x-search").addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter") return;
+    ev.preventDefault();
+    clearTimeout(timer);
+    if (state.query !== ev.target.value.trim()) { state.query = ev.target.value.trim(); applySearch(); hitAt = -1; }
+    var shown = Array.prototype.filter.call(document.querySelectorAll("#transcript .t-entry:not(.x-miss)"), function (li) { return li.offsetParent !== null; });
+    if (!shown.length) return;
+    hitAt = (hitAt + (ev.shiftKey ? -1 : 1) + shown.length) % shown.length;
+    focus(shown[hitAt].getAttribute("data-entry"));
   });
   document.addEventListener("keydown", function (ev) {
     var t = ev.target;
