@@ -194,6 +194,8 @@
     var card = el("div", "t-card");
     card.innerHTML = e.h; // rendered and sanitised server-side
     li.appendChild(card);
+    var figures = card.querySelector(".t-figures");
+    if (figures) figures.title = "Estimated context tokens of this message" + (e.u ? "; provider-reported tokens and cost" : "");
     Array.prototype.forEach.call(card.querySelectorAll("img[data-img]"), function (img) {
       var src = image(img.getAttribute("data-img"));
       if (src) img.src = src;
@@ -470,7 +472,7 @@
       var b = ev.target.closest ? ev.target.closest(".x-node") : null;
       if (!b) return;
       var i = Number(b.getAttribute("data-i"));
-      var k = routeIds.indexOf(i) >= 0 && !E[i].sib ? current : routeFor(i);
+      var k = routeIds.indexOf(i) >= 0 ? current : routeFor(i); // on this route: stay on it
       if (k < 0) return;
       if (k !== current) show(k, E[i].id);
       else focus(E[i].id);
