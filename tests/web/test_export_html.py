@@ -357,3 +357,22 @@ def test_script_json_matches_the_escaping_it_replaced():
         old = old.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
         assert export_html.script_json(value) == old
         assert json.loads(export_html.script_json(value)) == value
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_under_asgi_the_response_is_an_async_stream(make_session, viewer_user):
+    """Django collects a sync iterator whole under ASGI; the export hands it an async one
+    (the first byte under a real daphne: tests/live/test_export_streaming.py)."""
+    from asgiref.sync import sync_to_async
+    from django.test import AsyncClient
+
+    session = await sync_to_async(make_session)()
+    client = AsyncClient()
+    await client.aforce_login(viewer_user)
+    r = await client.get(reverse("explorer:export_html", args=[session.pk]), {"scope": "tree"})
+    assert r.status_code == 200 and r.streaming and r.is_async
+    pieces = [piece async for piece in r.streaming_content]
+    assert len(pieces) >= 2 and b"</html>" not in pieces[0]  # the head is sent alone
+    body = b"".join(pieces).decode()
+    entries, _ = blocks(body)
+    assert len(entries) == 8 and body.rstrip().endswith("</html>")
