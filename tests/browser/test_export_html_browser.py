@@ -176,6 +176,10 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         assert "ENTRIES\n7\n" in stats and "TOOL CALLS\n2\n" in stats and "$0.0129" in stats
         assert "MESSAGES\n7 (2 USER, 3 ASSISTANT, 2 TOOL RESULTS)" in stats
         assert "↑3000 ↓150 CACHE R 600 W 90" in stats
+        # times read as dates, the exact stamp kept
+        when = t.locator('li[data-entry="u1000001"] time')
+        assert when.inner_text() == "2025-03-04 05:06:01 UTC"
+        assert when.get_attribute("datetime") == "2025-03-04T05:06:01.000Z"
         # thinking folded until toggled (button and key T)
         thinking = t.locator("details.thinking")
         assert thinking.evaluate("d => d.open") is False

@@ -195,6 +195,9 @@
     card.innerHTML = e.h; // rendered and sanitised server-side
     li.appendChild(card);
     var figures = card.querySelector(".t-figures");
+    var time = card.querySelector(".t-time");
+    var iso = time && /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?Z$/.exec(time.textContent);
+    if (iso) { time.setAttribute("datetime", time.textContent); time.title = time.textContent; time.textContent = iso[1] + " " + iso[2] + " UTC"; }
     if (figures) figures.title = "Estimated context tokens of this message" + (e.u ? "; provider-reported tokens and cost" : "");
     Array.prototype.forEach.call(card.querySelectorAll("img[data-img]"), function (img) {
       var src = image(img.getAttribute("data-img"));
