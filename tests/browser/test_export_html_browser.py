@@ -365,9 +365,10 @@ def test_a_chain_with_hundreds_of_turns_unfolds_in_steps(make_session, editor, t
     with sync_playwright() as p:
         browser, page = open_file(p, url, 1440, errors)
         tree = page.locator("#x-tree")
-        # 700 user messages: the first 300 rows, then one row for the rest
+        # 700 user messages: the first 300 rows, one row for the rest, the last entry
         first = tree.locator("li").count()
-        assert 300 <= first <= 302
+        assert 301 <= first <= 303
+        assert tree.locator(".x-node").last.inner_text().endswith("assistant turn 699")
         more = tree.locator(".x-run", has_text="more entries")
         assert more.count() == 1 and "more entries" in more.inner_text()
         more.click()

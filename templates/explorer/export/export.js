@@ -408,7 +408,8 @@
   }
   // A chain's rows: its first and last entries and its key entries (user messages,
   // summaries, reviewed entries) as rows, the entries between two of them as one run; past
-  // ``budget`` rows, the rest of the chain is one run that unfolds the same way.
+  // ``budget`` rows, the rest of the chain up to its last entry is one run that unfolds the
+  // same way.
   var CHAIN_BUDGET = 300;
   function segment(list, depth, budget, out) {
     var run = [];
@@ -421,9 +422,11 @@
     for (var c = 0; c < list.length; c++) {
       var x = list[c];
       if (rows >= budget && list.length - c > 1) {
+        // the rest in one row, the chain's last entry (a leaf or a branch point) still shown
         flush();
-        out.appendChild(runRow(list.slice(c), depth, true));
-        return rows + 1;
+        out.appendChild(runRow(list.slice(c, list.length - 1), depth, true));
+        out.appendChild(nodeRow(list[list.length - 1], depth));
+        return rows + 2;
       }
       if (c === 0 || c === list.length - 1 || isKey(x)) {
         flush();
@@ -459,13 +462,17 @@
     var ul = $("x-tree");
     var stack = (kids["-1"] || []).slice().reverse().map(function (i) { return [i, 0]; });
     var rows = 0;
+    // every chain gets a share of the rows, so every branch has its rows in a big tree
+    var chains = stack.length;
+    Object.keys(kids).forEach(function (key) { if (key !== "-1" && kids[key].length > 1) chains += kids[key].length; });
+    var budget = Math.max(4, Math.min(CHAIN_BUDGET, Math.floor(ROW_CAP / Math.max(chains, 1))));
     while (stack.length && rows < ROW_CAP) {
       var top = stack.pop();
       var depth = top[1];
       var chain = [top[0]];
       var j = top[0];
       while (kids[String(j)] && kids[String(j)].length === 1) { j = kids[String(j)][0]; chain.push(j); }
-      rows += segment(chain, depth, Math.min(CHAIN_BUDGET, ROW_CAP - rows), ul);
+      rows += segment(chain, depth, Math.min(budget, ROW_CAP - rows), ul);
       var next = kids[String(j)] || [];
       for (var n = next.length - 1; n >= 0; n--) stack.push([next[n], depth + 1]);
     }
