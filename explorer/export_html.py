@@ -213,6 +213,8 @@ def _row(it: dict[str, Any], parent: int | None, html: str) -> dict[str, Any]:
     }
     if it["kind"] == "meta":
         row["m"] = 1
+    if it.get("paired_to"):  # a tool result shown in its call's card: a link goes there
+        row["pt"] = it["paired_to"]
     if it["usage_parts"]:
         row["u"] = it["usage_parts"]
         row["c"] = it["cost"] or 0

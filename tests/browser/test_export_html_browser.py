@@ -68,6 +68,10 @@ def test_the_export_works_offline_from_a_file(exported):
         assert transcript.locator('li[data-entry="d4e5f6a7"]').count() == 1
         assert "the summary text" in transcript.inner_text()
         assert "Hidden from the model" in transcript.inner_text()
+        # the hidden result is read in its call's card, and its edit mark shows there
+        mark = transcript.locator('li[data-entry="b2c3d4e5"] .tool-result .t-edit')
+        assert mark.inner_text() == "Hidden from the model by edit 0a1b2c3d"
+        assert mark.is_visible()
         # the branch switcher shows the sibling route from the data the file carries
         switch = transcript.locator('li[data-entry="b2c3d4e5"] .t-switch')
         assert "1/2" in switch.inner_text()
@@ -228,15 +232,17 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         page.keyboard.press("Shift+Enter")
         expect(target).to_have_attribute("data-entry", "u1000001")
         page.keyboard.press("Escape")
-        expect(t.locator(".t-entry:visible")).to_have_count(7)
+        expect(t.locator(".t-entry:visible")).to_have_count(
+            5
+        )  # the results show in their calls' cards
         # copy link and the link itself
         target = t.locator('li[data-entry="a1000003"]')
         target.get_by_role("button", name="Copy a link to entry a1000003").click()
         expect(target.locator(".t-copy")).to_have_text(re.compile("Copied|Copy failed"))
         assert target.locator("a.t-anchor").get_attribute("href") == "#e-a1000003"
-        page.goto(url + "#e-t1000001")
+        page.goto(url + "#e-t1000001")  # a tool result: read in its call's card
         page.wait_for_function("document.querySelector('.t-entry.is-target') !== null")
-        assert page.locator(".t-entry.is-target").get_attribute("data-entry") == "t1000001"
+        assert page.locator(".t-entry.is-target").get_attribute("data-entry") == "a1000001"
         # a click on an image shows it at full size; a click or Escape closes it
         page.locator('li[data-entry="u1000002"] img.msg-img').click()
         expect(page.locator("#x-zoom")).to_be_visible()
@@ -299,8 +305,10 @@ def test_a_long_linear_tree_shows_its_turns_with_runs_to_unfold(make_session, ed
         assert rows.count() == 5 and tree.locator(".x-run").count() == 1
         page.get_by_role("button", name="Expand all runs").click()
         assert rows.count() == 7 and tree.locator(".x-run").count() == 0
-        rows.nth(2).click()  # a row opens its entry
-        expect(page.locator(".t-entry.is-target")).to_have_attribute("data-entry", "t1000001")
+        rows.nth(2).click()  # a row opens its entry (a tool result: its call's card)
+        expect(page.locator(".t-entry.is-target")).to_have_attribute("data-entry", "a1000001")
+        rows.nth(3).click()
+        expect(page.locator(".t-entry.is-target")).to_have_attribute("data-entry", "u1000002")
         browser.close()
     assert errors == []
 

@@ -166,7 +166,7 @@
   }
   function entryNode(ei, ri, ids, r, marks) {
     var e = E[ei];
-    var li = el("li", "t-entry t-k-" + e.k + " t-r-" + e.ro + (e.m ? " is-meta" : "") + (e.ot ? " only-tools" : ""));
+    var li = el("li", "t-entry t-k-" + e.k + " t-r-" + e.ro + (e.m ? " is-meta" : "") + (e.ot ? " only-tools" : "") + (e.pt ? " is-stub" : ""));
     li.id = "e-" + e.id;
     li.setAttribute("data-entry", e.id);
     li.setAttribute("data-i", String(ei));
@@ -186,14 +186,23 @@
       li.className += " t-" + m[2];
       li.appendChild(el("div", "t-mark small", (m[2] === "replaced" ? "summarized by compaction " : "kept tail of compaction ") + E[m[3]].id));
     }
+    function editMark(edit) {
+      return el("div", "t-edit small", (edit[0] === "hidden" ? "Hidden from the model" : "Replaced in the model's context") + " by edit " + E[edit[1]].id);
+    }
     var edit = r.edits[ei];
     if (edit) {
       li.className += " t-edited";
-      li.appendChild(el("div", "t-edit small", (edit[0] === "hidden" ? "Hidden from the model" : "Replaced in the model's context") + " by edit " + E[edit[1]].id));
+      li.appendChild(editMark(edit));
     }
     var card = el("div", "t-card");
     card.innerHTML = e.h; // rendered and sanitised server-side
     li.appendChild(card);
+    // a tool result is read in its call's card: its edit mark goes there
+    Array.prototype.forEach.call(card.querySelectorAll(".tool-result[data-result]"), function (box) {
+      var rid = byId[box.getAttribute("data-result")];
+      var redit = rid !== undefined ? r.edits[rid] : null;
+      if (redit) { box.classList.add("t-edited"); box.insertBefore(editMark(redit), box.firstChild); }
+    });
     var figures = card.querySelector(".t-figures");
     var time = card.querySelector(".t-time");
     var iso = time && /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?Z$/.exec(time.textContent);
@@ -248,6 +257,8 @@
     if (focusId !== undefined && byId[focusId] !== undefined) focus(focusId);
   }
   function focus(id) {
+    var e = E[byId[id]];
+    if (e && e.pt && $("e-" + e.pt)) id = e.pt; // a tool result is read in its call's card
     var prev = document.querySelector(".t-entry.is-target");
     if (prev) prev.classList.remove("is-target");
     var target = $("e-" + id);
@@ -263,7 +274,7 @@
     if (!r) return;
     var text = "Route to " + E[r.leaf].id + " · " + routeIds.length + " entries" + (M.routes.length > 1 ? " · route " + (current + 1) + " of " + M.routes.length : "");
     if (state.query) {
-      var n = document.querySelectorAll("#transcript .t-entry:not(.x-miss)").length;
+      var n = document.querySelectorAll("#transcript .t-entry:not(.x-miss):not(.is-stub)").length;
       text += " · " + n + (n === 1 ? " match " : " matches ") + "“" + state.query + "”";
     }
     $("x-route").textContent = text;
