@@ -58,16 +58,26 @@ def main(argv: list[str] | None = None) -> int:
             base = rss_mb()
             peak = base
             size = 0
+            from explorer import export_html, queries
+
+            leaf = queries.default_leaf_id(session)
+            expected = export_html.estimate(
+                session, export_html.plan(session, leaf=leaf, whole=scope == "tree")
+            )
+            cache.clear()
             t = time.perf_counter()
+            first = None
             r = client.get(url, {"scope": scope} if scope == "tree" else {})
             assert r.status_code == 200, r.status_code
             for k, piece in enumerate(r.streaming_content):
+                if first is None:
+                    first = time.perf_counter() - t
                 size += len(piece)
                 if k % 500 == 0:
                     peak = max(peak, rss_mb())
             seconds = time.perf_counter() - t
             peak = max(peak, rss_mb())
-            rows.append((label, n, scope, source, size, seconds, peak - base))
+            rows.append((label, n, scope, source, size, seconds, peak - base, first or 0, expected))
             print(f"{label} {scope}: {size / 2**20:.1f} MB (source {source / 2**20:.1f} MB) in "
                   f"{seconds:.1f}s, RSS +{peak - base:.0f} MB", flush=True)  # fmt: skip
             if args.write_results:  # written as each export finishes (a long run may be cut)
@@ -89,14 +99,15 @@ def _table(rows: list[tuple], args: argparse.Namespace) -> str:
         "(5 and 200 branch points), cache cleared before each export. Ratios are against the "
         "small session's export of the same scope in the same run.",
         "",
-        "| session | scope | source MB | export MB | export / source | seconds | time ratio | RSS growth MB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| session | scope | source MB | export MB | expected MB | export / source | first piece s | seconds | time ratio | RSS growth MB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, n, scope, source, size, seconds, grow in rows:
+    for label, n, scope, source, size, seconds, grow, first, expected in rows:
         ratio = seconds / small[scope][5] if small[scope][5] else 0
         lines.append(
             f"| {label} ({n}) | {scope} | {source / 2**20:.1f} | {size / 2**20:.1f} | "
-            f"{size / source:.2f} | {seconds:.1f} | {ratio:.0f}x | {grow:.0f} |"
+            f"{expected / 2**20:.1f} | {size / source:.2f} | {first:.2f} | {seconds:.1f} | "
+            f"{ratio:.0f}x | {grow:.0f} |"
         )
     return "\n".join(lines)
 

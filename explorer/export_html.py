@@ -7,13 +7,16 @@ the compaction marks and the context-edit marks, taken from the Transcript tab's
 :class:`explorer.queries.RouteMap`. The file's own small script walks the parent links to
 show the chosen route; it never builds HTML from the data except the sanitised cards.
 
-The data is embedded as JSON in a ``<script type="application/json">`` block with ``<``,
-``>`` and ``&`` escaped, and a Content-Security-Policy meta tag allows only the inline
+The data is embedded as JSON in ``<script type="application/json">`` blocks (one per
+chunk of entries, and one per distinct image, so an image repeated in a session is carried
+once) with ``<``, ``>`` and ``&`` escaped, and a Content-Security-Policy meta tag allows only the inline
 script whose hash it names, inline styles and ``data:`` images, so nothing in a session
 (hostile markdown, an ``onerror`` attribute that slipped through) can run or fetch.
 
 The response is streamed: entries are read, rendered and written in chunks, so memory
-stays bounded by the chunk, not by the session.
+stays bounded by the chunk, not by the session. Under ASGI it is an async iterator
+(:func:`astream`): Django collects a sync iterator whole before sending anything there, so
+a big export would otherwise send its first byte only at its end.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-from collections.abc import Iterator
+import re
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from django.template import engines
 from django.template.loader import get_template, render_to_string
 
 from explorer import queries
@@ -37,7 +42,10 @@ MAX_ROUTES = 400  # routes whose marks a whole-tree export carries (the newest f
 WARN_ENTRIES = 20_000  # the export menu warns above this many entries
 MAX_ENTRIES = 250_000  # refused above this (the file would be hundreds of megabytes)
 
-_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+FOLD_LINES = 12  # a tool output longer than this shows its first lines and a button
+FOLD_CHARS = 1500  # ... and so does one with fewer, very long lines
+ARGS_CHARS = 6000  # a tool call's arguments beyond this are cut, as long text is (PREVIEW_CHARS)
+PIECE_BYTES = 256 * 1024  # what the streaming response sends at a time (after the head)
 
 
 def script_json(value: Any) -> str:
@@ -48,10 +56,13 @@ def script_json(value: Any) -> str:
     read only by the export's script, does not need); text with a lone surrogate, which
     orjson refuses, takes the project's encoder."""
     try:
-        text = orjson.dumps(value).decode()
+        raw = orjson.dumps(value)
     except TypeError:
-        text = jsonfmt.dumps(value)
-    return text.translate(_ESCAPES)
+        raw = jsonfmt.dumps(value).encode()  # lone surrogates escaped
+    # bytes.replace is a single C pass each; str.translate with a dict was a quarter of a
+    # big export's time
+    raw = raw.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    return raw.decode()
 
 
 @functools.cache
@@ -64,6 +75,15 @@ def script_source() -> str:
 @functools.cache
 def style_source() -> str:
     return get_template("explorer/export/export.css").template.source
+
+
+@functools.cache
+def card_template() -> Any:
+    """The card template with the line breaks and indentation of its source left out: every
+    line of it starts with a tag, and a card's markup is repeated for every entry of a file
+    that can hold 250,000 (the blocks' own text, ``<pre>`` included, is not touched)."""
+    source = get_template("explorer/export/_entry.html").template.source
+    return engines["django"].from_string(re.sub(r"\n\s*", "", source))
 
 
 def script_hash(source: str) -> str:
@@ -120,8 +140,98 @@ def _runs(marks: dict[int, tuple[str, str]], index: dict[str, int]) -> list[list
     return runs
 
 
+def _fold(text: str) -> dict[str, Any] | None:
+    """A long output's first lines and the rest (shown by the file's button), or None when
+    it is short enough to show whole."""
+    lines = text.count("\n") + 1
+    if lines <= FOLD_LINES + 3 and len(text) <= FOLD_CHARS + 500:
+        return None
+    cut = 0
+    for _ in range(FOLD_LINES):
+        nl = text.find("\n", cut)
+        if nl < 0:
+            break
+        cut = nl + 1
+    cut = min(cut or len(text), FOLD_CHARS)
+    if cut >= len(text):
+        return None
+    return {"head": text[:cut], "rest": text[cut:], "lines": lines, "chars": len(text)}
+
+
+_ARG_KEYS = ("command", "path", "file_path", "pattern", "url", "query", "description")
+
+
+def _args_hint(arguments: str) -> str:
+    """The one argument that says what a tool call does (a command, a path), for its
+    folded header."""
+    if not arguments.startswith("{") or arguments.endswith("(truncated)"):
+        return ""
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(args, dict):
+        return ""
+    for key in _ARG_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            line = value.strip().splitlines()[0]
+            return line[:157] + "…" if len(line) > 160 else line
+    return ""
+
+
+def _prepare(blocks: list[dict[str, Any]], images: dict[str, str]) -> None:
+    """Fold long outputs and give each image a key into the file's image blocks (an image
+    shown on several entries is carried once); new images are added to ``images``."""
+    for b in blocks:
+        if b["kind"] == "image" and b.get("src"):
+            key = hashlib.sha1(b["src"].encode()).hexdigest()[:16]
+            images.setdefault(key, b["src"])
+            b["img"], b["src"] = key, None
+        elif b["kind"] == "bash" or (b["kind"] == "text" and b.get("html") is None):
+            b["fold"] = _fold(b.get("plain", ""))
+        elif b["kind"] == "toolCall":
+            args = b.get("arguments", "")
+            b["hint"] = _args_hint(args)
+            if len(args) > ARGS_CHARS:  # an edit's whole file, say: the file stays bounded
+                b["arguments"] = (
+                    args[:ARGS_CHARS]
+                    + f"\n… cut at {ARGS_CHARS} of {len(args)} characters in this export"
+                )
+
+
+def _row(it: dict[str, Any], parent: int | None, html: str) -> dict[str, Any]:
+    """One entry of the file's data: what the tree, the filters and the totals read."""
+    row: dict[str, Any] = {
+        "id": it["id"],
+        "p": -1 if parent is None else parent,
+        "t": it["title"],
+        "r": it["role_name"],
+        "ro": it["role"],
+        "k": it["type"],
+        "h": html,
+    }
+    if it["kind"] == "meta":
+        row["m"] = 1
+    if it.get("paired_to"):  # a tool result shown in its call's card: a link goes there
+        row["pt"] = it["paired_to"]
+    if it["usage_parts"]:
+        row["u"] = it["usage_parts"]
+        row["c"] = it["cost"] or 0
+    calls = sum(1 for b in it["blocks"] if b["kind"] == "toolCall")
+    if calls:
+        row["tc"] = calls
+        if all(b["kind"] == "toolCall" for b in it["blocks"]):
+            row["ot"] = 1  # only tool calls: hidden with the tools
+    if it["model"]:
+        row["mo"] = it["model"]
+    return row
+
+
 def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
-    """The export file, piece by piece (see the module docstring)."""
+    """The export file, piece by piece (see the module docstring): the head, then per
+    chunk of entries the images it shows first and its rows, then the routes and the
+    script."""
     from explorer.items import route_marks as _marks
     from explorer.items import window_items
 
@@ -137,18 +247,19 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
             "route_count": len(the_plan.leaves),
             "capped": the_plan.whole and len(the_plan.leaves) >= MAX_ROUTES,
             "comments": the_plan.comments,
+            "fold_lines": FOLD_LINES,
         },
     )
-    yield '<script type="application/json" id="export-entries">['
     index: dict[str, int] = {}
+    seen_images: set[str] = set()
     threads: dict[str, list[dict[str, Any]]] = {}
     statuses: dict[str, dict] = {}
     if the_plan.comments:  # masked and rendered by the same reads as the Review tab
         for t in queries.review_threads(session):
             threads.setdefault(t["entry_id"], []).append(t)
         statuses = queries.entry_reviews(session)
+    entry_template = card_template()
     routes: list[dict[str, Any]] = []
-    first = True
     for leaf in the_plan.leaves:
         rmap = queries.route_map(session, leaf)
         n = len(rmap.ids)
@@ -160,27 +271,29 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
             items = window_items(session, rmap, lo, hi, target=None, leaf_q=None)
             parents = [rmap.ids[i - 1] if i > 0 else None for i in range(lo, hi)]
             siblings = queries.siblings_of(session, parents) if the_plan.whole else {}
+            images: dict[str, str] = {}
+            rows: list[str] = []
+            for it in items:
+                if it["id"] in index:
+                    continue
+                _prepare(it["blocks"], images)
+            for key, src in images.items():
+                if key not in seen_images:
+                    seen_images.add(key)
+                    yield (
+                        f'<script type="application/json" class="x-img" data-k="{key}">'
+                        f"{script_json(src)}</script>\n"
+                    )
             for it in items:
                 if it["id"] in index:
                     continue
                 i = rmap.ids.index(it["id"], lo, hi)
                 parent = index.get(rmap.ids[i - 1]) if i > 0 else None
                 index[it["id"]] = len(index)
-                row = {
-                    "id": it["id"],
-                    "p": -1 if parent is None else parent,
-                    "t": it["title"],
-                    "r": it["role_name"],
-                    "k": it["type"],
-                    "h": render_to_string(
-                        "explorer/export/_entry.html",
-                        {
-                            "it": it,
-                            "threads": threads.get(it["id"]),
-                            "review": statuses.get(it["id"]),
-                        },
-                    ),
-                }
+                html = entry_template.render(
+                    {"it": it, "threads": threads.get(it["id"]), "review": statuses.get(it["id"])}
+                )
+                row = _row(it, parent, html)
                 kids = siblings.get(parents[i - lo])
                 if kids and it["id"] in kids:  # a branch point: the switcher's routes
                     row["sib"] = kids
@@ -188,8 +301,15 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
                     # written on ends at the newest leaf under it: the route its switcher
                     # opens, as the Transcript's (``queries.newest_leaf_under``).
                     row["nl"] = leaf
-                yield ("" if first else ",") + script_json(row)
-                first = False
+                if it["id"] in threads:
+                    row["rv"] = len(threads[it["id"]])
+                rows.append(script_json(row))
+            if rows:
+                yield (
+                    '<script type="application/json" class="x-rows">['
+                    + ",".join(rows)
+                    + "]</script>\n"
+                )
         routes.append(
             {
                 "leaf": index[rmap.ids[-1]] if n else -1,
@@ -197,10 +317,96 @@ def stream(session: Session, the_plan: Plan, *, title: str) -> Iterator[str]:
                 "edits": {str(index[t]): [s, index[by]] for t, (s, by) in rmap.edits.items() if t in index and by in index},
             }
         )  # fmt: skip
-    yield "]</script>\n"
-    meta = {"routes": routes, "start": 0}
+    meta: dict[str, Any] = {"routes": routes, "start": 0, "whole": the_plan.whole}
     if the_plan.leaf and the_plan.leaf in index:
         start_leaf = index[the_plan.leaf]
         meta["start"] = next((k for k, r in enumerate(routes) if r["leaf"] == start_leaf), 0)
     yield f'<script type="application/json" id="export-routes">{script_json(meta)}</script>\n'
     yield render_to_string("explorer/export/tail.html", {"script": script_source()})
+
+
+def pieces(parts: Iterator[str], size: int = PIECE_BYTES) -> Iterator[bytes]:
+    """``parts`` joined into pieces of about ``size`` bytes, the first (the head) alone so
+    the browser shows the download at once; fewer, larger writes than one per entry."""
+    buf: list[bytes] = []
+    held = 0
+    first = True
+    for part in parts:
+        data = part.encode()
+        buf.append(data)
+        held += len(data)
+        if first or held >= size:
+            yield b"".join(buf)
+            buf, held, first = [], 0, False
+    if buf:
+        yield b"".join(buf)
+
+
+async def astream(parts: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """The same pieces for an ASGI server, one at a time as they are made: each is made in
+    the request's database thread (``thread_sensitive``), so the reads keep their
+    connection, and sent before the next is made."""
+    from asgiref.sync import sync_to_async
+
+    done = object()
+    step = sync_to_async(lambda: next(parts, done), thread_sensitive=True)
+    try:
+        while True:
+            piece = await step()
+            if piece is done:
+                break
+            yield piece  # type: ignore[misc]
+    finally:
+        close = getattr(parts, "close", None)
+        if close is not None:
+            await sync_to_async(close, thread_sensitive=True)()
+
+
+# Calibrated on Pi's real files and the demo sessions (within 10 % of the file): an entry's
+# card and data take about its stored line, up to the cut of long text, plus its markup.
+_EST_CAP = 14_000
+_EST_SHARE = 0.93
+_EST_PER_ENTRY = 620
+
+
+def estimate(session: Session, the_plan: Plan) -> int:
+    """About how many bytes the export will have, shown before the download."""
+    sizes = Entry.objects.filter(session=session).order_by()
+    if not the_plan.whole:
+        ids = [e.entry_id for e in queries.light_path(session, the_plan.leaf)]
+        total = 0
+        for k in range(0, len(ids), 500):
+            chunk = sizes.filter(entry_id__in=ids[k : k + 500]).values_list("size", flat=True)
+            total += sum(min(s, _EST_CAP) for s in chunk)
+        n = len(ids)
+    else:
+        from django.db.models import Case, Count, IntegerField, Sum, Value, When
+
+        agg = sizes.aggregate(
+            n=Count("id"),
+            total=Sum(
+                Case(
+                    When(size__gt=_EST_CAP, then=Value(_EST_CAP)),
+                    default="size",
+                    output_field=IntegerField(),
+                )
+            ),
+        )
+        n, total = agg["n"], agg["total"] or 0
+    fixed = len(script_source()) + len(style_source()) + 6_000  # the head and the tail
+    return int(total * _EST_SHARE) + n * _EST_PER_ENTRY + fixed
+
+
+def expected_sizes(session: Session, leaf: str | None) -> dict[str, Any]:
+    """The export menu's figures (its partial and its JSON): the route to ``leaf`` and the
+    whole tree, in entries and expected bytes (``tree_bytes`` None when the tree is over
+    :data:`MAX_ENTRIES` and would be refused)."""
+    route = plan(session, leaf=leaf, whole=False)
+    tree = Plan(True, [], session.entry_count, leaf)  # the estimate reads no routes
+    refused = session.entry_count > MAX_ENTRIES
+    return {
+        "route_entries": route.entry_count,
+        "route_bytes": estimate(session, route),
+        "tree_entries": session.entry_count,
+        "tree_bytes": None if refused else estimate(session, tree),
+    }

@@ -99,6 +99,7 @@ secret_urls = [
 export_urls = [
     path("sessions/<int:pk>/export.html", export.export_html_view, name="export_html"),
     path("sessions/<int:pk>/route.atif", export.export_atif_view, name="export_atif"),
+    path("sessions/<int:pk>/export-size/", export.export_size_view, name="export_size"),
 ]
 
 # Review comments: threads on entries, replies, resolving, approved / flagged statuses

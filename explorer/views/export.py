@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from explorer import atif_export, export_html
@@ -30,9 +32,10 @@ def export_html_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     comments = request.GET.get("comments") == "1"
     plan = export_html.plan(session, leaf=leaf, whole=whole, comments=comments)
     title = f"{session.display_name} — {'tree' if whole else 'route'}"
-    response = StreamingHttpResponse(
-        export_html.stream(session, plan, title=title), content_type="text/html; charset=utf-8"
-    )
+    pieces = export_html.pieces(export_html.stream(session, plan, title=title))
+    # Under ASGI a sync iterator is collected whole before the first byte is sent.
+    content = export_html.astream(pieces) if isinstance(request, ASGIRequest) else pieces
+    response = StreamingHttpResponse(content, content_type="text/html; charset=utf-8")
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", session.display_name)[:60].strip("-") or "session"
     suffix = "tree" if whole else (leaf or "route")[:16]
     response["Content-Disposition"] = f'attachment; filename="{stem}-{suffix}.html"'
@@ -73,3 +76,28 @@ def export_atif_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def _size_text(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f} MB"
+    return f"{max(1, round(n / 1000))} kB"
+
+
+@viewer_required
+@require_GET
+def export_size_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The expected size of each HTML export, fetched when the export menu opens (reading
+    the sizes of a long route's entries is not worth doing on every page)."""
+    session = get_session_for_user(request, pk)
+    figures = export_html.expected_sizes(session, resolve_cursor(request, session))
+    if request.GET.get("format") == "json":
+        return JsonResponse(figures)
+    tree = figures["tree_bytes"]
+    return render(
+        request,
+        "explorer/partials/export_sizes.html",
+        {**figures, "route_size": _size_text(figures["route_bytes"]),
+         "tree_size": _size_text(tree) if tree is not None else "",
+         "warn": session.entry_count > export_html.WARN_ENTRIES},
+    )  # fmt: skip

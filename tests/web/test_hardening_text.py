@@ -84,6 +84,8 @@ SESSION_PAGES = [
     ("explorer:session_stats", {}),
     ("explorer:export", {}),
     ("explorer:branch_download", {}),
+    ("explorer:export_html", {"scope": "tree"}),
+    ("explorer:export_size", {"format": "json"}),
 ]
 
 
