@@ -318,4 +318,4 @@ def route_documents(session: Any, leaf: str | None) -> list[Trajectory]:
     ids = [e.entry_id for e in queries.light_path(session, leaf)]
     data = queries.load_entries(session, ids)
     route = [data[i] for i in ids if i in data]
-    return trajectories(route, session_id=session.session_id, leaf=leaf, cwd=session.cwd)
+    return trajectories(route, session_id=session.session_id, leaf=leaf, cwd=session.shown_cwd)

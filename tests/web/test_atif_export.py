@@ -136,3 +136,16 @@ def test_who_may_download(make_session, editor_client):
     assert _get(editor_client, session).status_code == 200
     page = editor_client.get(reverse("explorer:session_detail", args=[session.pk])).content
     assert b"ATIF of this route" in page
+
+
+def test_a_secret_in_the_headers_cwd_is_masked(make_session, viewer_client):
+    token = "ghp_" + "Q7v" * 12  # a GitHub token in the working directory's name
+    head = {"type": "session", "version": 3, "id": "atif-cwd", "cwd": f"/w/{token}",
+            "timestamp": "2025-03-04T05:06:07.000Z"}  # fmt: skip
+    user = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-03-04T05:06:08.000Z",
+            "message": {"role": "user", "content": "hi", "timestamp": 1}}  # fmt: skip
+    session = make_session(f"{json.dumps(head)}\n{json.dumps(user)}\n".encode())
+    for doc in _documents(_get(viewer_client, session, leaf="u1")):
+        text = json.dumps(doc)
+        assert token not in text and token[4:16] not in text
+        assert "[REDACTED:" in text
