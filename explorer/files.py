@@ -833,10 +833,7 @@ def _import_source(
                     secrets_current(result.session, scanned=result.created)
             break
         except ImportError_:
-            _explain_duplicates(result)
-            result.session = None
-            result.created = False
-            result.added = 0
+            _nothing_stored(result)
             return result
         except IntegrityError:
             # Another process created the same session meanwhile: import again as growth.
@@ -853,6 +850,14 @@ _DUPLICATES_WHY = (
     "that, so it cannot hold both lines. Remove or rename one line of each pair and import "
     "the file again."
 )
+
+
+def _nothing_stored(result: ImportResult) -> None:
+    """A refused file's result: its problems explained, no session, nothing added."""
+    _explain_duplicates(result)
+    result.session = None
+    result.created = False
+    result.added = 0
 
 
 def _explain_duplicates(result: ImportResult) -> None:
@@ -1390,10 +1395,7 @@ def _import_new_batched(
         raise
     if not result.ok:
         discard(session)
-        _explain_duplicates(result)
-        result.session = None
-        result.created = False
-        result.added = 0
+        _nothing_stored(result)
     return result
 
 
