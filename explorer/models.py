@@ -13,6 +13,7 @@ from django.db import models
 from explorer.dbtext import VisibleCharField, VisibleTextField
 from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
+from explorer.titles import session_title, session_title_parts
 
 
 class ReadyManager(models.Manager):
@@ -107,18 +108,14 @@ class Session(models.Model):
     @property
     def display_name(self) -> str:
         """The session's one title, as every page, breadcrumb, import result, search hit and
-        JSON ``name`` shows it: the list's rule (:func:`explorer.queries.session_title`), so
+        JSON ``name`` shows it: the list's rule (:func:`explorer.titles.session_title`), so
         an unnamed session is known by what it began with and its file everywhere, not by
         an id prefix many sessions share. A secret in a name or message is masked."""
-        from explorer.queries import session_title
-
         return session_title(self)
 
     @property
     def title_main(self) -> str:
         """The title without its file part: the list prints the file on a line of its own."""
-        from explorer.queries import session_title_parts
-
         return session_title_parts(self)[0]
 
     @property

@@ -56,7 +56,6 @@ from explorer.session.describe import (
     COSTED_TYPES,
     cost_of,
     entry_role,
-    entry_text,
     entry_title,
     total_tokens_of,
 )
@@ -70,6 +69,7 @@ from explorer.session.graph import (
     fold_tree,
 )
 from explorer.session.packed import PackedTree
+from explorer.titles import file_part, shown_text
 
 T = TypeVar("T")
 
@@ -1377,10 +1377,6 @@ def search_sessions(qs: QuerySet[Session], q: str, sort: str = "activity") -> Qu
     return qs.order_by(order, "-pk")
 
 
-def _file_part(path: str) -> str:
-    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] if path else ""
-
-
 def list_row_labels(session: Session) -> dict[str, str]:
     """What tells one listed session from another when names repeat or are missing: the
     file it came from, and the session it was forked or branched from (a fork keeps the
@@ -1390,51 +1386,11 @@ def list_row_labels(session: Session) -> dict[str, str]:
     parent = shown_text(session.parent_session or "")
     source = shown_text(session.source_path or "")
     return {
-        "file_name": _file_part(source),
-        "fork_of": _file_part(parent[3:] if parent.startswith("db:") else parent),
+        "file_name": file_part(source),
+        "fork_of": file_part(parent[3:] if parent.startswith("db:") else parent),
         "fork_of_full": parent,
         "source_path": source,
     }
-
-
-TITLE_MESSAGE_CHARS = 90  # the first message as a title: the list's cell width
-
-
-def session_title_parts(session: Session) -> tuple[str, str]:
-    """(what the session is called, the file it came from) by the session list's rule: its
-    name (masked) alone; else its first user message and its file; else its id. The one
-    rule behind every title (:attr:`Session.display_name`), so the list, the session page,
-    import results, search and JSON never call one session two things. Computed from the
-    stored entries (a session that is renamed or grows a first message is retitled with no
-    stored copy to refresh); the first message is read once per object unless the query
-    brought it (:func:`with_first_message`)."""
-    name = session.shown_name
-    if name:
-        return name, ""
-    if not hasattr(session, "first_message_raw"):
-        row = _first_user_raw(session.pk).first() if session.pk else None
-        session.first_message_raw = row["raw"] if row else None  # type: ignore[attr-defined]
-    first = first_message_text(session, TITLE_MESSAGE_CHARS)
-    file_name = _file_part(shown_text(session.source_path or ""))  # masked, as in the list
-    return first or file_name or f"Session {session.session_id}", file_name if first else ""
-
-
-def session_title(session: Session) -> str:
-    """The title as one line: "first message · file.jsonl" for an unnamed session."""
-    main, file_name = session_title_parts(session)
-    return f"{main} · {file_name}" if file_name else main
-
-
-def first_message_text(session: Any, limit: int = 140) -> str:
-    raw = getattr(session, "first_message_raw", None)
-    if not raw:
-        return ""
-    try:
-        data = shown_entry(jsonfmt.loads(raw))
-    except ValueError:
-        return ""
-    text = " ".join(entry_text(data).split()) if isinstance(data, dict) else ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def default_path_totals(session: Session) -> dict[str, Any]:
@@ -2978,16 +2934,6 @@ def import_progress(user, token: str) -> dict | None:
 
 # ---------------------------------------------------------------------------------------------
 # Review comments (site data about entries): shown masked and as sanitised markdown
-
-
-def shown_text(text: str, allow: frozenset[str] = frozenset()) -> str:
-    """Free text typed on the site (a comment) as the pages may show it: each secret masked
-    but the session's false positives, as the entries are."""
-    from explorer.secrets import fingerprint, mask_text, scan_text
-
-    key = conf.secrets_key()
-    found = [m for m in scan_text(text) if fingerprint(text[m.start : m.end], key) not in allow]
-    return mask_text(text, found) if found else text
 
 
 def _comment_row(c: Any, allow: frozenset[str]) -> dict[str, Any]:
