@@ -487,3 +487,25 @@ class ReadMark(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "session"], name="read_mark_once"),
         ]
+
+
+class ArchivedBranch(models.Model):
+    """A subtree an editor set aside (an abandoned attempt): the branch starting at
+    ``entry_id`` is hidden from the pages unless asked for. Site data only: the session file
+    is never written, and deleting the row (unarchive) restores every page as it was."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archived")
+    entry_id = VisibleCharField(max_length=200, help_text="First entry of the archived branch")
+    reason = VisibleTextField(help_text="Why the branch was set aside")
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    archived_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "entry_id"], name="archived_branch_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"branch {self.entry_id} of session {self.session_id} (archived)"

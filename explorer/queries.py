@@ -37,7 +37,7 @@ from explorer.analysis.timeline import (
     settled,
     timeline_svg_data,
 )
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, Session
+from explorer.models import ArchivedBranch, Entry, EntryText, Leaf, SecretFinding, Session
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -538,7 +538,20 @@ def mask_key(session: Session) -> str:
     """Changes whenever what the masking edge shows in clear changes: a digest of the
     session's false-positive fingerprints. Part of every cache key, so a finding's status
     change (or a rescan) makes the session's cached builders stale like an append does."""
-    return _digest(allowed_fingerprints(session))
+    return _digest(allowed_fingerprints(session)) + archive_stamp(session)
+
+
+def archive_stamp(session: Session | int) -> str:
+    """Changes whenever a branch of the session is archived or unarchived (site data, so
+    the session version does not move): part of :func:`mask_key`, hence of every cache
+    key, so every kept figure that hides archived branches is drawn again. Empty when
+    nothing is archived, so the keys of such sessions are what they always were."""
+    pk = session if isinstance(session, int) else session.pk
+    rows = _once(
+        ("archived", pk),
+        lambda: list(ArchivedBranch.objects.filter(session_id=pk).values_list("pk", "entry_id")),
+    )
+    return ":" + _digest(f"{a}:{b}" for a, b in rows) if rows else ""
 
 
 def _digest(allow: Iterable[str]) -> str:
@@ -554,7 +567,16 @@ def _mask_keys(sessions: Sequence[Session]) -> dict[int, str]:
     ).values_list("session_id", "fingerprint")
     for pk, fp in rows:
         found.setdefault(pk, []).append(fp)
-    return {s.pk: _digest(found.get(s.pk, ())) for s in sessions}
+    archived: dict[int, list[str]] = {}
+    for pk, apk, eid in ArchivedBranch.objects.filter(
+        session_id__in=[s.pk for s in sessions]
+    ).values_list("session_id", "pk", "entry_id"):
+        archived.setdefault(pk, []).append(f"{apk}:{eid}")
+    return {
+        s.pk: _digest(found.get(s.pk, ()))
+        + (":" + _digest(archived[s.pk]) if s.pk in archived else "")
+        for s in sessions
+    }
 
 
 def _cache_key(session: Session, name: str, mask: str | None = None) -> str:

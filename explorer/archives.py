@@ -1,0 +1,99 @@
+"""Archived branches: which entries the pages hide unless the reader asks to see them.
+
+An editor archives the subtree starting at one entry (``models.ArchivedBranch``, written
+by ``services.archive_branch``). The session file is never touched, so everything here is
+a read over the tree's skeleton: the ids under each archived entry. An archive whose
+subtree holds the session's own leaf (someone carried on in the abandoned attempt after it
+was archived) is not in effect: hiding it would hide the route every page opens on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from explorer import queries
+from explorer.models import ArchivedBranch, Session
+
+# The query parameter that shows archived branches (marked) instead of hiding them.
+SHOW_PARAM = "archived"
+SHOW_VALUE = "show"
+
+
+@dataclass(frozen=True)
+class Archived:
+    """What the session's archives hide: ``roots`` (first entry → its archive row, in
+    effect only) and ``ids`` (every entry under those roots, the roots included)."""
+
+    roots: dict[str, ArchivedBranch]
+    ids: frozenset[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.roots)
+
+    @property
+    def count(self) -> int:
+        return len(self.roots)
+
+
+NOTHING = Archived({}, frozenset())
+
+
+def wants_shown(get: object) -> bool:
+    """Whether a request's query asks for archived branches to be shown (marked)."""
+    value = getattr(get, "get", lambda _k: None)(SHOW_PARAM)
+    return value == SHOW_VALUE
+
+
+def _children(session: Session) -> dict[str | None, list[str]]:
+    children: dict[str | None, list[str]] = {}
+    for eid, parent, _type, _role in queries._skeleton(session):
+        children.setdefault(parent, []).append(eid)
+    return children
+
+
+def subtree_ids(children: dict[str | None, list[str]], start: str) -> set[str]:
+    """``start`` and every entry below it (iterative: a route can be thousands deep)."""
+    out = {start}
+    stack = [start]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in out:
+                out.add(child)
+                stack.append(child)
+    return out
+
+
+def archived(session: Session) -> Archived:
+    """The archives in effect and the ids they hide (the ids cached per session version
+    and archive state: :func:`queries.archive_stamp` is part of every cache key)."""
+    if not queries.archive_stamp(session):
+        return NOTHING
+    rows = {a.entry_id: a for a in ArchivedBranch.objects.filter(session=session)}
+
+    def build() -> tuple[list[str], list[str]]:
+        children = _children(session)
+        tip = queries.default_leaf_id(session)
+        roots: list[str] = []
+        ids: set[str] = set()
+        for eid in sorted(rows):
+            under = subtree_ids(children, eid)
+            if tip in under:
+                continue
+            roots.append(eid)
+            ids |= under
+        return roots, sorted(ids)
+
+    roots, ids = queries.cached(session, "archived-ids", build)
+    return Archived({r: rows[r] for r in roots}, frozenset(ids))
+
+
+def hidden_ids(session: Session, shown: bool) -> frozenset[str]:
+    """The ids a page leaves out: none when the reader asked to see archived branches."""
+    return frozenset() if shown else archived(session).ids
+
+
+def visible(session: Session, ids: Iterable[str], shown: bool) -> list[str]:
+    """``ids`` without the archived ones (unless shown), order kept."""
+    hide = hidden_ids(session, shown)
+    return [i for i in ids if i not in hide]
