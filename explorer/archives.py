@@ -97,3 +97,21 @@ def visible(session: Session, ids: Iterable[str], shown: bool) -> list[str]:
     """``ids`` without the archived ones (unless shown), order kept."""
     hide = hidden_ids(session, shown)
     return [i for i in ids if i not in hide]
+
+
+def listed(session: Session) -> list[dict[str, object]]:
+    """Every archive of the session as the JSON API gives it (``in_effect``: false when the
+    branch holds the session's own leaf, so the pages do not hide it)."""
+    found = archived(session)
+    return [
+        {
+            "entry_id": a.entry_id,
+            "reason": a.reason,
+            "archived_by": a.archived_by.get_username() if a.archived_by else None,
+            "archived_at": a.archived_at.isoformat(),
+            "in_effect": a.entry_id in found.roots,
+        }
+        for a in ArchivedBranch.objects.filter(session=session)
+        .select_related("archived_by")
+        .order_by("archived_at", "pk")
+    ]

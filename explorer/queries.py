@@ -1029,18 +1029,25 @@ def folded_tree(
     expanded: Sequence[str] = (),
     selected: str | None = None,
     max_nodes: int = TREE_BUDGET,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
 ) -> TreeModel:
     """The folded graph of the Tree tab at ``cursor``, cached per session version.
 
     ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
-    chains unfold (``expanded``) and closed subtrees open on their own (``root``)."""
+    chains unfold (``expanded``) and closed subtrees open on their own (``root``).
+    ``hide``: entries left out (archived branches, :mod:`explorer.archives`); ``archived``:
+    first entries of archived branches drawn marked (when the reader shows them)."""
     params = "|".join(
-        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
-    )
+        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes),
+         "hide" if hide else "", ",".join(sorted(archived))]
+    )  # fmt: skip
     frozen = cached(
         session,
         "fold:" + params,
-        lambda: _freeze(_build_folded_tree(session, cursor, root, expanded, selected, max_nodes)),
+        lambda: _freeze(
+            _build_folded_tree(session, cursor, root, expanded, selected, max_nodes, hide, archived)
+        ),
     )
     return _thaw(frozen)
 
@@ -1063,32 +1070,35 @@ def _build_folded_tree(
     expanded: Sequence[str],
     selected: str | None,
     max_nodes: int,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
 ) -> TreeModel:
     light = light_path(session, cursor)
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
     flags = path_flags(session, cursor, light)
+
+    def marks_of(eid: str) -> frozenset[str]:
+        found = {flags[eid]} if eid in flags else set()
+        return frozenset(found | {"archived"}) if eid in archived else frozenset(found)
+
     nodes: list[GraphNode] | NodeTable
-    if root:
+    if root or hide:
+        # Archived branches left out: the kept shape describes every entry, so these
+        # (rarer) views fold the list of the rest instead.
         nodes = [
-            GraphNode(
-                r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
-                flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
-            )
+            GraphNode(r[0], r[1], r[2], r[3] or None, labels.get(r[0]), flags=marks_of(r[0]))
             for r in _skeleton(session)
-        ]  # fmt: skip
+            if r[0] not in hide
+        ]
     else:
         # The kept nodes, with this request's labels and marks on the few entries that
         # have one: the same nodes the list above gives, without making 50,000 of them.
         table = _graph_nodes(session)
         marks: dict[str, GraphNode] = {}
-        for eid in labels.keys() | flags.keys():
+        for eid in labels.keys() | flags.keys() | archived:
             if eid in table:
-                marks[eid] = replace(
-                    table[eid],
-                    label=labels.get(eid),
-                    flags=frozenset([flags[eid]]) if eid in flags else frozenset(),
-                )
+                marks[eid] = replace(table[eid], label=labels.get(eid), flags=marks_of(eid))
         nodes = table.marked(marks)
     graph = fold_tree(
         nodes,
@@ -1096,9 +1106,9 @@ def _build_folded_tree(
         cursor_id=cursor,
         root_id=root,
         expanded=expanded,
-        pinned=[selected] if selected else [],
+        pinned=([selected] if selected else []) + sorted(archived),
         max_nodes=max_nodes,
-        shape=None if root else _tree_shape(session),
+        shape=None if root or hide else _tree_shape(session),
     )
     ids = [i.entry_id for i in graph.items if i.kind == "entry"]
     ids += [i.entry_id for i in graph.items if i.kind == "chain"]

@@ -70,3 +70,45 @@ def test_a_viewer_cannot_archive_and_writes_need_post_and_csrf(
     assert strict.post(f"/sessions/{session.pk}/unarchive/", {"target": SIDE}).status_code == 403
     assert strict.get(f"/sessions/{session.pk}/archive/").status_code == 405
     assert ArchivedBranch.objects.count() == 1
+
+
+def _rows(page: bytes) -> str:
+    text = page.decode()
+    return text[text.index('id="text-tree"') : text.index("</ul>", text.index('id="text-tree"'))]
+
+
+def test_the_tree_and_graph_hide_an_archived_branch_until_shown(
+    make_session, viewer_client, editor_user
+):
+    session = make_session()
+    url = f"/sessions/{session.pk}/"
+    before = viewer_client.get(url).content
+    assert f'data-id="{SIDE}"'.encode() in before and b"archived \xc2\xb7" not in before
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    page = viewer_client.get(url)
+    assert f'data-id="{SIDE}"' not in _rows(page.content)
+    assert page.content.count("1 archived · show".encode()) == 2  # tree and graph heads
+    svg = viewer_client.get(f"/sessions/{session.pk}/graph.svg").content.decode()
+    assert svg.count("ge&#45;leaf") == 1 and f"entry={SIDE}" not in svg
+    shown = viewer_client.get(f"{url}?archived=show").content
+    rows = _rows(shown)
+    assert f'data-id="{SIDE}"' in rows and 'class="tag tag-archived">archived<' in rows
+    assert "1 archived · hide".encode() in shown
+    svg = viewer_client.get(f"/sessions/{session.pk}/graph.svg?archived=show").content.decode()
+    assert "ge&#45;archived ge&#45;leaf" in svg and f"entry={SIDE}" in svg
+    # Unarchived: back as before, with no toggle.
+    services.unarchive_branch(session, editor_user, SIDE)
+    again = viewer_client.get(url).content
+    assert f'data-id="{SIDE}"' in _rows(again) and b"archived \xc2\xb7" not in again
+
+
+def test_the_tree_json_lists_every_node_and_says_which_branches_are_archived(
+    make_session, viewer_client, editor_user
+):
+    session = make_session()
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    tree = viewer_client.get(f"/sessions/{session.pk}/?format=json").json()
+    assert len(tree["nodes"]) == session.entry_count
+    [listed] = tree["archived"]
+    assert listed["entry_id"] == SIDE and listed["reason"] == "dead end"
+    assert listed["archived_by"] == editor_user.username and listed["in_effect"] is True
