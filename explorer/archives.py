@@ -9,11 +9,12 @@ was archived) is not in effect: hiding it would hide the route every page opens 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from explorer import queries
+from explorer import files, queries
 from explorer.models import ArchivedBranch, Session
+from explorer.session import jsonfmt
 
 # The query parameter that shows archived branches (marked) instead of hiding them.
 SHOW_PARAM = "archived"
@@ -115,3 +116,51 @@ def listed(session: Session) -> list[dict[str, object]]:
         .select_related("archived_by")
         .order_by("archived_at", "pk")
     ]
+
+
+def iter_without_archived(session: Session) -> Iterator[bytes]:
+    """The session file without its archived branches (those in effect), chunk by chunk: a
+    second download beside the byte-identical export, still a valid Pi session.
+
+    Every line is the stored one, except: the lines of archived entries are left out; a
+    label whose target is archived is left out too (it would dangle), and an entry whose
+    parent was such a label hangs from that label's own parent instead (its line is
+    written again with the new ``parentId``; nothing else in it changes). The header, the
+    lines that are not entries and the session's own leaf stay as they were."""
+    hide = archived(session).ids
+    rehang: dict[str, str | None] = {}  # a left-out label's id -> the parent it had
+    rest = b""
+
+    def kept(line: bytes) -> bytes | None:
+        if not hide or not line.strip():
+            return line
+        try:
+            value = jsonfmt.loads(line)
+        except ValueError:
+            return line  # not JSON: kept as stored, as the export keeps it
+        if type(value) is not dict or value.get("type") == "session":
+            return line
+        eid = value.get("id")
+        if isinstance(eid, str) and eid in hide:
+            return None
+        parent = value.get("parentId")
+        if value.get("type") == "label" and value.get("targetId") in hide:
+            if isinstance(eid, str):
+                rehang[eid] = rehang.get(parent, parent) if isinstance(parent, str) else parent
+            return None
+        if isinstance(parent, str) and parent in rehang:
+            value["parentId"] = rehang[parent]
+            return jsonfmt.dumps(value).encode("utf-8", errors="surrogatepass")
+        return line
+
+    for chunk in files.iter_export(session):
+        data = rest + chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        out = [line for line in map(kept, lines) if line is not None]
+        if out:
+            yield b"".join(line + b"\n" for line in out)
+    if rest:
+        last = kept(rest)
+        if last is not None:
+            yield last

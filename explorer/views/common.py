@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import html, queries, read_marks
+from explorer import archives, html, queries, read_marks
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -128,6 +128,7 @@ def session_frame(
         # which of the entries it shows arrived after it (``new_ids``).
         "seen": read_marks.seen(request.user, session),
         "new_ids": [],
+        "archived_total": archives.archived(session).count,
     }
 
 

@@ -222,6 +222,16 @@ def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return _masked_unless_admin(
             request, session, [bytes(original)], "original-" + files.export_filename(session)
         )
+    if request.GET.get("archived") == "without":
+        # The second download: the session without its archived branches (README).
+        from explorer.archives import iter_without_archived
+
+        return _masked_unless_admin(
+            request,
+            session,
+            iter_without_archived(session),
+            "without-archived-" + files.export_filename(session),
+        )
     return _masked_unless_admin(
         request, session, files.iter_export(session), files.export_filename(session)
     )

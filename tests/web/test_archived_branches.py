@@ -3,10 +3,14 @@ the file untouched), pages hide it unless asked, and a second download leaves it
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from explorer import services
 from explorer.models import ArchivedBranch
+from explorer.session.diagnostics import validate_bytes
+from tests.conftest import SMALL_SESSION
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +116,52 @@ def test_the_tree_json_lists_every_node_and_says_which_branches_are_archived(
     [listed] = tree["archived"]
     assert listed["entry_id"] == SIDE and listed["reason"] == "dead end"
     assert listed["archived_by"] == editor_user.username and listed["in_effect"] is True
+
+
+# The small session, plus an entry under the abandoned branch, a label on that branch
+# written on the main route, and the main route carrying on below the label.
+WITH_LABEL = (
+    SMALL_SESSION
+    + b'{"type":"message","id":"cc33dd44","parentId":"e5f6a7b8","timestamp":"2025-03-04T05:11:00.000Z","message":{"role":"user","content":"try again","timestamp":1741065060000}}\n'
+    + b'{"type":"label","id":"aa11bb22","parentId":"1b2c3d4e","timestamp":"2025-03-04T05:12:00.000Z","targetId":"e5f6a7b8","label":"side attempt"}\n'
+    + b'{"type":"message","id":"bb22cc33","parentId":"aa11bb22","timestamp":"2025-03-04T05:13:00.000Z","message":{"role":"user","content":"carry on","timestamp":1741065180000}}\n'
+)
+
+
+def test_the_download_without_archived_branches_is_a_valid_session_that_imports_again(
+    make_session, admin_client, editor_client, editor_user, admin_user
+):
+    session = make_session(WITH_LABEL)
+    url = f"/sessions/{session.pk}/export.jsonl"
+    assert b"".join(admin_client.get(url).streaming_content) == WITH_LABEL
+    assert (
+        b"Export without archived branches"
+        not in admin_client.get(f"/sessions/{session.pk}/").content
+    )
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    # The export stays byte-identical; the second download is offered beside it.
+    assert b"".join(admin_client.get(url).streaming_content) == WITH_LABEL
+    assert (
+        b"Export without archived branches" in admin_client.get(f"/sessions/{session.pk}/").content
+    )
+    answer = admin_client.get(url + "?archived=without")
+    assert "without-archived-" in answer["Content-Disposition"]
+    data = b"".join(answer.streaming_content)
+    report = validate_bytes(data)
+    assert report.ok and not report.problems, [str(p.to_json()) for p in report.problems]
+    lines = data.decode().splitlines()
+    ids = [json.loads(line).get("id") for line in lines]
+    assert SIDE not in ids and "cc33dd44" not in ids  # the archived branch
+    assert "aa11bb22" not in ids  # its label would dangle
+    assert json.loads(lines[-1])["parentId"] == "1b2c3d4e"  # hung from the label's parent
+    kept = [line for line in WITH_LABEL.decode().splitlines() if json.loads(line)["id"] in ids]
+    assert lines[:-1] == kept[:-1]  # every other line as stored
+    # Secrets masked for a non-admin: still valid.
+    masked = b"".join(editor_client.get(url + "?archived=without").streaming_content)
+    assert validate_bytes(masked).ok
+    # Re-imported (the original removed: a session id is stored once).
+    services.delete_session(session, admin_user)
+    again = make_session(data)
+    assert again.entry_count == session.entry_count - 3
+    page = admin_client.get(f"/sessions/{again.pk}/")
+    assert page.status_code == 200 and b'data-id="bb22cc33"' in page.content
