@@ -164,3 +164,48 @@ def iter_without_archived(session: Session) -> Iterator[bytes]:
         last = kept(rest)
         if last is not None:
             yield last
+
+
+def pick(session: Session, choices: list[dict[str, str]], shown: bool) -> dict[str, object]:
+    """A leaf picker's choices without the archived routes (unless ``shown``: then marked),
+    and what its "N archived · show" toggle says: ``archived_count`` choices left out or
+    marked, ``archived_shown``."""
+    hide = archived(session).ids
+    if not hide:
+        return {"choices": choices, "archived_count": 0, "archived_shown": shown}
+    out: list[dict[str, str]] = []
+    count = 0
+    for c in choices:
+        if c["id"] not in hide:
+            out.append(c)
+            continue
+        count += 1
+        if shown:
+            out.append({**c, "title": c["title"] + " (archived)"})
+    return {"choices": out, "archived_count": count, "archived_shown": shown}
+
+
+def toggle_url(path: str, get: object, shown: bool) -> str:
+    """``path`` with the request's query, the archived branches shown or not."""
+    from urllib.parse import urlencode
+
+    items = getattr(get, "lists", lambda: [])()
+    q = [(k, v) for k, vs in items if k != SHOW_PARAM for v in vs]
+    if not shown:
+        q.append((SHOW_PARAM, SHOW_VALUE))
+    return path + ("?" + urlencode(q) if q else "")
+
+
+def hidden_by_session(session: Session | None) -> dict[int, frozenset[str]]:
+    """Session pk → ids its archives hide: of ``session``, or of every session with an
+    archive (the search across sessions leaves their hits out)."""
+    if session is not None:
+        ids = archived(session).ids
+        return {session.pk: ids} if ids else {}
+    pks = set(ArchivedBranch.objects.values_list("session_id", flat=True))
+    out = {}
+    for s in Session.objects.filter(pk__in=pks):
+        ids = archived(s).ids
+        if ids:
+            out[s.pk] = ids
+    return out

@@ -2430,8 +2430,12 @@ def search_entries(
     offset: int = 0,
     limit: int = SEARCH_PAGE,
     exact: bool = True,
+    hide: dict[int, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     """Every hit counted, grouped by session, one page of them listed (page, partial, JSON).
+
+    ``hide``: session pk → entry ids whose hits are left out (archived branches); the
+    answer's ``left_out`` says how many hits that was.
 
     Returns ``total`` (every hit), ``sessions`` (each with its hit count, most hits first),
     ``hits`` (this page, in session then file order, with the text to make snippets from)
@@ -2440,13 +2444,23 @@ def search_entries(
     ``exact=False`` (the session page): when counting would mean matching every hit of a
     big session afresh, only this page's hits are found and ``total`` is None when there
     are more; the page asks the count view for it afterwards (``exact=True``)."""
+    hide = {pk: ids for pk, ids in (hide or {}).items() if ids}
     if session is not None:
-        return _session_search(query, session, entry_type, offset, limit, exact)
+        return _session_search(
+            query, session, entry_type, offset, limit, exact, hide.get(session.pk, frozenset())
+        )
     qs = _text_matches(query, session)
     if entry_type:
         qs = qs.filter(type=entry_type)
     if importing := importing_pks():  # their batches are indexed, not yet shown
         qs = qs.exclude(session_id__in=importing)
+    left_out = 0
+    if hide:
+        archived = Q()
+        for pk, ids in hide.items():
+            archived |= Q(session_id=pk, entry_id__in=sorted(ids))
+        left_out = qs.filter(archived).count()
+        qs = qs.exclude(archived)
     per_session = list(
         qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
     )
@@ -2465,11 +2479,18 @@ def search_entries(
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
+        "left_out": left_out,
     }
 
 
 def _session_search(
-    query: str, session: Session, entry_type: str, offset: int, limit: int, exact: bool
+    query: str,
+    session: Session,
+    entry_type: str,
+    offset: int,
+    limit: int,
+    exact: bool,
+    hide: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """:func:`search_entries` within one session: the ids of every hit, in file order, are
     kept (so the next page of the same search, or the same search again, reads 50 rows by id
@@ -2481,8 +2502,21 @@ def _session_search(
     found (:func:`_first_hit_ids`): the first page of a common word's 20,000 hits in 0.4
     ms instead of 150; ``total`` is then exact only when the page reached the last hit."""
     ids = session_hit_ids(
-        query, session, entry_type, compute=exact or not _counting_is_costly(query, session)
+        query,
+        session,
+        entry_type,
+        compute=exact or bool(hide) or not _counting_is_costly(query, session),
     )
+    left_out = 0
+    if hide and ids is not None:
+        # Archived entries' hits left out: their text rows, by id (the kept list is of ids).
+        dropped = set(
+            EntryText.objects.filter(session=session, entry_id__in=sorted(hide)).values_list(
+                "id", flat=True
+            )
+        )
+        kept = [i for i in ids if i not in dropped]
+        left_out, ids = len(ids) - len(kept), kept
     total: int | None
     if ids is None:
         ids = _first_hit_ids(query, session, entry_type, offset + limit + 1)
@@ -2500,6 +2534,7 @@ def _session_search(
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if more else None,
+        "left_out": left_out,
     }
 
 

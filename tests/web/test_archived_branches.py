@@ -165,3 +165,36 @@ def test_the_download_without_archived_branches_is_a_valid_session_that_imports_
     assert again.entry_count == session.entry_count - 3
     page = admin_client.get(f"/sessions/{again.pk}/")
     assert page.status_code == 200 and b'data-id="bb22cc33"' in page.content
+
+
+def test_switchers_pickers_and_search_leave_archived_branches_out_until_shown(
+    make_session, viewer_client, editor_user
+):
+    session = make_session()
+    base = f"/sessions/{session.pk}"
+    # Before: the transcript's switcher offers both routes; the picker lists the side leaf.
+    page = viewer_client.get(f"{base}/transcript/").content.decode()
+    assert 'class="t-sw-pos">1/2<' in page and "archived · show" not in page
+    assert f'<option value="{SIDE}">' in viewer_client.get(f"{base}/compare/").content.decode()
+    assert SIDE in viewer_client.get(f"{base}/search/?q=another").content.decode()
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    # Transcript: one route left in the switcher, "1 archived · show" opens the archived one.
+    page = viewer_client.get(f"{base}/transcript/").content.decode()
+    assert 'class="t-sw-pos">1/1<' in page and "1 archived · show</a>" in page
+    assert f"via={SIDE}" in page
+    side = viewer_client.get(f"{base}/transcript/?via={SIDE}").content.decode()
+    assert 'class="tag tag-archived">archived<' in side
+    # Compare: the archived leaf left out of the picker, listed (marked) when shown.
+    compare = viewer_client.get(f"{base}/compare/").content.decode()
+    assert f'<option value="{SIDE}">' not in compare and "1 archived · show" in compare
+    compare = viewer_client.get(f"{base}/compare/?archived=show").content.decode()
+    assert f'<option value="{SIDE}">' in compare and "(archived)</option>" in compare
+    assert f'<option value="{SIDE}">' not in viewer_client.get(f"{base}/context/").content.decode()
+    # Search, in the session and across sessions: the hit left out, counted, shown marked.
+    for url in (f"{base}/search/?q=another", "/search/?q=another"):
+        hidden = viewer_client.get(url).content.decode()
+        assert f"?entry={SIDE}" not in hidden and "1 archived · show" in hidden, url
+        shown = viewer_client.get(url + "&archived=show").content.decode()
+        assert f"?entry={SIDE}" in shown and 'class="tag tag-archived">archived<' in shown, url
+    answer = viewer_client.get("/search/?q=another&format=json").json()
+    assert answer["total"] == 0
