@@ -28,6 +28,7 @@ class Archived:
 
     roots: dict[str, ArchivedBranch]
     ids: frozenset[str]
+    leaves: int = 0  # leaves among ``ids``: what the Leaves total leaves out
 
     def __bool__(self) -> bool:
         return bool(self.roots)
@@ -72,7 +73,7 @@ def archived(session: Session) -> Archived:
         return NOTHING
     rows = {a.entry_id: a for a in ArchivedBranch.objects.filter(session=session)}
 
-    def build() -> tuple[list[str], list[str]]:
+    def build() -> tuple[list[str], list[str], int]:
         children = _children(session)
         tip = queries.default_leaf_id(session)
         roots: list[str] = []
@@ -83,10 +84,11 @@ def archived(session: Session) -> Archived:
                 continue
             roots.append(eid)
             ids |= under
-        return roots, sorted(ids)
+        leaves = sum(1 for i in ids if not children.get(i))
+        return roots, sorted(ids), leaves
 
-    roots, ids = queries.cached(session, "archived-ids", build)
-    return Archived({r: rows[r] for r in roots}, frozenset(ids))
+    roots, ids, leaves = queries.cached(session, "archived-ids:2", build)
+    return Archived({r: rows[r] for r in roots}, frozenset(ids), leaves)
 
 
 def hidden_ids(session: Session, shown: bool) -> frozenset[str]:
@@ -209,3 +211,17 @@ def hidden_by_session(session: Session | None) -> dict[int, frozenset[str]]:
         if ids:
             out[s.pk] = ids
     return out
+
+
+def mark_totals(sessions: list[Session]) -> None:
+    """Set ``archived_entries``, ``entries_shown`` and ``leaves_shown`` on each session of a list (the totals
+    the list and the session header leave out): one query, then only the sessions that
+    have an archive are read."""
+    pks = set(
+        ArchivedBranch.objects.filter(session__in=sessions).values_list("session_id", flat=True)
+    )
+    for s in sessions:
+        found = archived(s) if s.pk in pks else NOTHING
+        s.archived_entries = len(found.ids)  # type: ignore[attr-defined]
+        s.entries_shown = s.entry_count - len(found.ids)  # type: ignore[attr-defined]
+        s.leaves_shown = s.leaf_count - found.leaves  # type: ignore[attr-defined]

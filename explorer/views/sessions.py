@@ -15,7 +15,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import conf, files, queries, read_marks, services
+from explorer import archives, conf, files, queries, read_marks, services
 from explorer.forms import ForkForm, ImportForm
 from explorer.models import ImportProblem, Session
 from explorer.permissions import (
@@ -68,6 +68,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     )
     totals = list_path_totals(sessions)
     new = read_marks.new_counts(request.user, sessions)
+    archives.mark_totals(sessions)  # the Entries / Leaves totals leave archived branches out
     groups: dict[str, list[Session]] = {}
     for s in sessions:
         s.new_count = new.get(s.pk, 0)

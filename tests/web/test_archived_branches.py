@@ -198,3 +198,15 @@ def test_switchers_pickers_and_search_leave_archived_branches_out_until_shown(
         assert f"?entry={SIDE}" in shown and 'class="tag tag-archived">archived<' in shown, url
     answer = viewer_client.get("/search/?q=another&format=json").json()
     assert answer["total"] == 0
+
+
+def test_totals_leave_archived_branches_out_and_say_so(make_session, viewer_client, editor_user):
+    session = make_session(WITH_LABEL)  # 11 entries, 2 leaves; the side branch: 2 and 1
+    header = viewer_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "<dt>Entries</dt><dd>11</dd>" in header and "<dt>Leaves</dt><dd>2</dd>" in header
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    header = viewer_client.get(f"/sessions/{session.pk}/transcript/").content.decode()
+    assert "<dt>Entries</dt><dd>9 <span" in header and "+2 archived" in header
+    assert "<dt>Leaves</dt><dd>1 <span" in header
+    listing = viewer_client.get("/").content.decode()
+    assert 'data-label="Entries">9 <span' in listing and 'data-label="Leaves">1</td>' in listing
