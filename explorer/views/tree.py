@@ -105,8 +105,8 @@ def graph_context(
     params = _params(request)
     explicit_leaf = bool(request.GET.get("leaf"))
     found = archives.archived(session)
-    if found.ids & {cursor, params["selected"], params["root"]}:
-        params["archived"] = True  # a route or entry inside an archived branch: shown
+    if found.ids & {cursor, params["root"]}:
+        params["archived"] = True  # a route or subtree inside an archived branch: shown
     hide = frozenset() if params["archived"] else found.ids
     marked = frozenset(found.roots) if params["archived"] else frozenset()
     # The drawn graph and the text tree depend only on the session version, its masking
