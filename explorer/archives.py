@@ -29,13 +29,14 @@ class Archived:
     roots: dict[str, ArchivedBranch]
     ids: frozenset[str]
     leaves: int = 0  # leaves among ``ids``: what the Leaves total leaves out
+    outer: int = 0  # archived branches not inside another one: what "N archived" counts
 
     def __bool__(self) -> bool:
         return bool(self.roots)
 
     @property
     def count(self) -> int:
-        return len(self.roots)
+        return self.outer
 
 
 NOTHING = Archived({}, frozenset())
@@ -73,22 +74,25 @@ def archived(session: Session) -> Archived:
         return NOTHING
     rows = {a.entry_id: a for a in ArchivedBranch.objects.filter(session=session)}
 
-    def build() -> tuple[list[str], list[str], int]:
+    def build() -> tuple[list[str], list[str], int, int]:
         children = _children(session)
         tip = queries.default_leaf_id(session)
         roots: list[str] = []
         ids: set[str] = set()
+        below: set[str] = set()  # entries strictly below an archived branch's first entry
         for eid in sorted(rows):
             under = subtree_ids(children, eid)
             if tip in under:
                 continue
             roots.append(eid)
             ids |= under
+            below |= under - {eid}
         leaves = sum(1 for i in ids if not children.get(i))
-        return roots, sorted(ids), leaves
+        outer = sum(1 for r in roots if r not in below)
+        return roots, sorted(ids), leaves, outer
 
-    roots, ids, leaves = queries.cached(session, "archived-ids:2", build)
-    return Archived({r: rows[r] for r in roots}, frozenset(ids), leaves)
+    roots, ids, leaves, outer = queries.cached(session, "archived-ids:3", build)
+    return Archived({r: rows[r] for r in roots}, frozenset(ids), leaves, outer)
 
 
 def hidden_ids(session: Session, shown: bool) -> frozenset[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import html as htmllib
+import itertools
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -178,7 +179,9 @@ def graph_context(
         ),  # fmt: skip
         # The Labelled filter covers labels on rows the tree does not draw (folded, other
         # routes): the list of every label comes from the session, not from the loaded rows.
-        "all_labels": list(queries.current_labels(session).items()),
+        "all_labels": [
+            (eid, text) for eid, text in queries.current_labels(session).items() if eid not in hide
+        ],
         "reset_url": reverse("explorer:session_detail", args=[session.pk])
         + ("?" + urlencode(q_base) if q_base else ""),
     }
@@ -393,6 +396,12 @@ def _chain_page(request, session, cursor, indent) -> SafeString:
     light = queries.chain_entries(session, first, limit=limit + 1) if first else []
     more_from = light[limit].entry_id if len(light) > limit else None
     light = light[:limit]
+    # A chain that runs into an archived branch stops there (one inside a shown archived
+    # branch starts in it, and is listed whole).
+    hidden = archives.archived(session).ids
+    if first not in hidden:
+        light = list(itertools.takewhile(lambda e: e.entry_id not in hidden, light))
+        more_from = more_from if len(light) == limit else None
     data = queries.load_entries(session, [e.entry_id for e in light])
     path = {e.entry_id for e in queries.light_path(session, cursor)} if cursor else set()
     labels = queries.current_labels(session)

@@ -210,3 +210,21 @@ def test_totals_leave_archived_branches_out_and_say_so(make_session, viewer_clie
     assert "<dt>Leaves</dt><dd>1 <span" in header
     listing = viewer_client.get("/").content.decode()
     assert 'data-label="Entries">9 <span' in listing and 'data-label="Leaves">1</td>' in listing
+
+
+def test_labels_and_unfolded_chains_stop_at_an_archived_branch(
+    make_session, viewer_client, editor_user
+):
+    session = make_session(WITH_LABEL)
+    base = f"/sessions/{session.pk}"
+    assert "⚑ side attempt" in viewer_client.get(f"{base}/").content.decode()
+    # Archived mid-chain: unfolding the chain from above lists the entries before it only.
+    services.archive_branch(session, editor_user, "cc33dd44", "second try dropped")
+    chain = viewer_client.get(f"{base}/tree/chain/?first={SIDE}").content.decode()
+    assert f'data-id="{SIDE}"' in chain and 'data-id="cc33dd44"' not in chain
+    services.archive_branch(session, editor_user, SIDE, "dead end")
+    page = viewer_client.get(f"{base}/").content.decode()
+    assert "⚑ side attempt" not in page and "1 archived · show" in page  # one inside the other
+    # Inside a shown archived branch, its chains unfold whole.
+    chain = viewer_client.get(f"{base}/tree/chain/?first=cc33dd44").content.decode()
+    assert 'data-id="cc33dd44"' in chain
