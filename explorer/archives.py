@@ -72,7 +72,10 @@ def archived(session: Session) -> Archived:
     and archive state: :func:`queries.archive_stamp` is part of every cache key)."""
     if not queries.archive_stamp(session):
         return NOTHING
-    rows = {a.entry_id: a for a in ArchivedBranch.objects.filter(session=session)}
+    rows = queries._once(  # once per read-only request, as the stamp is
+        ("archived-rows", session.pk),
+        lambda: {a.entry_id: a for a in ArchivedBranch.objects.filter(session=session)},
+    )
 
     def build() -> tuple[list[str], list[str], int, int]:
         children = _children(session)

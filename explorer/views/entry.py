@@ -217,7 +217,13 @@ def archive_facts(session, entry_id: str) -> dict[str, Any]:
 
     found = archives.archived(session)
     row = ArchivedBranch.objects.filter(session=session, entry_id=entry_id).first()
-    return {"archive": row, "in_archived": entry_id in found.ids}
+    tip_route = {e.entry_id for e in queries.light_path(session, queries.default_leaf_id(session))}
+    # The route to the session's own leaf cannot be archived: no form offered there.
+    return {
+        "archive": row,
+        "in_archived": entry_id in found.ids,
+        "can_archive": entry_id not in tip_route,
+    }
 
 
 ENTRY_JSON_KEYS = (

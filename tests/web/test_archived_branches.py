@@ -41,6 +41,10 @@ def test_an_editor_archives_and_unarchives_a_branch(make_session, editor_client,
 
 def test_what_cannot_be_archived_is_refused_with_a_reason(make_session, editor_client):
     session = make_session()
+    # The route to the session's own leaf offers no form (and a post is refused).
+    assert (
+        b"Archive branch" not in editor_client.get(f"/sessions/{session.pk}/?entry={MAIN}").content
+    )
     answer = editor_client.post(
         f"/sessions/{session.pk}/archive/?format=json",
         {"target": MAIN, "reason": "no"},
