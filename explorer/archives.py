@@ -9,7 +9,7 @@ was archived) is not in effect: hiding it would hide the route every page opens 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from explorer import files, queries
@@ -96,17 +96,6 @@ def archived(session: Session) -> Archived:
 
     roots, ids, leaves, outer = queries.cached(session, "archived-ids:3", build)
     return Archived({r: rows[r] for r in roots}, frozenset(ids), leaves, outer)
-
-
-def hidden_ids(session: Session, shown: bool) -> frozenset[str]:
-    """The ids a page leaves out: none when the reader asked to see archived branches."""
-    return frozenset() if shown else archived(session).ids
-
-
-def visible(session: Session, ids: Iterable[str], shown: bool) -> list[str]:
-    """``ids`` without the archived ones (unless shown), order kept."""
-    hide = hidden_ids(session, shown)
-    return [i for i in ids if i not in hide]
 
 
 def listed(session: Session) -> list[dict[str, object]]:
