@@ -377,6 +377,8 @@ def render_tree_rows(
             tags = []
             if node and node.label:
                 tags.append(format_html('<span class="tag">⚑ {}</span>', node.label))
+            if node and "archived" in node.flags:
+                tags.append(mark_safe('<span class="tag tag-archived">archived</span>'))
             if node and "hidden" in node.flags:
                 tags += _flag_tags("hidden")
             elif node and "replaced" in node.flags:

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
-from explorer import html, live_frames, queries
+from explorer import archives, html, live_frames, queries
 from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
@@ -200,6 +200,7 @@ def window_items(
     data = queries.load_entries(session, ids)
     parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
     siblings = queries.siblings_of(session, parents)
+    hide = archives.archived(session).ids
     marks = route_marks(rmap, start, end)
     if comments is None:
         comments = queries.comment_counts(session, ids)
@@ -217,12 +218,19 @@ def window_items(
         it["permalink"] = transcript_url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
         kids = siblings.get(parents[k])
         if kids and it["id"] in kids:
+            # Archived sibling branches leave the switcher ("N archived · show" opens the
+            # first of them); the route being read keeps its place even when archived.
+            set_aside = [c for c in kids if c in hide and c != it["id"]]
+            kids = [c for c in kids if c not in set_aside]
             pos = kids.index(it["id"])
             it["switch"] = {
                 "pos": pos + 1,
                 "count": len(kids),
                 "prev": transcript_url(session, via=kids[pos - 1]) if pos > 0 else "",
                 "next": transcript_url(session, via=kids[pos + 1]) if pos + 1 < len(kids) else "",
+                "archived": len(set_aside),
+                "archived_url": transcript_url(session, via=set_aside[0]) if set_aside else "",
+                "is_archived": it["id"] in hide,
             }
         for b in it["blocks"]:
             if b["kind"] == "toolCall":

@@ -449,12 +449,16 @@ class AuditEvent(models.Model):
     UNDO = "undo"
     DELETE = "delete_session"
     DELETE_COMMENT = "delete_comment"
+    ARCHIVE = "archive"
+    UNARCHIVE = "unarchive"
     ACTIONS = [
         (REVEAL, "Secret revealed"),
         (CONTEXT_EDIT, "Context edit"),
         (UNDO, "Context edit undone"),
         (DELETE, "Session deleted"),
         (DELETE_COMMENT, "Comment deleted"),
+        (ARCHIVE, "Branch archived"),
+        (UNARCHIVE, "Branch unarchived"),
     ]
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -624,3 +628,25 @@ class ShareView(models.Model):
 
     class Meta:
         ordering = ["-at", "-pk"]
+
+
+class ArchivedBranch(models.Model):
+    """A subtree an editor set aside (an abandoned attempt): the branch starting at
+    ``entry_id`` is hidden from the pages unless asked for. Site data only: the session file
+    is never written, and deleting the row (unarchive) restores every page as it was."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="archived")
+    entry_id = VisibleCharField(max_length=200, help_text="First entry of the archived branch")
+    reason = VisibleTextField(help_text="Why the branch was set aside")
+    archived_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    archived_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "entry_id"], name="archived_branch_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"branch {self.entry_id} of session {self.session_id} (archived)"

@@ -49,7 +49,15 @@ from explorer.analysis.timeline import (
     settled,
     timeline_svg_data,
 )
-from explorer.models import Entry, EntryText, Leaf, SecretFinding, SecretReveal, Session
+from explorer.models import (
+    ArchivedBranch,
+    Entry,
+    EntryText,
+    Leaf,
+    SecretFinding,
+    SecretReveal,
+    Session,
+)
 from explorer.secrets import redact_entry, redact_for_search, redact_line
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -550,7 +558,20 @@ def mask_key(session: Session) -> str:
     """Changes whenever what the masking edge shows in clear changes: a digest of the
     session's false-positive fingerprints. Part of every cache key, so a finding's status
     change (or a rescan) makes the session's cached builders stale like an append does."""
-    return _digest(allowed_fingerprints(session))
+    return _digest(allowed_fingerprints(session)) + archive_stamp(session)
+
+
+def archive_stamp(session: Session | int) -> str:
+    """Changes whenever a branch of the session is archived or unarchived (site data, so
+    the session version does not move): part of :func:`mask_key`, hence of every cache
+    key, so every kept figure that hides archived branches is drawn again. Empty when
+    nothing is archived, so the keys of such sessions are what they always were."""
+    pk = session if isinstance(session, int) else session.pk
+    rows = _once(
+        ("archived", pk),
+        lambda: list(ArchivedBranch.objects.filter(session_id=pk).values_list("pk", "entry_id")),
+    )
+    return ":" + _digest(f"{a}:{b}" for a, b in rows) if rows else ""
 
 
 def _digest(allow: Iterable[str]) -> str:
@@ -566,7 +587,16 @@ def _mask_keys(sessions: Sequence[Session]) -> dict[int, str]:
     ).values_list("session_id", "fingerprint")
     for pk, fp in rows:
         found.setdefault(pk, []).append(fp)
-    return {s.pk: _digest(found.get(s.pk, ())) for s in sessions}
+    archived: dict[int, list[str]] = {}
+    for pk, apk, eid in ArchivedBranch.objects.filter(
+        session_id__in=[s.pk for s in sessions]
+    ).values_list("session_id", "pk", "entry_id"):
+        archived.setdefault(pk, []).append(f"{apk}:{eid}")
+    return {
+        s.pk: _digest(found.get(s.pk, ()))
+        + (":" + _digest(archived[s.pk]) if s.pk in archived else "")
+        for s in sessions
+    }
 
 
 def _cache_key(session: Session, name: str, mask: str | None = None) -> str:
@@ -1019,18 +1049,25 @@ def folded_tree(
     expanded: Sequence[str] = (),
     selected: str | None = None,
     max_nodes: int = TREE_BUDGET,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
 ) -> TreeModel:
     """The folded graph of the Tree tab at ``cursor``, cached per session version.
 
     ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
-    chains unfold (``expanded``) and closed subtrees open on their own (``root``)."""
+    chains unfold (``expanded``) and closed subtrees open on their own (``root``).
+    ``hide``: entries left out (archived branches, :mod:`explorer.archives`); ``archived``:
+    first entries of archived branches drawn marked (when the reader shows them)."""
     params = "|".join(
-        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes)]
-    )
+        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes),
+         "hide" if hide else "", ",".join(sorted(archived))]
+    )  # fmt: skip
     frozen = cached(
         session,
         "fold:" + params,
-        lambda: _freeze(_build_folded_tree(session, cursor, root, expanded, selected, max_nodes)),
+        lambda: _freeze(
+            _build_folded_tree(session, cursor, root, expanded, selected, max_nodes, hide, archived)
+        ),
     )
     return _thaw(frozen)
 
@@ -1053,32 +1090,35 @@ def _build_folded_tree(
     expanded: Sequence[str],
     selected: str | None,
     max_nodes: int,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
 ) -> TreeModel:
     light = light_path(session, cursor)
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
     flags = path_flags(session, cursor, light)
+
+    def marks_of(eid: str) -> frozenset[str]:
+        found = {flags[eid]} if eid in flags else set()
+        return frozenset(found | {"archived"}) if eid in archived else frozenset(found)
+
     nodes: list[GraphNode] | NodeTable
-    if root:
+    if root or hide:
+        # Archived branches left out: the kept shape describes every entry, so these
+        # (rarer) views fold the list of the rest instead.
         nodes = [
-            GraphNode(
-                r[0], r[1], r[2], r[3] or None, labels.get(r[0]),
-                flags=frozenset([flags[r[0]]]) if r[0] in flags else frozenset(),
-            )
+            GraphNode(r[0], r[1], r[2], r[3] or None, labels.get(r[0]), flags=marks_of(r[0]))
             for r in _skeleton(session)
-        ]  # fmt: skip
+            if r[0] not in hide
+        ]
     else:
         # The kept nodes, with this request's labels and marks on the few entries that
         # have one: the same nodes the list above gives, without making 50,000 of them.
         table = _graph_nodes(session)
         marks: dict[str, GraphNode] = {}
-        for eid in labels.keys() | flags.keys():
+        for eid in labels.keys() | flags.keys() | archived:
             if eid in table:
-                marks[eid] = replace(
-                    table[eid],
-                    label=labels.get(eid),
-                    flags=frozenset([flags[eid]]) if eid in flags else frozenset(),
-                )
+                marks[eid] = replace(table[eid], label=labels.get(eid), flags=marks_of(eid))
         nodes = table.marked(marks)
     graph = fold_tree(
         nodes,
@@ -1086,9 +1126,9 @@ def _build_folded_tree(
         cursor_id=cursor,
         root_id=root,
         expanded=expanded,
-        pinned=[selected] if selected else [],
+        pinned=([selected] if selected else []) + sorted(archived),
         max_nodes=max_nodes,
-        shape=None if root else _tree_shape(session),
+        shape=None if root or hide else _tree_shape(session),
     )
     ids = [i.entry_id for i in graph.items if i.kind == "entry"]
     ids += [i.entry_id for i in graph.items if i.kind == "chain"]
@@ -2495,8 +2535,12 @@ def search_entries(
     offset: int = 0,
     limit: int = SEARCH_PAGE,
     exact: bool = True,
+    hide: dict[int, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     """Every hit counted, grouped by session, one page of them listed (page, partial, JSON).
+
+    ``hide``: session pk → entry ids whose hits are left out (archived branches); the
+    answer's ``left_out`` says how many hits that was.
 
     Returns ``total`` (every hit), ``sessions`` (each with its hit count, most hits first),
     ``hits`` (this page, in session then file order, with the text to make snippets from)
@@ -2505,13 +2549,23 @@ def search_entries(
     ``exact=False`` (the session page): when counting would mean matching every hit of a
     big session afresh, only this page's hits are found and ``total`` is None when there
     are more; the page asks the count view for it afterwards (``exact=True``)."""
+    hide = {pk: ids for pk, ids in (hide or {}).items() if ids}
     if session is not None:
-        return _session_search(query, session, entry_type, offset, limit, exact)
+        return _session_search(
+            query, session, entry_type, offset, limit, exact, hide.get(session.pk, frozenset())
+        )
     qs = _text_matches(query, session)
     if entry_type:
         qs = qs.filter(type=entry_type)
     if importing := importing_pks():  # their batches are indexed, not yet shown
         qs = qs.exclude(session_id__in=importing)
+    left_out = 0
+    if hide:
+        archived = Q()
+        for pk, ids in hide.items():
+            archived |= Q(session_id=pk, entry_id__in=sorted(ids))
+        left_out = qs.filter(archived).count()
+        qs = qs.exclude(archived)
     per_session = list(
         qs.values("session_id").annotate(n=models.Count("id")).order_by("-n", "session_id")
     )
@@ -2532,11 +2586,18 @@ def search_entries(
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if offset + limit < total else None,
+        "left_out": left_out,
     }
 
 
 def _session_search(
-    query: str, session: Session, entry_type: str, offset: int, limit: int, exact: bool
+    query: str,
+    session: Session,
+    entry_type: str,
+    offset: int,
+    limit: int,
+    exact: bool,
+    hide: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """:func:`search_entries` within one session: the ids of every hit, in file order, are
     kept (so the next page of the same search, or the same search again, reads 50 rows by id
@@ -2548,8 +2609,21 @@ def _session_search(
     found (:func:`_first_hit_ids`): the first page of a common word's 20,000 hits in 0.4
     ms instead of 150; ``total`` is then exact only when the page reached the last hit."""
     ids = session_hit_ids(
-        query, session, entry_type, compute=exact or not _counting_is_costly(query, session)
+        query,
+        session,
+        entry_type,
+        compute=exact or bool(hide) or not _counting_is_costly(query, session),
     )
+    left_out = 0
+    if hide and ids is not None:
+        # Archived entries' hits left out: their text rows, by id (the kept list is of ids).
+        dropped = set(
+            EntryText.objects.filter(session=session, entry_id__in=sorted(hide)).values_list(
+                "id", flat=True
+            )
+        )
+        kept = [i for i in ids if i not in dropped]
+        left_out, ids = len(ids) - len(kept), kept
     total: int | None
     if ids is None:
         ids = _first_hit_ids(query, session, entry_type, offset + limit + 1)
@@ -2567,6 +2641,7 @@ def _session_search(
         "hits": page,
         "offset": offset,
         "next_offset": offset + limit if more else None,
+        "left_out": left_out,
     }
 
 

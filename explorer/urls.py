@@ -10,6 +10,7 @@ from django.urls import path
 
 from explorer.views import (
     actions,
+    archive,
     compaction_view,
     compare,
     entry,
@@ -70,6 +71,8 @@ edit_urls = [
     path("sessions/<int:pk>/navigate/", actions.navigate_view, name="navigate"),
     path("sessions/<int:pk>/cursor/", transcript.move_cursor_view, name="transcript_cursor"),
     path("sessions/<int:pk>/compact/", actions.compact_view, name="compact"),
+    path("sessions/<int:pk>/archive/", archive.archive_view, name="archive"),
+    path("sessions/<int:pk>/unarchive/", archive.unarchive_view, name="unarchive"),
 ]
 
 live_urls = [

@@ -38,6 +38,8 @@ class Migration(migrations.Migration):
                             ("undo", "Context edit undone"),
                             ("delete_session", "Session deleted"),
                             ("delete_comment", "Comment deleted"),
+                            ("archive", "Branch archived"),
+                            ("unarchive", "Branch unarchived"),
                         ],
                         max_length=32,
                     ),

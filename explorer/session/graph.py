@@ -742,6 +742,13 @@ def _node_attrs(item: FoldedItem, selected: str | None) -> dict[str, str]:
             cls.append("ge-hidden")
         if "error" in node.flags:
             color = "#dc2626"
+        if "archived" in node.flags:  # the first entry of a branch an editor set aside
+            style.append("dashed")
+            fill, color = "#f1f5f9", "#64748b"
+            cls.append("ge-archived")
+            lines.append("(archived)")
+            attrs["label"] = '"' + "\\n".join(lines) + '"'
+
         if not item.children:
             attrs["peripheries"] = "2"
             cls.append("ge-leaf")

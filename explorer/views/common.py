@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import html, queries, read_marks
+from explorer import archives, html, queries, read_marks
 from explorer.models import Session
 from explorer.permissions import can_edit
 
@@ -152,6 +152,11 @@ def session_frame(
         # which of the entries it shows arrived after it (``new_ids``).
         "seen": read_marks.seen(request.user, session),
         "new_ids": [],
+        # The header's totals leave archived branches out (and say how many entries).
+        "archived_total": archives.archived(session).count,
+        "archived": archives.archived(session),
+        "entries_shown": session.entry_count - len(archives.archived(session).ids),
+        "leaves_shown": session.leaf_count - archives.archived(session).leaves,
     }
 
 

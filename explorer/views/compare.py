@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import queries
+from explorer import archives, queries
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 from explorer.views.jsonapi import json_page, wants_json
@@ -29,10 +29,13 @@ def compare_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     asked_a = _resolve(session, request.GET.get("a"), labels)
     a = asked_a or cursor
     b = _resolve(session, request.GET.get("b"), labels)
+    shown = archives.wants_shown(request.GET)
     return {
         "a": a,
         "b": b,
-        "choices": queries.leaf_choices(session),
+        # Archived routes left out of the picker unless shown ("N archived · show").
+        **archives.pick(session, queries.leaf_choices(session), shown),
+        "archived_toggle_url": archives.toggle_url(request.path, request.GET, shown),
         "result": queries.compare_routes(session, a, b, cursor) if a and b else None,
         "bad_a": bool(request.GET.get("a")) and asked_a is None,
         "bad_b": bool(request.GET.get("b")) and b is None,

@@ -10,7 +10,7 @@ from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
-from explorer import html, queries
+from explorer import archives, html, queries
 from explorer.items import RAW_PREVIEW_CHARS, content_blocks, pretty_json, text_part
 from explorer.models import Entry
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
@@ -204,11 +204,28 @@ def shared_entry_panel(
     def build() -> list[str]:
         ctx = entry_panel_context(request, session, entry_id, cursor, path_ids)
         ctx |= {"session": session, "editable": editable, "cursor": cursor}
+        ctx |= archive_facts(session, entry_id)
         return with_token_slots(lambda slot: render_to_string(PANEL, {**ctx, "csrf_token": slot}))
 
     parts = queries.cached(session, name, build)
     panel = fill_token_slots(parts, get_token(request))
     return {"entry_id": entry_id, "entry_panel_html": html.trusted(panel)}
+
+
+def archive_facts(session, entry_id: str) -> dict[str, Any]:
+    """The entry's archive (when a branch starts here) and whether it lies in an archived
+    branch, for the panel's note and its Archive / Unarchive forms."""
+    from explorer.models import ArchivedBranch
+
+    found = archives.archived(session)
+    row = ArchivedBranch.objects.filter(session=session, entry_id=entry_id).first()
+    tip_route = {e.entry_id for e in queries.light_path(session, queries.default_leaf_id(session))}
+    # The route to the session's own leaf cannot be archived: no form offered there.
+    return {
+        "archive": row,
+        "in_archived": entry_id in found.ids,
+        "can_archive": entry_id not in tip_route,
+    }
 
 
 ENTRY_JSON_KEYS = (

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import html, params, queries
+from explorer import archives, html, params, queries
 from explorer.forms import ContextWindowForm
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title
@@ -86,7 +86,7 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
         "window": request.GET.get("window", window) if form.errors else window,
         "reserve": request.GET.get("reserve", reserve) if form.errors else reserve,
         "windows": WINDOWS,
-        "leaves": _leaf_choices(request, session),
+        "leaves": archives.pick(session, _leaf_choices(request, session), False)["choices"],
         "path_length": summary["path_length"],
         "edited_count": summary["edited_count"],
     }

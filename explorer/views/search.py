@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from explorer import html, params, queries
+from explorer import archives, html, params, queries
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.session.describe import readable_tool_calls
 from explorer.views.common import (
@@ -58,11 +58,20 @@ def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True
     asks :func:`session_search_count` for the count, so a reader does not wait for every
     hit to be matched before seeing the first ones."""
     q, t, offset = _params(request)
+    # Hits in archived branches are left out unless shown (then marked): "N archived · show".
+    shown = archives.wants_shown(request.GET)
+    hide = archives.hidden_by_session(session)
     found = (
-        queries.search_entries(q, session=session, entry_type=t, offset=offset, exact=exact)
+        queries.search_entries(
+            q, session=session, entry_type=t, offset=offset, exact=exact, hide=hide
+        )
         if len(q) >= 2
         else None
     )
+    left_out = found.get("left_out", 0) if found else 0
+    if found and shown and left_out:
+        found = queries.search_entries(q, session=session, entry_type=t, offset=offset)
+    keep = [(archives.SHOW_PARAM, archives.SHOW_VALUE)] if shown else []
     results = []
     for hit in found["hits"] if found else []:
         results.append(
@@ -70,12 +79,15 @@ def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True
                 **hit,
                 "snippet": html.highlight(readable_tool_calls(hit["text"]), q),
                 "plain": plain_snippet(readable_tool_calls(hit["text"]), q),
+                "archived": hit["entry_id"] in hide.get(hit["session_id"], ()),
             }
         )
     next_url = None
     if found and found["next_offset"] is not None:
         next_url = (
-            request.path + "?" + urlencode({"q": q, "type": t, "offset": found["next_offset"]})
+            request.path
+            + "?"
+            + urlencode([("q", q), ("type", t), ("offset", found["next_offset"]), *keep])
         )
     return {
         **_form_context(q, t, session),
@@ -86,10 +98,15 @@ def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True
         "next_url": next_url,
         "prev_url": request.path
         + "?"
-        + urlencode({"q": q, "type": t, "offset": max(0, offset - queries.SEARCH_PAGE)})
+        + urlencode(
+            [("q", q), ("type", t), ("offset", max(0, offset - queries.SEARCH_PAGE)), *keep]
+        )
         if offset
         else None,
         "too_short": 0 < len(q) < 2,
+        "archived_count": left_out,
+        "archived_shown": shown,
+        "archived_toggle_url": archives.toggle_url(request.path, request.GET, shown),
         "count_url": reverse("explorer:session_search_count", args=[session.pk])
         + "?"
         + urlencode({"q": q, "type": t, "offset": offset})
@@ -172,7 +189,7 @@ def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     )
     ctx.update(_form_context(q, t, session))
     ctx["results_html"] = shared_fragment(
-        session, f"{request.path}:{offset}:{t}:{q}:{int(exact)}", f"{SESSION_PAGE}#search-results",
+        session, f"{request.path}:{offset}:{t}:{q}:{int(exact)}:{int(archives.wants_shown(request.GET))}", f"{SESSION_PAGE}#search-results",
         lambda: ctx | search_context(request, session, exact=exact),
     )  # fmt: skip
     return render_panel(request, SESSION_PAGE, "search-results", ctx)

@@ -15,7 +15,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from explorer import conf, files, queries, read_marks, services
+from explorer import archives, conf, files, queries, read_marks, services
 from explorer.forms import ForkForm, ImportForm
 from explorer.models import ImportProblem, Session
 from explorer.permissions import (
@@ -69,6 +69,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     )
     totals = list_path_totals(sessions)
     new = read_marks.new_counts(request.user, sessions)
+    archives.mark_totals(sessions)  # the Entries / Leaves totals leave archived branches out
     groups: dict[str, list[Session]] = {}
     for s in sessions:
         s.new_count = new.get(s.pk, 0)
@@ -233,6 +234,16 @@ def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             raise Http404("Only legacy-version sessions keep a separate original file")
         return _masked_unless_admin(
             request, session, [bytes(original)], "original-" + files.export_filename(session)
+        )
+    if request.GET.get("archived") == "without":
+        # The second download: the session without its archived branches (README).
+        from explorer.archives import iter_without_archived
+
+        return _masked_unless_admin(
+            request,
+            session,
+            iter_without_archived(session),
+            "without-archived-" + files.export_filename(session),
         )
     return _masked_unless_admin(
         request, session, files.iter_export(session), files.export_filename(session)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import html as htmllib
+import itertools
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -15,7 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import html, params, queries, read_marks, stored_figures
+from explorer import archives, html, params, queries, read_marks, stored_figures
 from explorer.analysis.tree import PAGE_ROWS
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import GraphRenderError, dot_to_svg
@@ -47,6 +48,7 @@ def _params(request: HtmxHttpRequest) -> dict[str, Any]:
         "filter": request.GET.get("filter")
         if request.GET.get("filter") in dict(FILTERS)
         else "all",
+        "archived": archives.wants_shown(request.GET),
     }
 
 
@@ -57,6 +59,8 @@ def _href_builder(session, cursor: str | None, params: dict[str, Any], explicit_
         q: list[tuple[str, str]] = []
         if explicit_leaf and cursor:
             q.append(("leaf", cursor))
+        if params.get("archived"):
+            q.append((archives.SHOW_PARAM, archives.SHOW_VALUE))
         if params["root"]:
             q.append(("root", params["root"]))
         expanded = list(params["expanded"])
@@ -79,6 +83,8 @@ def _keep_params(
 ) -> list[tuple[str, str]]:
     """The page's own query (cursor, view, selection) that paging links carry along."""
     q: list[tuple[str, str]] = [("leaf", cursor)] if explicit_leaf and cursor else []
+    if params["archived"]:
+        q.append((archives.SHOW_PARAM, archives.SHOW_VALUE))
     if params["root"]:
         q.append(("root", params["root"]))
     q.extend(("expand", e) for e in params["expanded"])
@@ -99,6 +105,11 @@ def graph_context(
     never pays for a layout or rows it does not show."""
     params = _params(request)
     explicit_leaf = bool(request.GET.get("leaf"))
+    found = archives.archived(session)
+    if found.ids & {cursor, params["root"]}:
+        params["archived"] = True  # a route or subtree inside an archived branch: shown
+    hide = frozenset() if params["archived"] else found.ids
+    marked = frozenset(found.roots) if params["archived"] else frozenset()
     # The drawn graph and the text tree depend only on the session version, its masking
     # and these parameters, so each is cached under them: repeated requests cost two
     # cache reads.
@@ -106,13 +117,14 @@ def graph_context(
         "|".join(
             [queries.content_key(session), queries.mask_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
              params["selected"] or "", "1" if explicit_leaf else "", params["before"] or "",
-             params["after"] or ""]
+             params["after"] or "", "archived" if params["archived"] else ""]
         ).encode()
     ).hexdigest()  # fmt: skip
     parts = cache.get_many([key + ":graph"] + ([key + ":rows"] if rows else []))
     built = parts.get(key + ":graph")
     rows_built = parts.get(key + ":rows") if rows else ""
-    if (built is None or (svg and built["svg"] is None)) and _opening(params, explicit_leaf):
+    opening = _opening(params, explicit_leaf) and not found
+    if (built is None or (svg and built["svg"] is None)) and opening:
         built = _stored_graph(session, cursor)
         if built is not None:
             cache.set(key + ":graph", built, queries.TREE_CACHE_SECONDS)
@@ -124,6 +136,8 @@ def graph_context(
             root=params["root"],
             expanded=params["expanded"],
             selected=params["selected"],
+            hide=hide,
+            archived=marked,
         )
         if built is None or (svg and built["svg"] is None):
             built = _graph_part(session, cursor, params, explicit_leaf, model, svg)
@@ -136,7 +150,18 @@ def graph_context(
             ))  # fmt: skip
             cache.set(key + ":rows", rows_built, queries.TREE_CACHE_SECONDS)
     q_base = [("leaf", cursor)] if explicit_leaf and cursor else []
+    shown_q = [(archives.SHOW_PARAM, archives.SHOW_VALUE)] if params["archived"] else []
+    toggle_q = q_base + ([("entry", params["selected"])] if params["selected"] else [])
+    detail = reverse("explorer:session_detail", args=[session.pk])
     ctx = {
+        # "N archived · show": the archived branches this view leaves out (or shows marked).
+        "archived_count": found.count,
+        "archived_shown": params["archived"],
+        "archived_toggle_url": detail
+        + "?"
+        + urlencode(
+            toggle_q + ([] if params["archived"] else [(archives.SHOW_PARAM, archives.SHOW_VALUE)])
+        ),
         "graph_svg": html.trusted(built["svg"] or ""),
         "graph_error": built["error"],
         "graph": built["graph"],
@@ -147,11 +172,16 @@ def graph_context(
         "svg_url": reverse("explorer:graph_svg", args=[session.pk])
         + "?"
         + urlencode(
-            q_base + [("root", params["root"] or "")] + [("expand", e) for e in params["expanded"]]
-        ),
+            q_base
+            + shown_q
+            + [("root", params["root"] or "")]
+            + [("expand", e) for e in params["expanded"]]
+        ),  # fmt: skip
         # The Labelled filter covers labels on rows the tree does not draw (folded, other
         # routes): the list of every label comes from the session, not from the loaded rows.
-        "all_labels": list(queries.current_labels(session).items()),
+        "all_labels": [
+            (eid, text) for eid, text in queries.current_labels(session).items() if eid not in hide
+        ],
         "reset_url": reverse("explorer:session_detail", args=[session.pk])
         + ("?" + urlencode(q_base) if q_base else ""),
     }
@@ -256,7 +286,10 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return _arrivals(request, session)
     cursor = resolve_cursor(request, session)
     if request.GET.get("format") == "json":  # the JSON API (README "JSON API")
-        return json_page(queries.tree_nodes(session, cursor))
+        data = queries.tree_nodes(session, cursor)
+        # Every node stays listed (a tool decides what to hide); the archives say which.
+        data = {**data, "archived": archives.listed(session)}
+        return json_page(data)
     ctx = session_frame(request, session, "tree", cursor)
     ctx["tip_id"] = queries.default_leaf_id(session) or ""
     ctx.update(graph_context(request, session, cursor))
@@ -363,6 +396,12 @@ def _chain_page(request, session, cursor, indent) -> SafeString:
     light = queries.chain_entries(session, first, limit=limit + 1) if first else []
     more_from = light[limit].entry_id if len(light) > limit else None
     light = light[:limit]
+    # A chain that runs into an archived branch stops there (one inside a shown archived
+    # branch starts in it, and is listed whole).
+    hidden = archives.archived(session).ids
+    if first not in hidden:
+        light = list(itertools.takewhile(lambda e: e.entry_id not in hidden, light))
+        more_from = more_from if len(light) == limit else None
     data = queries.load_entries(session, [e.entry_id for e in light])
     path = {e.entry_id for e in queries.light_path(session, cursor)} if cursor else set()
     labels = queries.current_labels(session)
