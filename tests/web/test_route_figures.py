@@ -61,7 +61,10 @@ def _reference(session, a: str, b: str) -> dict:
         "projected_a": projected_estimate(pa),
         "projected_b": projected_estimate(pb),
         "diff": listed_lines(collapse_shared(diff), queries.DIFF_SHOWN),
-        "diff_counts": {s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+        "diff_counts": {
+            **{s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
+            "content": sum(1 for d in diff if d.source_b),  # shared by equal content
+        },
     }
 
 
