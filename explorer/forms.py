@@ -282,7 +282,9 @@ class EditForm(ActionForm):
                 )  # fmt: skip
             return edit_id
 
-        result = services.append_via_manager(self.session, user, fn=append, **self.write_leaf())
+        result = services.append_via_manager(
+            self.session, user, fn=append, targets=(target,), lean=True, **self.write_leaf()
+        )
         edit_id = result.entries[0].entry_id if result.entries else ""
         done = "hidden" if replacement is None else "replaced"
         services.record_audit(

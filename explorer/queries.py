@@ -1357,6 +1357,20 @@ def path_bytes(session: Session, entry_id: str | None, extra_ids: Iterable[str] 
     return b"".join(parts)
 
 
+def entries_bytes(session: Session, entry_ids: Iterable[str]) -> bytes:
+    """A session file holding the header and only these entries, in file order."""
+    wanted = {e for e in entry_ids if isinstance(e, str)}
+    parts = [header_line(session)]
+    if wanted:
+        rows = (
+            Entry.objects.filter(session=session, entry_id__in=wanted)
+            .order_by("position")
+            .values_list("raw", flat=True)
+        )
+        parts.extend(raw.encode("utf-8", errors="surrogatepass") + b"\n" for raw in rows)
+    return b"".join(parts)
+
+
 # ---------------------------------------------------------------------------------------------
 # The session list
 

@@ -220,14 +220,25 @@ class AppendResult:
 
 
 def _manager_for(
-    session: Session, leaf_id: str | None, author, path_only: bool = True, targets: tuple = ()
+    session: Session,
+    leaf_id: str | None,
+    author,
+    path_only: bool = True,
+    targets: tuple = (),
+    lean: bool = False,
 ) -> tuple[Any, DatabaseStorage]:
     """A manager with its leaf at ``leaf_id`` that knows the header, the path to it and the
-    ``targets`` (entries an operation names) — or the whole session when not ``path_only``."""
+    ``targets`` (entries an operation names) — or the whole session when not ``path_only``,
+    or only the leaf and the targets when ``lean`` (see ``DatabaseStorage``)."""
     from explorer.session.manager import SessionManager
 
     store = DatabaseStorage(
-        session, author=author, view_leaf=leaf_id, path_only=path_only, extra_ids=targets
+        session,
+        author=author,
+        view_leaf=leaf_id,
+        path_only=path_only,
+        lean=lean,
+        extra_ids=targets,
     )
     manager = SessionManager.from_storage(store, cwd=session.cwd or None)
     if leaf_id is None:
@@ -256,12 +267,14 @@ def append_via_manager(
     path_only: bool = True,
     targets: tuple = (),
     expected_leaf: Any = UNSET,
+    lean: bool = False,
 ) -> AppendResult:
     """Run ``fn(manager)`` with the manager's leaf at ``leaf_id`` (``UNSET``: the user's
     cursor; ``None``: no leaf, the next append is a new root) and store what it appends.
 
     ``targets``: ids of other entries ``fn`` refers to (the manager loads only the path and
-    these). The user's cursor follows the manager's new leaf. Engine errors
+    these; with ``lean`` only the leaf and these, for appends that need no route: labels,
+    renames, context edits). The user's cursor follows the manager's new leaf. Engine errors
     (``SessionError``) propagate with nothing written.
 
     ``expected_leaf``: the leaf the author's page showed. The leaf is read under the row
@@ -279,7 +292,9 @@ def append_via_manager(
                     target = _resolve_leaf(locked, user, leaf_id)
                     if expected_leaf is not UNSET and target != expected_leaf:
                         raise StaleLeaf(expected_leaf, target)
-                    manager, store = _manager_for(locked, target, user, path_only, targets)
+                    manager, store = _manager_for(
+                        locked, target, user, path_only, targets, lean=lean
+                    )
                     value = fn(manager)
                     _refuse_model_edits_of_foreign(locked, store.appended)
                     files.index_new_entries(locked)
@@ -353,6 +368,7 @@ def add_context_edit(
         lambda m: m.append_context_edit(target_id, replacement),
         targets=(target_id,),
         expected_leaf=expected_leaf,
+        lean=True,
     )
 
 
@@ -373,6 +389,7 @@ def set_label(
         lambda m: m.append_label_change(target_id, label),
         targets=(target_id,),
         expected_leaf=expected_leaf,
+        lean=True,
     )
 
 
@@ -386,6 +403,7 @@ def rename_session(
         leaf_id,
         lambda m: m.append_session_info(name),
         expected_leaf=expected_leaf,
+        lean=True,
     )
 
 

@@ -1011,7 +1011,7 @@ class SessionManager:
         target = _lookup(self._by_id, target_id)
         if target is None:
             raise SessionError(f"Entry {jsonfmt.js_string(target_id)} not found")
-        if not any(e.get("id") == target_id for e in self.get_branch()):
+        if not self._on_branch(target_id):
             raise SessionError(f"Entry {jsonfmt.js_string(target_id)} is not on the active branch")
         kind = target.get("type")
         message = target.get("message")
@@ -1034,6 +1034,18 @@ class SessionManager:
         entry = context_edit_entry(self._new_id(), self._leaf_id, self._now(), target_id, stored)
         self._append_entry(entry)
         return entry["id"]
+
+    def _on_branch(self, target_id: Any) -> bool:
+        """Whether `target_id` is on the route root → leaf. A storage that loaded less than
+        the route (the database's lean reads: the leaf and the targets only) answers when
+        the loaded route stops short of a root; a file is always read whole."""
+        branch = self.get_branch_skeleton()
+        if any(e.get("id") == target_id for e in branch):
+            return True
+        ask = getattr(self._storage, "on_branch", None)
+        if ask is None or not branch or branch[0].get("parentId") is None:
+            return False
+        return bool(ask(target_id, self._leaf_id))
 
     # ------------------------------------------------------------------------------------------
     # Queries (SPEC section 3.7)
