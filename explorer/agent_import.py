@@ -27,7 +27,67 @@ from explorer.session.formats import (
 )
 from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
-__all__ = ["filter_by_agent", "import_agent_bytes", "import_agent_file", "is_agent_file"]
+__all__ = [
+    "filter_by_agent",
+    "import_agent_bytes",
+    "import_agent_file",
+    "is_agent_file",
+    "reading_rule_sections",
+]
+
+# The reading rules' findings the Integrity tab lists, per agent: (key, title, help, codes).
+# They are found when the file is read (its tree as the agent wrote it), so the engine's
+# checks of the stored Pi form, where they are already resolved, never see them.
+_RULE_SECTIONS: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
+    "claude-code": (
+        (
+            "cc-duplicates",
+            "Duplicate uuids",
+            "Records repeating an earlier uuid; the first copy is read (R2). /branch on a"
+            " compacted session and repeated /compact copy the pre-compaction messages this way.",
+            frozenset({"duplicate-id"}),
+        ),
+        (
+            "cc-dangling",
+            "Dangling parents in the file",
+            "parentUuid names no record of the file; read as a root (R4).",
+            frozenset({"dangling-parent"}),
+        ),
+        (
+            "cc-cycles",
+            "Cycles in the file",
+            "parentUuid links that loop; the member first in the file is read as a root (R5).",
+            frozenset({"cycle"}),
+        ),
+        (
+            "cc-compactions",
+            "Compactions not linked",
+            "A compact boundary without its logical parent or its summary record (R6).",
+            frozenset({"compaction-unlinked", "compaction-no-summary"}),
+        ),
+    ),
+    "codex": (
+        (
+            "codex-compaction-history",
+            "Compaction history against the route",
+            "Each compaction's recorded replacement history checked against the route it"
+            " ends: a kept user message not typed earlier on the route.",
+            frozenset({"compaction-history"}),
+        ),
+        (
+            "codex-rollbacks",
+            "Rollbacks past the start",
+            "A rollback asks for more turns than the route holds (X4).",
+            frozenset({"rollback-too-far"}),
+        ),
+        (
+            "codex-orphans",
+            "Tool outputs without their call",
+            "A function call output whose call id no earlier call carries.",
+            frozenset({"orphan-output"}),
+        ),
+    ),
+}
 
 
 def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
@@ -116,3 +176,33 @@ def _describe(result: ImportResult, foreign: ForeignSession) -> None:
         files._update_warning_count(session)
     session.refresh_from_db()
     result.session = session
+
+
+def reading_rule_sections(session: Session) -> list[dict]:
+    """The Integrity tab's sections of a Claude Code or Codex session: what the format's reading
+    rules found in the original file (stored at import as warnings, with its line numbers), in
+    the shape of the engine's sections plus ``agent``; none for a Pi session. A Codex session's
+    compaction check also says how many compactions it covered."""
+    groups = _RULE_SECTIONS.get(session.agent, ())
+    if not groups:
+        return []
+    codes = set().union(*(g[3] for g in groups))
+    found = list(
+        ImportProblem.objects.filter(session=session, code__in=codes).values_list(
+            "code", "line", "entry_id", "message"
+        )[:2000]
+    )
+    out = []
+    for key, title, help_text, wanted in groups:
+        items = [
+            {"id": entry_id, "line": line, "code": code, "detail": message}
+            for code, line, entry_id, message in found
+            if code in wanted
+        ][:200]
+        if key == "codex-compaction-history":
+            n = session.compaction_count
+            help_text += f" {n} compaction{'s' if n != 1 else ''} checked."
+        out.append(
+            {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
+        )
+    return out

@@ -16,7 +16,7 @@ from django_htmx.middleware import HtmxDetails
 
 from explorer import archives, html, queries, read_marks
 from explorer.models import Session
-from explorer.permissions import can_edit
+from explorer.permissions import can_edit, can_edit_model
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -148,6 +148,7 @@ def session_frame(
         ],
         "cursor": cursor,
         "editable": can_edit(request.user),
+        "model_editable": can_edit_model(request.user, session),
         # "New since you last looked": the reader's mark before this visit; a tab lists
         # which of the entries it shows arrived after it (``new_ids``).
         "seen": read_marks.seen(request.user, session),
