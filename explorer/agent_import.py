@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from explorer import files, services
 from explorer.files import ImportResult, Problem
@@ -28,6 +28,8 @@ from explorer.session.formats import (
 from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
 __all__ = [
+    "continuations",
+    "continued_from",
     "filter_by_agent",
     "import_agent_bytes",
     "import_agent_file",
@@ -206,3 +208,35 @@ def reading_rule_sections(session: Session) -> list[dict]:
             {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
         )
     return out
+
+
+def _agent_sessions() -> QuerySet:
+    return Session.objects.filter(
+        Q(session_id__startswith="claude-code:") | Q(session_id__startswith="codex:")
+    )
+
+
+def continued_from(session: Session) -> Session | None:
+    """The Claude Code or Codex session a Pi session continues (*Continue as a Pi session*
+    stores a route with the agent session's file, or ``db:<stored id>``, as its
+    ``parentSession``), or None."""
+    parent = session.parent_session
+    if session.agent != "pi" or not parent:
+        return None
+    agents = _agent_sessions()
+    if parent.startswith("db:"):
+        agents = agents.filter(session_id=parent[3:])
+    else:
+        agents = agents.filter(source_path=parent)
+    return agents.order_by("-pk").first()
+
+
+def continuations(session: Session) -> list[Session]:
+    """The Pi sessions made from this Claude Code or Codex session's routes (newest last)."""
+    if session.agent == "pi":
+        return []
+    labels = {f"db:{session.session_id}"} | (
+        {session.source_path} if session.source_path else set()
+    )
+    made = Session.objects.filter(parent_session__in=labels).exclude(pk__in=_agent_sessions())
+    return list(made.order_by("pk")[:20])

@@ -152,3 +152,63 @@ def test_a_pi_session_has_no_reading_rule_sections(viewer_client, make_session):
     session = make_session()
     data = viewer_client.get(f"/sessions/{session.pk}/integrity/?format=json").json()
     assert not any("agent" in s for s in data["sections"])
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_continue_as_a_pi_session(agent, tmp_path, editor_client, viewer_client):
+    """The action on an agent session's pages stores the route as a Pi v3 session that the
+    engine validates, whose route and projection are the agent session's at that leaf, that
+    an editor may edit, and that links back (and is linked from the agent session)."""
+    from explorer import files, queries, services
+    from explorer.session.diagnostics import validate_bytes
+    from explorer.session.formats import load_foreign
+    from explorer.session.manager import SessionManager
+
+    session = _imported(agent, tmp_path)
+    path = next(p for p in (tmp_path / "p").rglob("*.jsonl") if "agent-" not in p.name)
+    foreign = load_foreign(str(path))
+    leaf = foreign.current_leaf
+    page = editor_client.get(f"/sessions/{session.pk}/transcript/").content.decode()
+    assert "Continue as a Pi session" in page
+    assert (
+        "Continue as a Pi session"
+        not in viewer_client.get(f"/sessions/{session.pk}/transcript/").content.decode()
+    )
+
+    response = editor_client.post(f"/sessions/{session.pk}/branch.jsonl", {"leaf": leaf})
+    assert response.status_code == 302
+    new = Session.objects.exclude(pk=session.pk).exclude(session_id__contains=":agent-").get()
+    assert new.agent == "pi" and response.url == f"/sessions/{new.pk}/"
+
+    data = b"".join(files.iter_export(new))
+    assert [p for p in validate_bytes(data).problems if p.severity == "error"] == []
+    manager = SessionManager.load_readonly(data)
+    assert manager.get_header()["version"] == 3
+    assert [e["id"] for e in manager.get_branch()] == [r.id for r in foreign.route(leaf)]
+    # The projection: what the app shows of the Pi session at its leaf is what it showed of the
+    # agent's route (derived for Claude Code; for Codex both give the compaction's summary).
+    mine = queries.context_summary(new, leaf, 200_000, 16_384)
+    theirs = queries.context_summary(session, leaf, 200_000, 16_384)
+    assert [r["projected"] for r in mine["rows"]] == [r["projected"] for r in theirs["rows"]]
+    if agent == "claude-code":
+        boundary_of = {v: k for k, v in foreign.summary_of.items()}
+        projected = [
+            p.source_entry["id"]
+            for p in manager.build_session_projection().entries
+            for _ in p.messages
+        ]
+        assert projected == [boundary_of.get(i, i) for i, _ in foreign.context(leaf)]
+    # Links both ways.
+    assert (
+        f'href="/sessions/{session.pk}/"'
+        in editor_client.get(f"/sessions/{new.pk}/").content.decode()
+    )
+    assert (
+        f'href="/sessions/{new.pk}/"'
+        in editor_client.get(f"/sessions/{session.pk}/timeline/").content.decode()
+    )
+    # It is edited like any Pi session: compaction offered, a context edit accepted.
+    assert "/compact/" in editor_client.get(f"/sessions/{new.pk}/compactions/").content.decode()
+    target = Entry.objects.filter(session=new, type="message").order_by("position").first()
+    services.add_context_edit(new, editor_client.user, target.entry_id, None, leaf_id=leaf)
+    assert Entry.objects.filter(session=new, type="context_edit").count() == 1
