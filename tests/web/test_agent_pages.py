@@ -212,3 +212,23 @@ def test_continue_as_a_pi_session(agent, tmp_path, editor_client, viewer_client)
     target = Entry.objects.filter(session=new, type="message").order_by("position").first()
     services.add_context_edit(new, editor_client.user, target.entry_id, None, leaf_id=leaf)
     assert Entry.objects.filter(session=new, type="context_edit").count() == 1
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_every_tab_says_where_its_projection_comes_from(agent, tmp_path, viewer_client):
+    """Below the header, in the tab's own content: derived (Claude Code) or read from the file
+    (Codex); a Pi session's tabs say nothing of the kind."""
+    session = _imported(agent, tmp_path)
+    mark = 'data-projection="derived"' if agent == "claude-code" else 'data-projection="recorded"'
+    for tab in (t for t in TABS if t != "problems/"):  # Problems is a page, not a tab
+        body = viewer_client.get(f"/sessions/{session.pk}/{tab}").content.decode()
+        content = body.split('aria-label="Session views"', 1)[1]
+        assert content.count(mark) == 1, tab
+        assert "data-projection=" not in body.split('aria-label="Session views"', 1)[0], tab
+
+
+def test_a_pi_sessions_tabs_say_nothing_of_a_source(viewer_client, make_session):
+    session = make_session()
+    for tab in TABS:
+        body = viewer_client.get(f"/sessions/{session.pk}/{tab}").content.decode()
+        assert "data-projection=" not in body, tab
