@@ -232,3 +232,82 @@ def test_a_pi_sessions_tabs_say_nothing_of_a_source(viewer_client, make_session)
     for tab in TABS:
         body = viewer_client.get(f"/sessions/{session.pk}/{tab}").content.decode()
         assert "data-projection=" not in body, tab
+
+
+CODEX_OWN = FIXTURES_DIR / "codex" / "own" / "sessions" / "2026" / "10" / "12"
+CODEX_PARENT = "rollout-2026-10-12T10-00-00-019a2000-0000-7000-8000-0000000000e1.jsonl"
+CODEX_FORK = "rollout-2026-10-12T10-30-00-019a2000-0000-7000-8000-0000000000e2.jsonl"
+FORK_ID = "019a2000-0000-7000-8000-0000000000e2"
+
+
+@pytest.mark.agent_fixtures
+def test_a_codex_fork_joins_its_parents_tree_with_its_prefix_stored_once(capsys, viewer_client):
+    """The shared fork file (forked_from_id, the parent's session_meta replayed, an inherited
+    prefix of three messages, then its own turn) becomes a branch of its parent's stored tree
+    hanging from the parent's last replayed message; importing again adds nothing, and the
+    parent's own re-import is unchanged (no shorter-copy warning)."""
+    from explorer.session.formats import load_foreign
+
+    parent_file, fork_file = CODEX_OWN / CODEX_PARENT, CODEX_OWN / CODEX_FORK
+    call_command("import_sessions", str(CODEX_OWN))
+    session = Session.objects.get()  # one session: the fork is in the parent's tree
+    parent = load_foreign(str(parent_file))
+    assert session.session_id == f"codex:{parent.session_id}"
+    own = list(
+        Entry.objects.filter(session=session, entry_id__startswith=f"{FORK_ID}:")
+        .order_by("position")
+        .values_list("entry_id", "parent_id")
+    )
+    assert own == [(f"{FORK_ID}:L8", "L12"), (f"{FORK_ID}:L11", f"{FORK_ID}:L8")]
+    assert session.entry_count == len(parent.entries()) + 2
+    assert session.leaf_count == len(parent.leaves()) + 1
+    assert bytes(session.source_original) == parent_file.read_bytes()
+    # The fork's route: the parent's prefix, then its own turn; its usage is its own.
+    fork_leaf = f"{FORK_ID}:L11"
+    tip = Entry.objects.get(session=session, entry_id=fork_leaf)
+    assert '"usage"' in tip.raw and '"input":1500' in tip.raw
+    page = viewer_client.get(f"/sessions/{session.pk}/context/", {"leaf": fork_leaf})
+    assert page.status_code == 200 and "Entry added under 1.4." in page.content.decode()
+    capsys.readouterr()
+    call_command("import_sessions", str(fork_file))
+    call_command("import_sessions", str(parent_file))
+    out = capsys.readouterr().out
+    assert out.count("0 new, 0 grown, 1 unchanged, 0 rejected") == 2
+    assert "shorter" not in out
+    session.refresh_from_db()
+    assert session.entry_count == len(parent.entries()) + 2
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.agent_fixtures
+def test_a_codex_fork_whose_parent_is_not_stored_is_its_own_session():
+    call_command("import_sessions", str(CODEX_OWN / CODEX_FORK))
+    assert Session.objects.get().session_id == f"codex:{FORK_ID}"
+
+
+@pytest.mark.agent_fixtures
+def test_a_joined_fork_and_its_parent_both_grow(tmp_path, capsys):
+    parent_file, fork_file = tmp_path / CODEX_PARENT, tmp_path / CODEX_FORK
+    parent_file.write_bytes((CODEX_OWN / CODEX_PARENT).read_bytes())
+    fork_file.write_bytes((CODEX_OWN / CODEX_FORK).read_bytes())
+    call_command("import_sessions", str(tmp_path))
+    session = Session.objects.get()
+    before = session.entry_count
+    line = _codex_line("response_item", _codex_user("parent goes on"))
+    with parent_file.open("ab") as fh:
+        fh.write(line)
+    fork_lines = fork_file.read_bytes().count(b"\n")
+    with fork_file.open("ab") as fh:
+        fh.write(_codex_line("response_item", _codex_user("fork goes on")))
+    call_command("import_sessions", str(parent_file))
+    call_command("import_sessions", str(fork_file))
+    session.refresh_from_db()
+    assert session.entry_count == before + 2
+    assert Entry.objects.get(session=session, entry_id="L41").parent_id == "L38"
+    grown = Entry.objects.get(session=session, entry_id=f"{FORK_ID}:L{fork_lines + 1}")
+    assert grown.parent_id == f"{FORK_ID}:L11"
+    assert bytes(session.source_original) == parent_file.read_bytes()
+    capsys.readouterr()
+    call_command("import_sessions", str(tmp_path))
+    assert "0 new, 0 grown, 2 unchanged, 0 rejected" in capsys.readouterr().out
+    assert Session.objects.count() == 1
