@@ -311,3 +311,28 @@ def test_a_joined_fork_and_its_parent_both_grow(tmp_path, capsys):
     call_command("import_sessions", str(tmp_path))
     assert "0 new, 0 grown, 2 unchanged, 0 rejected" in capsys.readouterr().out
     assert Session.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("page", "tab"),
+    [
+        ("compact/?preview=1", "compactions"),
+        ("edit/?target={target}", "context"),
+    ],
+)
+def test_an_edit_form_asked_for_directly_answers_with_the_reason(
+    page, tab, tmp_path, editor_client
+):
+    """Before any preview (a compaction's preview would call the summarizer)."""
+    session = _imported("codex", tmp_path)
+    before = session.entry_count
+    url = f"/sessions/{session.pk}/" + page.format(target=_first_message(session))
+    response = editor_client.get(url, follow=True)
+    assert response.redirect_chain[-1][0] == f"/sessions/{session.pk}/{tab}/"
+    assert "Codex session: what its model saw is not edited here" in response.content.decode()
+    undo = editor_client.post(
+        f"/sessions/{session.pk}/undo/", {"target": _first_message(session)}, follow=True
+    )
+    assert "what its model saw is not edited here" in undo.content.decode()
+    session.refresh_from_db()
+    assert session.entry_count == before
