@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from explorer import files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import Entry, ImportProblem, Session
+from explorer.session import jsonfmt
 from explorer.session.formats import (
     ForeignSession,
     detect_bytes,
@@ -25,9 +26,71 @@ from explorer.session.formats import (
     load_foreign,
     load_foreign_bytes,
 )
-from explorer.session.formats.pi_form import pi_bytes, stored_session_id
+from explorer.session.formats.pi_form import fork_branch, pi_bytes, stored_session_id
 
-__all__ = ["filter_by_agent", "import_agent_bytes", "import_agent_file", "is_agent_file"]
+__all__ = [
+    "continuations",
+    "continued_from",
+    "filter_by_agent",
+    "import_agent_bytes",
+    "import_agent_file",
+    "is_agent_file",
+    "reading_rule_sections",
+]
+
+# The reading rules' findings the Integrity tab lists, per agent: (key, title, help, codes).
+# They are found when the file is read (its tree as the agent wrote it), so the engine's
+# checks of the stored Pi form, where they are already resolved, never see them.
+_RULE_SECTIONS: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
+    "claude-code": (
+        (
+            "cc-duplicates",
+            "Duplicate uuids",
+            "Records repeating an earlier uuid; the first copy is read (R2). /branch on a"
+            " compacted session and repeated /compact copy the pre-compaction messages this way.",
+            frozenset({"duplicate-id"}),
+        ),
+        (
+            "cc-dangling",
+            "Dangling parents in the file",
+            "parentUuid names no record of the file; read as a root (R4).",
+            frozenset({"dangling-parent"}),
+        ),
+        (
+            "cc-cycles",
+            "Cycles in the file",
+            "parentUuid links that loop; the member first in the file is read as a root (R5).",
+            frozenset({"cycle"}),
+        ),
+        (
+            "cc-compactions",
+            "Compactions not linked",
+            "A compact boundary without its logical parent or its summary record (R6).",
+            frozenset({"compaction-unlinked", "compaction-no-summary"}),
+        ),
+    ),
+    "codex": (
+        (
+            "codex-compaction-history",
+            "Compaction history against the route",
+            "Each compaction's recorded replacement history checked against the route it"
+            " ends: a kept user message not typed earlier on the route.",
+            frozenset({"compaction-history"}),
+        ),
+        (
+            "codex-rollbacks",
+            "Rollbacks past the start",
+            "A rollback asks for more turns than the route holds (X4).",
+            frozenset({"rollback-too-far"}),
+        ),
+        (
+            "codex-orphans",
+            "Tool outputs without their call",
+            "A function call output whose call id no earlier call carries.",
+            frozenset({"orphan-output"}),
+        ),
+    ),
+}
 
 
 def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
@@ -84,12 +147,65 @@ def import_agent_bytes(
 
 
 def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
-    data = pi_bytes(foreign)
-    with services.session_lock(stored_session_id(foreign)):
+    joined = _join_fork(foreign, user, source)
+    if joined is not None:
+        return joined
+    stored_id = stored_session_id(foreign)
+    # A Codex session's stored form is its own Pi form followed by the forks that joined it.
+    data = pi_bytes(foreign) + b"".join(_fork_lines(stored_id, ""))
+    with services.session_lock(stored_id):
         result = files.import_bytes(data, source_path=shown, user=user)
         if result.ok and result.session is not None:
             _describe(result, foreign)
     # Viewers and stored figures hear of it once the agent and name are set.
+    services._announce_import(result, source)
+    return result
+
+
+def _fork_lines(stored_id: str, leave_out: str) -> list[bytes]:
+    """The stored lines of the Codex forks that joined the session ``stored_id`` (their ids
+    are ``<fork thread id>:L<line>``; the parent's own are ``L<line>``), in stored order,
+    without those of the fork ``leave_out`` (a thread id; "" leaves none out)."""
+    if not stored_id.startswith("codex:"):
+        return []
+    rows = (
+        Entry.objects.filter(session__session_id=stored_id, entry_id__contains=":L")
+        .order_by("position")
+        .values_list("entry_id", "raw", "raw_bytes")
+    )
+    mine = f"{leave_out}:" if leave_out else None
+    return [
+        (bytes(raw_bytes) if raw_bytes else raw.encode("utf-8", errors="surrogatepass")) + b"\n"
+        for entry_id, raw, raw_bytes in rows
+        if mine is None or not entry_id.startswith(mine)
+    ]
+
+
+def _join_fork(foreign: ForeignSession, user, source: str) -> ImportResult | None:
+    """A Codex fork file whose parent thread is stored joins the parent's tree: its own entries
+    (``pi_form.fork_branch``) are added to the parent's stored session as a branch hanging from
+    where the replayed prefix ends, the prefix being the parent's entries (stored once). None
+    (the fork is stored on its own) when the parent is not stored or no prefix matches."""
+    if foreign.format != "codex":
+        return None
+    parent_thread = (foreign.links.get("forkedFrom") or {}).get("threadId")
+    if not isinstance(parent_thread, str) or not foreign.session_id:
+        return None
+    row = Session.objects.filter(session_id=f"codex:{parent_thread}").first()
+    if row is None or not row.source_original:
+        return None
+    parent = load_foreign_bytes(bytes(row.source_original), "codex", row.source_path or "")
+    branch = fork_branch(parent, foreign)
+    if branch is None:
+        return None
+    stored_id = stored_session_id(parent)
+    lines = _fork_lines(stored_id, foreign.session_id)
+    own = [(jsonfmt.dumps(e) + "\n").encode("utf-8", errors="surrogatepass") for e in branch]
+    data = pi_bytes(parent) + b"".join(lines + own)
+    with services.session_lock(stored_id):
+        result = files.import_bytes(data, source_path=row.source_path, user=user)
+        if result.ok and result.session is not None:
+            _describe(result, parent)
     services._announce_import(result, source)
     return result
 
@@ -116,3 +232,65 @@ def _describe(result: ImportResult, foreign: ForeignSession) -> None:
         files._update_warning_count(session)
     session.refresh_from_db()
     result.session = session
+
+
+def reading_rule_sections(session: Session) -> list[dict]:
+    """The Integrity tab's sections of a Claude Code or Codex session: what the format's reading
+    rules found in the original file (stored at import as warnings, with its line numbers), in
+    the shape of the engine's sections plus ``agent``; none for a Pi session. A Codex session's
+    compaction check also says how many compactions it covered."""
+    groups = _RULE_SECTIONS.get(session.agent, ())
+    if not groups:
+        return []
+    codes = set().union(*(g[3] for g in groups))
+    found = list(
+        ImportProblem.objects.filter(session=session, code__in=codes).values_list(
+            "code", "line", "entry_id", "message"
+        )[:2000]
+    )
+    out = []
+    for key, title, help_text, wanted in groups:
+        items = [
+            {"id": entry_id, "line": line, "code": code, "detail": message}
+            for code, line, entry_id, message in found
+            if code in wanted
+        ][:200]
+        if key == "codex-compaction-history":
+            n = session.compaction_count
+            help_text += f" {n} compaction{'s' if n != 1 else ''} checked."
+        out.append(
+            {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
+        )
+    return out
+
+
+def _agent_sessions() -> QuerySet:
+    return Session.objects.filter(
+        Q(session_id__startswith="claude-code:") | Q(session_id__startswith="codex:")
+    )
+
+
+def continued_from(session: Session) -> Session | None:
+    """The Claude Code or Codex session a Pi session continues (*Continue as a Pi session*
+    stores a route with the agent session's file, or ``db:<stored id>``, as its
+    ``parentSession``), or None."""
+    parent = session.parent_session
+    if session.agent != "pi" or not parent:
+        return None
+    agents = _agent_sessions()
+    if parent.startswith("db:"):
+        agents = agents.filter(session_id=parent[3:])
+    else:
+        agents = agents.filter(source_path=parent)
+    return agents.order_by("-pk").first()
+
+
+def continuations(session: Session) -> list[Session]:
+    """The Pi sessions made from this Claude Code or Codex session's routes (newest last)."""
+    if session.agent == "pi":
+        return []
+    labels = {f"db:{session.session_id}"} | (
+        {session.source_path} if session.source_path else set()
+    )
+    made = Session.objects.filter(parent_session__in=labels).exclude(pk__in=_agent_sessions())
+    return list(made.order_by("pk")[:20])

@@ -58,6 +58,14 @@ def can_edit(user) -> bool:
     return has_role(user, EDITOR)
 
 
+def can_edit_model(user, session) -> bool:
+    """Whether ``user`` is offered edits of what the model sees (context edits, compaction,
+    turns, Undo, branch summaries) on ``session``: an editor, on a Pi session. A Claude Code or
+    Codex session keeps what its agent sent; its labels, names, comments and archives are site
+    data and stay with :func:`can_edit`."""
+    return can_edit(user) and session.agent == "pi"
+
+
 def can_admin(user) -> bool:
     return has_role(user, ADMIN)
 

@@ -17,7 +17,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from explorer import conf, forms, queries
+from explorer import conf, forms, queries, services
 from explorer.analysis.projection import align_projection
 from explorer.permissions import editor_required, get_session_for_user
 from explorer.session.describe import entry_text, entry_title
@@ -149,10 +149,26 @@ def _panel(request, session, cursor, tab, template, partial, form, extra) -> Htt
     return render_panel(request, template, partial, ctx, status=status)
 
 
+def _refused_here(request: HtmxHttpRequest, session, what: str, tab: str) -> HttpResponse | None:
+    """A Claude Code or Codex session's edit forms are not offered; asked for directly, they
+    answer with the reason and the tab, before any preview (a compaction's preview calls the
+    summarizer)."""
+    reason = services.foreign_edit_refusal(session, what)
+    if reason is None:
+        return None
+    messages.error(request, reason)
+    url = reverse(tab, args=[session.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
 @editor_required
 def edit_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Hide or replace one entry's model-visible content, with a preview before saving."""
     session = get_session_for_user(request, pk)
+    if (
+        refused := _refused_here(request, session, "context edits", "explorer:context")
+    ) is not None:
+        return refused
     cursor = resolve_cursor(request, session)
     target, data = _target(session, _source(request))
     form = _form(request, forms.EditForm, session, cursor, data)
@@ -177,6 +193,10 @@ def edit_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def undo_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Undo an edit by appending a restoring edit (the original content as replacement)."""
     session = get_session_for_user(request, pk)
+    if (
+        refused := _refused_here(request, session, "context edits", "explorer:context")
+    ) is not None:
+        return refused
     if request.method != "POST":
         return redirect(reverse("explorer:context", args=[session.pk]))
     cursor = resolve_cursor(request, session)
@@ -259,6 +279,10 @@ def compact_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session whole, so the form lets a reviewer try a smaller tail before applying.
     """
     session = get_session_for_user(request, pk)
+    if (
+        refused := _refused_here(request, session, "compaction", "explorer:compactions")
+    ) is not None:
+        return refused
     cursor = resolve_cursor(request, session)
     form = _form(request, forms.CompactForm, session, cursor)
     if request.method == "POST":

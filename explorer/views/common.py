@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.middleware import HtmxDetails
 
-from explorer import archives, html, queries, read_marks
+from explorer import agent_import, archives, html, queries, read_marks
 from explorer.models import Session
-from explorer.permissions import can_edit
+from explorer.permissions import can_edit, can_edit_model
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -148,6 +148,10 @@ def session_frame(
         ],
         "cursor": cursor,
         "editable": can_edit(request.user),
+        "model_editable": can_edit_model(request.user, session),
+        # *Continue as a Pi session*: the agent session and the Pi sessions made from it.
+        "continued_from": agent_import.continued_from(session),
+        "continuations": agent_import.continuations(session),
         # "New since you last looked": the reader's mark before this visit; a tab lists
         # which of the entries it shows arrived after it (``new_ids``).
         "seen": read_marks.seen(request.user, session),

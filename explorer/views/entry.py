@@ -203,7 +203,9 @@ def shared_entry_panel(
 
     def build() -> list[str]:
         ctx = entry_panel_context(request, session, entry_id, cursor, path_ids)
-        ctx |= {"session": session, "editable": editable, "cursor": cursor}
+        model_editable = editable and session.agent == "pi"  # what the model saw: Pi only
+        ctx |= {"session": session, "editable": editable, "model_editable": model_editable,
+                "cursor": cursor}  # fmt: skip
         ctx |= archive_facts(session, entry_id)
         return with_token_slots(lambda slot: render_to_string(PANEL, {**ctx, "csrf_token": slot}))
 

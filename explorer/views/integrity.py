@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from explorer import queries
+from explorer.agent_import import reading_rule_sections
 from explorer.models import ImportProblem
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
@@ -24,7 +25,8 @@ def integrity_panel(session, *, with_tools: bool = False) -> dict[str, Any]:
     Before that (the page loads the check in a request of its own) the page says the count
     so far, and the check's partial brings the whole count with it: the badge once said "no
     problems found" beside a JSON ``total`` of two tool results without calls."""
-    sections = queries.integrity_sections(session)
+    # A Claude Code or Codex session adds what its format's reading rules found in the file.
+    sections = [*queries.integrity_sections(session), *reading_rule_sections(session)]
     tools = queries.unmatched_tool_results(session) if with_tools else None
     return {
         "sections": sections,

@@ -15,7 +15,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from explorer import conf, html, live_frames, queries, turns
 from explorer.items import shared_rows, window_items
-from explorer.permissions import can_edit, editor_required, get_session_for_user, viewer_required
+from explorer.permissions import (
+    can_edit_model,
+    editor_required,
+    get_session_for_user,
+    viewer_required,
+)
 from explorer.session.sentinel import UNSET
 from explorer.views.common import HtmxHttpRequest, render_panel, resolve_cursor, session_frame
 from explorer.views.jsonapi import json_page, plain, wants_json
@@ -91,7 +96,7 @@ def _turn_context(request: HtmxHttpRequest, session) -> dict[str, Any]:
     return {
         "provider_configured": turns.provider_configured(),
         "no_provider_message": turns.NO_PROVIDER_MESSAGE,
-        "can_edit": can_edit(request.user),
+        "can_edit": can_edit_model(request.user, session),
         "turn_running": running,
     }
 

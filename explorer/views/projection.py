@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 
 from explorer import archives, html, params, queries
 from explorer.forms import ContextWindowForm
-from explorer.permissions import can_edit, get_session_for_user, viewer_required
+from explorer.permissions import can_edit, can_edit_model, get_session_for_user, viewer_required
 from explorer.session.describe import entry_role, entry_title
 from explorer.views.common import (
     HtmxHttpRequest,
@@ -51,7 +51,7 @@ def _rows_html(request: HtmxHttpRequest, session, name: str, rows: list[dict]) -
     """The table's rows. A viewer's hold nothing of the viewer (no form, no token), so they
     are drawn once per session version for every viewer; an editor's carry the editor's
     CSRF token and viewed leaf in their Undo forms and are drawn for the editor."""
-    if can_edit(request.user):
+    if can_edit_model(request.user, session):
         return html.context_rows(request, session, rows, True)
     build = lambda: str(html.context_rows(request, session, rows, False))  # noqa: E731
     return html.trusted(queries.cached(session, f"context-rows:{name}:{len(rows)}", build))

@@ -290,6 +290,13 @@ def _branch_to_session(request: HtmxHttpRequest, session: Session, leaf_id: str)
     except (SessionError, ValueError) as exc:
         messages.error(request, f"Could not create the branched session: {exc}")
         return redirect("explorer:session_detail", session.pk)
+    if session.agent != "pi":
+        messages.success(
+            request,
+            f"Continued the {session.agent_name} route ending at {leaf_id} as a Pi session: "
+            "edit, compact and continue it here.",
+        )
+        return redirect("explorer:session_detail", new.pk)
     messages.success(request, f"Created a new session from the route ending at {leaf_id}.")
     return redirect("explorer:session_detail", new.pk)
 

@@ -21,7 +21,7 @@ from explorer import forms, html, queries, read_marks
 from explorer.analysis.compactions import replaced_indices
 from explorer.items import Reader, window_html
 from explorer.items import transcript_url as _url
-from explorer.permissions import can_edit, get_session_for_user, viewer_required
+from explorer.permissions import can_edit_model, get_session_for_user, viewer_required
 from explorer.session.describe import (
     entry_message,
     entry_title,
@@ -38,7 +38,7 @@ REPLACED_LIST = 300  # entries listed when a compaction card is expanded
 def reader_of(request: HtmxHttpRequest, session, cursor_entry: str | None) -> Reader:
     """What the window's rows show for this reader alone (see :class:`items.Reader`)."""
     return Reader(
-        editable=can_edit(request.user),
+        editable=can_edit_model(request.user, session),
         cursor_entry=cursor_entry,
         csrf_token=get_token(request),
         move_url=reverse("explorer:transcript_cursor", args=[session.pk]),
