@@ -18,7 +18,6 @@ from django.db.models import Q, QuerySet
 from explorer import files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import Entry, ImportProblem, Session
-from explorer.session import jsonfmt
 from explorer.session.formats import (
     ForeignSession,
     detect_bytes,
@@ -26,7 +25,7 @@ from explorer.session.formats import (
     load_foreign,
     load_foreign_bytes,
 )
-from explorer.session.formats.pi_form import fork_branch, pi_bytes, stored_session_id
+from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
 __all__ = [
     "continuations",
@@ -147,65 +146,12 @@ def import_agent_bytes(
 
 
 def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
-    joined = _join_fork(foreign, user, source)
-    if joined is not None:
-        return joined
-    stored_id = stored_session_id(foreign)
-    # A Codex session's stored form is its own Pi form followed by the forks that joined it.
-    data = pi_bytes(foreign) + b"".join(_fork_lines(stored_id, ""))
-    with services.session_lock(stored_id):
+    data = pi_bytes(foreign)
+    with services.session_lock(stored_session_id(foreign)):
         result = files.import_bytes(data, source_path=shown, user=user)
         if result.ok and result.session is not None:
             _describe(result, foreign)
     # Viewers and stored figures hear of it once the agent and name are set.
-    services._announce_import(result, source)
-    return result
-
-
-def _fork_lines(stored_id: str, leave_out: str) -> list[bytes]:
-    """The stored lines of the Codex forks that joined the session ``stored_id`` (their ids
-    are ``<fork thread id>:L<line>``; the parent's own are ``L<line>``), in stored order,
-    without those of the fork ``leave_out`` (a thread id; "" leaves none out)."""
-    if not stored_id.startswith("codex:"):
-        return []
-    rows = (
-        Entry.objects.filter(session__session_id=stored_id, entry_id__contains=":L")
-        .order_by("position")
-        .values_list("entry_id", "raw", "raw_bytes")
-    )
-    mine = f"{leave_out}:" if leave_out else None
-    return [
-        (bytes(raw_bytes) if raw_bytes else raw.encode("utf-8", errors="surrogatepass")) + b"\n"
-        for entry_id, raw, raw_bytes in rows
-        if mine is None or not entry_id.startswith(mine)
-    ]
-
-
-def _join_fork(foreign: ForeignSession, user, source: str) -> ImportResult | None:
-    """A Codex fork file whose parent thread is stored joins the parent's tree: its own entries
-    (``pi_form.fork_branch``) are added to the parent's stored session as a branch hanging from
-    where the replayed prefix ends, the prefix being the parent's entries (stored once). None
-    (the fork is stored on its own) when the parent is not stored or no prefix matches."""
-    if foreign.format != "codex":
-        return None
-    parent_thread = (foreign.links.get("forkedFrom") or {}).get("threadId")
-    if not isinstance(parent_thread, str) or not foreign.session_id:
-        return None
-    row = Session.objects.filter(session_id=f"codex:{parent_thread}").first()
-    if row is None or not row.source_original:
-        return None
-    parent = load_foreign_bytes(bytes(row.source_original), "codex", row.source_path or "")
-    branch = fork_branch(parent, foreign)
-    if branch is None:
-        return None
-    stored_id = stored_session_id(parent)
-    lines = _fork_lines(stored_id, foreign.session_id)
-    own = [(jsonfmt.dumps(e) + "\n").encode("utf-8", errors="surrogatepass") for e in branch]
-    data = pi_bytes(parent) + b"".join(lines + own)
-    with services.session_lock(stored_id):
-        result = files.import_bytes(data, source_path=row.source_path, user=user)
-        if result.ok and result.session is not None:
-            _describe(result, parent)
     services._announce_import(result, source)
     return result
 
