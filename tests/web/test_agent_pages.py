@@ -234,6 +234,13 @@ def test_a_pi_sessions_tabs_say_nothing_of_a_source(viewer_client, make_session)
         assert "data-projection=" not in body, tab
 
 
+@pytest.mark.parametrize(
+    ("page", "tab"),
+    [
+        ("compact/?preview=1", "compactions"),
+        ("edit/?target={target}", "context"),
+    ],
+)
 def test_an_edit_form_asked_for_directly_answers_with_the_reason(
     page, tab, tmp_path, editor_client
 ):
