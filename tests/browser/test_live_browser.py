@@ -197,7 +197,9 @@ def test_a_pi_turn_written_to_a_followed_directory_appears_while_it_is_written(b
         pk = None
         while pk is None and time.monotonic() < deadline:
             with site.db() as conn:
-                row = conn.execute("SELECT id FROM explorer_session").fetchone()
+                row = conn.execute(
+                    "SELECT id FROM explorer_session WHERE state = 'ready'"
+                ).fetchone()
             pk = row[0] if row else None
             time.sleep(0.05)
         assert pk is not None

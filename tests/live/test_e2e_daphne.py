@@ -186,7 +186,9 @@ async def test_follow_mode_streams_what_another_process_writes(tmp_path):
         deadline = time.monotonic() + 20
         while pk is None and time.monotonic() < deadline:
             with server.db() as conn:
-                row = conn.execute("SELECT id FROM explorer_session").fetchone()
+                row = conn.execute(
+                    "SELECT id FROM explorer_session WHERE state = 'ready'"
+                ).fetchone()
             pk = row[0] if row else None
             time.sleep(0.05)
         assert pk is not None, server.log.read_text()

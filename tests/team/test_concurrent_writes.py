@@ -192,7 +192,9 @@ def wait_for_session(server: LiveServer) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         with server.db() as conn:
-            row = conn.execute("SELECT id FROM explorer_session").fetchone()
+            # Ready, not only stored: a new session's import commits in batches while it
+            # stays hidden, and its pages answer 404 until the last one.
+            row = conn.execute("SELECT id FROM explorer_session WHERE state = 'ready'").fetchone()
         if row:
             return row[0]
         time.sleep(0.1)
