@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,22 +24,26 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]  # fmt: skip
 
 
-@pytest.fixture
-def browser_page(live_server, transactional_db, django_user_model):
+@contextmanager
+def logged_in_page(
+    live_server, django_user_model, *, role: str, username: str, width: int, height: int
+) -> Iterator:
+    """A Chromium page signed in as a new user with ``role``, its console and page errors
+    collected on ``page.errors`` (tests assert that list stays empty)."""
     from django.conf import settings
     from django.test import Client
 
     from explorer.permissions import set_role
 
-    user = django_user_model.objects.create_user(username="e2e", password="pw-e2e-123456")
-    set_role(user, "editor")
+    user = django_user_model.objects.create_user(username=username, password="pw-e2e-123456")
+    set_role(user, role)
     client = Client()
     client.force_login(user)
     cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
-        context = browser.new_context(viewport={"width": 1500, "height": 950})
+        context = browser.new_context(viewport={"width": width, "height": height})
         context.add_cookies(
             [{"name": settings.SESSION_COOKIE_NAME, "value": cookie, "url": live_server.url}]
         )
@@ -47,8 +53,18 @@ def browser_page(live_server, transactional_db, django_user_model):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.errors = errors
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def browser_page(live_server, transactional_db, django_user_model):
+    with logged_in_page(
+        live_server, django_user_model, role="editor", username="e2e", width=1500, height=950
+    ) as page:
         yield page, live_server.url
-        browser.close()
 
 
 @pytest.fixture
