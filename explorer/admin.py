@@ -20,7 +20,7 @@ class SessionAdmin(admin.ModelAdmin):
     inlines = [LeafInline]
 
     def get_queryset(self, request):
-        from explorer.queries import with_first_message
+        from explorer.queries.entries import with_first_message
 
         return with_first_message(super().get_queryset(request))  # titles without a query each
 

@@ -13,7 +13,7 @@ class ExplorerConfig(AppConfig):
         from django.db.models.signals import m2m_changed
 
         from explorer.permissions import sync_admin_staff
-        from explorer.services import session_imported
+        from explorer.services.imports import session_imported
         from explorer.views.compaction_view import store_opening_detail
         from explorer.views.tree import store_opening_graph
 

@@ -14,7 +14,8 @@ from typing import Any
 from explorer import conf
 from explorer.files import entry_fields, export_bytes, findings_for, session_name_of
 from explorer.models import Entry, Leaf, SecretFinding, Session
-from explorer.queries import entries_bytes, light_path, path_bytes
+from explorer.queries.entries import entries_bytes, path_bytes
+from explorer.queries.routes import light_path
 from explorer.session import jsonfmt
 
 

@@ -52,7 +52,7 @@ def favicon(request: HtmxHttpRequest) -> HttpResponse:
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     from explorer.agent_import import filter_by_agent
-    from explorer.queries import SORTS, list_path_totals, list_row_labels, search_sessions
+    from explorer.queries.listing import SORTS, list_path_totals, list_row_labels, search_sessions
     from explorer.session.formats import AGENT_NAMES
     from explorer.titles import first_message_text
 

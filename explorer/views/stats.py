@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.queries import default_path_totals
+from explorer.queries.listing import default_path_totals
 from explorer.views.common import HtmxHttpRequest
 from explorer.views.jsonapi import json_page, wants_json
 

@@ -84,7 +84,7 @@ def test_a_big_sessions_search_shows_its_first_hits_then_the_count(browser_page,
     page's "more than 50" by itself, and the next page reads the counted hits."""
     from tests.web.test_search_first_hits import HITS, _session_bytes
 
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)  # every session searched as big
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)  # every session searched as big
     session = services.import_bytes(_session_bytes(), source_path="", user=None).session
     page, base = browser_page
     page.goto(f"{base}/sessions/{session.pk}/search/")

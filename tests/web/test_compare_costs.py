@@ -123,7 +123,7 @@ def test_the_difference_lists_each_sides_newest_lines_and_counts_every_line(
     other's; the page says how many are not listed; the counts still cover every line."""
     from explorer import queries
 
-    monkeypatch.setattr(queries, "DIFF_SHOWN", 2)
+    monkeypatch.setattr(queries.compare, "DIFF_SHOWN", 2)
     result = _compare(viewer_client, tree, a="a3", b="a4")["result"]
     assert result["diff_counts"] == {"both": 4, "a": 2, "b": 2, "content": 0}
     # The whole: 1 shared run, 2 u3, 3 a3, 4 u4, 5 a4; B's lines come after A's.
@@ -138,14 +138,14 @@ def test_the_difference_lists_each_sides_newest_lines_and_counts_every_line(
     listed = page.split('<ol class="pdiff small">', 1)[1].split("</ol>", 1)[0]
     assert listed.count("<li ") == 2 and "u4" not in listed and "u3" not in listed
     assert '<li class="pd-a" value="3">' in listed and '<li class="pd-b" value="5">' in listed
-    monkeypatch.setattr(queries, "DIFF_SHOWN", 4)
+    monkeypatch.setattr(queries.compare, "DIFF_SHOWN", 4)
     queries.forget_reads()
     from django.core.cache import cache
 
     cache.clear()
     four = _compare(viewer_client, tree, a="a3", b="a4")["result"]["diff"]
     assert [d["n"] for d in four] == [1, 2, 3, 5]  # in turn: A, B, the shared run, A
-    monkeypatch.setattr(queries, "DIFF_SHOWN", 5)
+    monkeypatch.setattr(queries.compare, "DIFF_SHOWN", 5)
     tree.refresh_from_db()
     queries.forget_reads()
     from django.core.cache import cache
@@ -190,7 +190,7 @@ def test_an_append_elsewhere_keeps_the_pair_and_updates_the_costs(viewer_client,
     monkeypatch.setattr(compare, "diff_rows", lambda *a: diffs.append(1) or real(*a))
     real_routes = queries._route_figure_set
     monkeypatch.setattr(
-        queries, "_route_figure_set", lambda *a: routes.append(1) or real_routes(*a)
+        queries.compare, "_route_figure_set", lambda *a: routes.append(1) or real_routes(*a)
     )
     before = _compare(viewer_client, tree, a="a3", b="a4", leaf="a4")["result"]
     assert len(diffs) == 1 and before["abandoned_total"] == pytest.approx(0.20)

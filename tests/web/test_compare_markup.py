@@ -129,7 +129,7 @@ def test_a_route_read_once_gives_what_reading_it_by_id_gives(make_session, monke
     reads: list[int] = []
     real = queries._load_by_pk
     monkeypatch.setattr(
-        queries, "_load_by_pk", lambda s, light: reads.append(len(light)) or real(s, light)
+        queries.compare, "_load_by_pk", lambda s, light: reads.append(len(light)) or real(s, light)
     )
     assert queries._route_figure_set(session, light) == once
     assert len(reads) == 1  # one read of what the figures need

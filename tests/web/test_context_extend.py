@@ -68,12 +68,12 @@ class _Counting:
 def _fresh(session, cursor, window, reserve) -> dict:
     """The summary built from nothing kept (the process's alignments set aside, then put
     back, so the next append still extends the chain of extended ones)."""
-    kept = queries._ALIGNMENTS
-    queries._ALIGNMENTS = OrderedDict()
+    kept = queries.context._ALIGNMENTS
+    queries.context._ALIGNMENTS = OrderedDict()
     try:
         return queries._context_summary(session, cursor, window, reserve)
     finally:
-        queries._ALIGNMENTS = kept
+        queries.context._ALIGNMENTS = kept
 
 
 @pytest.fixture
@@ -304,7 +304,7 @@ def test_reuse_is_refused_when_the_rows_are_not_of_this_path(tmp_path):
 
 
 def test_a_live_range_too_long_to_keep_is_built_afresh_each_time(generated, monkeypatch):
-    monkeypatch.setattr(queries, "ALIGNMENT_MAX_PATH", 10)
+    monkeypatch.setattr(queries.context, "ALIGNMENT_MAX_PATH", 10)
     session = generated
     queries._context_summary(session, queries.default_leaf_id(session), 200_000, 16_384)
     assert queries._session_alignments(session) == []

@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from explorer import queries
+from explorer.models import Session
 
 TAB_PAGES = [
     ("explorer:session_detail", {}),
@@ -66,7 +67,7 @@ def test_the_session_list_costs_the_same_queries_for_2_or_6_sessions(viewer_clie
         for i in range(n):
             make_session(SMALL_SESSION.replace(b"3c5d7e9f1a2b", f"{i:012d}".encode(), 1))
 
-    assert queries.Session.objects.count() == 0
+    assert Session.objects.count() == 0
 
     def count() -> int:
         url = reverse("explorer:session_list")

@@ -22,6 +22,7 @@ from explorer.analysis.compare import (
     stats_after,
 )
 from explorer.analysis.projection import projected_estimate
+from explorer.models import Entry
 from explorer.session.describe import cost_of, files_touched, tool_calls_of, total_tokens_of
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +98,7 @@ def _edited(session, leaf: str) -> str:
 def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched, part_bytes, monkeypatch):
     """Whatever size of part the lines outside the live range are read in (one line at a
     time, a few, or all of them), the pair is the same."""
-    monkeypatch.setattr(queries, "PARSE_PART_BYTES", part_bytes)
+    monkeypatch.setattr(queries.compare, "PARSE_PART_BYTES", part_bytes)
     leaves = [c["id"] for c in queries.leaf_choices(branched)]
     assert len(leaves) >= 6
     edited = _edited(branched, leaves[1])
@@ -155,7 +156,7 @@ def _first_compare_after_import(make_session, tmp_path, monkeypatch):
     built: list[str] = []
     real = queries._route_figure_set
     monkeypatch.setattr(
-        queries,
+        queries.compare,
         "_route_figure_set",
         lambda s, light: built.append(light[-1].entry_id if light else "") or real(s, light),
     )
@@ -185,7 +186,7 @@ def test_parts_keep_the_order_and_stay_within_the_budget():
 def test_line_sizes_are_the_stored_bytes_of_each_line(branched):
     light = queries.light_path(branched, queries.default_leaf_id(branched))
     sizes = queries._line_sizes(light)
-    raw = dict(queries.Entry.objects.filter(pk__in=[e.pk for e in light]).values_list("pk", "raw"))
+    raw = dict(Entry.objects.filter(pk__in=[e.pk for e in light]).values_list("pk", "raw"))
     assert sizes == {pk: len(line.encode()) for pk, line in raw.items()} and len(sizes) == len(
         light
     )
@@ -197,7 +198,7 @@ def test_a_live_range_too_big_to_hold_parsed_is_not_stored_at_import(
     """The import bounds its memory: the default leaf's figures are stored only when its
     live range is small enough to parse whole; the first Compare then builds both routes,
     with the same answer."""
-    monkeypatch.setattr(queries, "STORED_ROUTE_LIVE_BYTES", 0)
+    monkeypatch.setattr(queries.figures, "STORED_ROUTE_LIVE_BYTES", 0)
     session, a, b, shown, built = _first_compare_after_import(make_session, tmp_path, monkeypatch)
     assert sorted(built) == sorted([a, b])
     want = _reference(session, a, b)
@@ -218,7 +219,7 @@ def test_after_an_append_the_process_keeps_both_routes_sets(branched, monkeypatc
     read: list[str] = []
     real = queries.kept_below
     monkeypatch.setattr(
-        queries,
+        queries.compare,
         "kept_below",
         lambda s, name, eid, build: (
             (read.append(eid) if name == queries._ROUTE_FIGURES else None)

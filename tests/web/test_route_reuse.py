@@ -182,7 +182,7 @@ def _fresh_leaf_choices(session, limit: int = 200) -> list[dict]:
 def test_kept_compaction_lists_leaves_and_details_equal_a_fresh_build(
     make_session, monkeypatch, seed, stored
 ):
-    monkeypatch.setattr(queries, "LEAVES_KEPT", 6)  # a kept list shorter than the leaves
+    monkeypatch.setattr(queries.leaves, "LEAVES_KEPT", 6)  # a kept list shorter than the leaves
     entries = _entries(seed, stored + 40, stored)
     data = ("\n".join(_line(e) for e in [_header(), *entries[:stored]]) + "\n").encode()
     session = make_session(data)

@@ -51,7 +51,7 @@ def _say(session: Session, text: str, k: int) -> Session:
 @pytest.fixture
 def big(monkeypatch):
     """Every session counts as big: its search asks the index, and counting is deferred."""
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)
 
 
 @pytest.mark.django_db

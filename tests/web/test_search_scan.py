@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from explorer import queries
+from explorer.models import EntryText
 
 TEXTS = [
     "Ärger im Büro, ärger noch",
@@ -88,9 +89,9 @@ def _hits(query: str, session) -> list[str]:
 def test_the_scan_and_the_index_find_the_same_hits(make_session, monkeypatch):
     session = make_session(_session_bytes())
     make_session()  # another session in the corpus, whose rows neither way may return
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", 10**9)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", 10**9)
     scanned = {q: _hits(q, session) for q in QUERIES}
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)
     indexed = {q: _hits(q, session) for q in QUERIES}
     assert scanned == indexed
     # The comparison means something: hits were found, with ASCII case folded and the
@@ -127,7 +128,7 @@ def test_a_small_session_is_searched_without_the_corpus_index(make_session, monk
         found = queries.search_entries("fix", session=session)
     assert found["total"] == 2
     assert not any("_fts" in q["sql"] for q in small.captured_queries)
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)
     cache.clear()  # the kept hits of the first search would answer
     with CaptureQueriesContext(connection) as big:
         assert queries.search_entries("fix", session=session)["total"] == 2
@@ -139,9 +140,9 @@ def test_a_small_session_is_searched_without_the_corpus_index(make_session, monk
 def test_find_in_route_uses_the_same_matching(make_session, monkeypatch):
     session = make_session(_session_bytes())
     leaf = queries.default_leaf_id(session)
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", 10**9)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", 10**9)
     scanned = queries.route_find(session, leaf, "Strasse")
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)
     assert queries.route_find(session, leaf, "Strasse") == scanned == ["scan0005"]
 
 
@@ -199,7 +200,7 @@ def _say(session, text: str, k: int):
 
 @pytest.mark.django_db
 def test_after_an_append_only_the_new_entries_are_matched(make_session, monkeypatch):
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)  # the big-session way: the index
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)  # the big-session way: the index
     session = make_session(_session_bytes())
     make_session()
     first = queries.search_entries("fix", session=session)
@@ -217,7 +218,7 @@ def test_after_an_append_only_the_new_entries_are_matched(make_session, monkeypa
     texts = queries.search_entries("fix", session=grown)
     assert texts["total"] == 2 + 3
     assert [h["entry_id"] for h in texts["hits"]] == list(
-        queries.EntryText.objects.filter(id__in=kept)
+        EntryText.objects.filter(id__in=kept)
         .order_by("position")
         .values_list("entry_id", flat=True)
     )
@@ -237,13 +238,13 @@ def test_the_index_is_asked_for_the_sessions_own_rows_only(make_session, monkeyp
 
     from tests.web import crafted
 
-    monkeypatch.setattr(queries, "SEARCH_SCAN_ENTRIES", -1)
+    monkeypatch.setattr(queries.search, "SEARCH_SCAN_ENTRIES", -1)
     session = make_session(_session_bytes())
     other = make_session()
     _append_text(other, "fix in the other session")
     between = _say(session, "a fix after the other session's rows", 1)
     lo, hi = queries._text_id_span(between)
-    others = queries.EntryText.objects.filter(session=other).values_list("id", flat=True)
+    others = EntryText.objects.filter(session=other).values_list("id", flat=True)
     assert lo < min(others) and max(others) < hi  # the other session's rows lie inside
 
     def asked_index() -> list[str]:

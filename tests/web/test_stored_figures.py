@@ -40,7 +40,7 @@ def store_small(monkeypatch):
     """Store the figures of the test sessions too (they are far under the real bound)."""
     monkeypatch.setattr(stored_figures, "STORE_FROM", 1)
     monkeypatch.setattr(stored_figures, "STORE_LAG", 2)
-    monkeypatch.setattr(queries, "SHAPE_EXTEND_AT_MOST", 2)
+    monkeypatch.setattr(queries.skeleton, "SHAPE_EXTEND_AT_MOST", 2)
 
 
 def _cold_worker() -> None:
@@ -117,7 +117,7 @@ def test_a_cold_worker_loads_the_stored_figures_instead_of_building_them(
 
     monkeypatch.setattr(TreeShape, "build", no_build)
     monkeypatch.setattr(TreeFindings, "check", no_build)
-    monkeypatch.setattr(queries, "_skeleton_rows", no_build)
+    monkeypatch.setattr(queries.skeleton, "_skeleton_rows", no_build)
     assert _figures(session) == expected
 
 
@@ -485,7 +485,7 @@ def test_the_import_stores_the_graph_the_tree_tab_opens_on(
     expected = _drawn_fresh(viewer_client, session)
     assert b"<svg" in expected
     _cold_worker()
-    monkeypatch.setattr(queries, "folded_tree", _no_build)
+    monkeypatch.setattr(queries, "folded_tree", _no_build)  # the Tree view reads it here
     assert _graph(viewer_client, session) == expected  # the stored drawing, byte for byte
     # The Tree page reads the stored drawing too (its text tree is still built).
     monkeypatch.undo()

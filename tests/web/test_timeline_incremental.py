@@ -96,7 +96,7 @@ def test_an_append_at_the_tip_extends_the_kept_timeline(db, make_session):
 
 
 def test_the_window_start_moves_in_steps():
-    from explorer.queries import TIMELINE_MAX_PATH, TIMELINE_STEP, timeline_window
+    from explorer.queries.timeline import TIMELINE_MAX_PATH, TIMELINE_STEP, timeline_window
 
     assert timeline_window(TIMELINE_MAX_PATH) == 0
     assert timeline_window(TIMELINE_MAX_PATH + 1) == TIMELINE_STEP

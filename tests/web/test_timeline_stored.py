@@ -56,7 +56,8 @@ def _parsed(monkeypatch) -> list[int]:
         calls.append(len(light))
         return original(session, light)
 
-    monkeypatch.setattr(queries, "full_path", counting)
+    for module in (queries.entries, queries.timeline):  # context_path and the timeline read it
+        monkeypatch.setattr(module, "full_path", counting)
     return calls
 
 
@@ -99,7 +100,7 @@ def test_the_import_stores_the_tips_turns_and_a_cold_reader_adopts_them(
     parsed = _parsed(monkeypatch)
     walks: list[int] = []
     original_walk = queries._walk_up
-    monkeypatch.setattr(queries, "_walk_up", lambda *a: walks.append(1) or original_walk(*a))
+    monkeypatch.setattr(queries.routes, "_walk_up", lambda *a: walks.append(1) or original_walk(*a))
     assert queries.timeline_figures(session, tip) == expected
     assert parsed == [] and walks == []  # no entry parsed, no route walked
 
@@ -115,7 +116,7 @@ def test_a_route_too_big_to_hold_parsed_stores_no_timeline(make_session, store_s
     """The stored turns hold the window's entries parsed: a route of more JSON than
     STORED_TIMELINE_CHARS is neither stored by the import nor by a reader of its tip, and
     its figures are the rows' all the same."""
-    monkeypatch.setattr(queries, "STORED_TIMELINE_CHARS", 1000)  # 12 replies: 4,000+
+    monkeypatch.setattr(queries.timeline, "STORED_TIMELINE_CHARS", 1000)  # 12 replies: 4,000+
     big = make_session(crafted.session_bytes(crafted.header("0195-too-big"), _replies(12)))
     assert _stored_upto(big) == -1
     for k in range(3):
@@ -125,7 +126,7 @@ def test_a_route_too_big_to_hold_parsed_stores_no_timeline(make_session, store_s
     figures = queries.timeline_figures(big, tip)
     assert _stored_upto(big) == -1  # three positions behind, and still too big
     assert figures == _slow(big, tip) and figures["turns"] == 15
-    monkeypatch.setattr(queries, "STORED_TIMELINE_CHARS", 10**9)
+    monkeypatch.setattr(queries.timeline, "STORED_TIMELINE_CHARS", 10**9)
     assert (
         _stored_upto(make_session(crafted.session_bytes(crafted.header("0195-ok"), _replies(12))))
         >= 0
@@ -200,8 +201,8 @@ def _long_entries(pairs: int) -> list[dict]:
 
 
 def test_a_clipped_route_gives_the_rows_figures_as_its_window_moves(store_small, monkeypatch):
-    monkeypatch.setattr(queries, "TIMELINE_MAX_PATH", 20)
-    monkeypatch.setattr(queries, "TIMELINE_STEP", 10)
+    monkeypatch.setattr(queries.timeline, "TIMELINE_MAX_PATH", 20)
+    monkeypatch.setattr(queries.timeline, "TIMELINE_STEP", 10)
     head = crafted.header("3c9b1f40-6a2e-4d8b-b7c1-5e0f2a9d8c64")
     session = crafted.imported(crafted.session_bytes(head, _long_entries(14)), "clip.jsonl")
     tip = _tip(session)
@@ -225,7 +226,8 @@ def test_a_stored_copy_of_another_masking_is_not_adopted(
     tip = _tip(session)
     _cold_worker()
     if change == "mask":  # a finding marked false positive since
-        monkeypatch.setattr(queries, "mask_key", lambda s: "another-mask")
+        for module in (queries.keep, queries.timeline):  # the cache key and the stored copy's
+            monkeypatch.setattr(module, "mask_key", lambda s: "another-mask")
     else:  # findings made again under other secret rules
         session.secrets_rules = "other-rules"
     parsed = _parsed(monkeypatch)

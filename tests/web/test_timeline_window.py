@@ -43,8 +43,8 @@ def test_a_clipped_timeline_gives_each_turn_the_context_of_its_whole_route(
     viewer_client, tmp_path, monkeypatch
 ):
     # A short window stands for the 6,000 entries, so the route stays small.
-    monkeypatch.setattr(queries, "TIMELINE_MAX_PATH", 20)
-    monkeypatch.setattr(queries, "TIMELINE_STEP", 10)
+    monkeypatch.setattr(queries.timeline, "TIMELINE_MAX_PATH", 20)
+    monkeypatch.setattr(queries.timeline, "TIMELINE_STEP", 10)
     data = crafted.session_bytes(HEADER, _entries(15))
     session = crafted.imported(data, "long.jsonl")
     engine = crafted.engine_tokens(data, tmp_path)  # as `pisession context` computes it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from explorer.queries import default_path_totals
+from explorer.queries.listing import default_path_totals
 
 
 def test_it_searches_by_first_message(viewer_client, make_session):

@@ -1,0 +1,335 @@
+"""The Tree tab: the folded tree (text and graph), the flags of the current route, the
+chains folded between branch points, and the nodes of the JSON tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.db import connection
+
+from explorer.models import Entry, Session
+from explorer.queries.entries import load_entries
+from explorer.queries.keep import cached
+from explorer.queries.labels import current_labels
+from explorer.queries.routes import _LIGHT_COLS, LightEntry, default_leaf_id, light_path
+from explorer.queries.skeleton import _graph_nodes, _skeleton, _tree_shape
+from explorer.session import jsonfmt
+from explorer.session.describe import entry_role, entry_title
+from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, NodeTable, fold_tree
+
+
+def hidden_targets(
+    session: Session, active_ids: set[str], light: Sequence[LightEntry]
+) -> dict[str, str]:
+    """Targets of context edits on the active path → "hidden" / "replaced" (latest wins)."""
+    edits = [e.entry_id for e in light if e.type == "context_edit"]
+    if not edits:
+        return {}
+    data = load_entries(session, edits)
+    out: dict[str, str] = {}
+    for eid in edits:
+        d = data.get(eid, {})
+        t = d.get("targetId")
+        if isinstance(t, str):
+            out[t] = "hidden" if d.get("replacement") is None else "replaced"
+    return out
+
+
+# Items of the folded graph the Tree tab draws (graph and text tree). A small session
+# folds to well under this; a big one is cut to about it, so the page weighs about the same
+# whatever the session's size (the rest is one "subtree" or chain node away: expand, root=).
+TREE_BUDGET = 80
+
+
+@dataclass
+class TreeModel:
+    graph: FoldedGraph
+    titles: dict[str, str]
+    path_ids: list[str]
+    cursor: str | None
+    flags: dict[str, str] = field(default_factory=dict)  # entry id -> "hidden" / "replaced"
+
+
+def folded_tree(
+    session: Session,
+    *,
+    cursor: str | None,
+    root: str | None = None,
+    expanded: Sequence[str] = (),
+    selected: str | None = None,
+    max_nodes: int = TREE_BUDGET,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
+) -> TreeModel:
+    """The folded graph of the Tree tab at ``cursor``, cached per session version.
+
+    ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
+    chains unfold (``expanded``) and closed subtrees open on their own (``root``).
+    ``hide``: entries left out (archived branches, :mod:`explorer.archives`); ``archived``:
+    first entries of archived branches drawn marked (when the reader shows them)."""
+    params = "|".join(
+        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes),
+         "hide" if hide else "", ",".join(sorted(archived))]
+    )  # fmt: skip
+    frozen = cached(
+        session,
+        "fold:" + params,
+        lambda: _freeze(
+            _build_folded_tree(session, cursor, root, expanded, selected, max_nodes, hide, archived)
+        ),
+    )
+    return _thaw(frozen)
+
+
+def keep_tree_figures(session: Session, cursor: str | None) -> None:
+    """Load the figures a fold of the tree at ``cursor`` reads (the tree shape, the labels,
+    the route) into this process, without folding: for a request answered from the stored
+    drawing (``views.tree``), so that the first request after the next append extends
+    them by its entry instead of loading each from the database, which made it cost twice
+    the small session's. A few milliseconds; the stored drawing saved a hundred."""
+    _tree_shape(session)
+    current_labels(session)
+    light_path(session, cursor)
+
+
+def _build_folded_tree(
+    session: Session,
+    cursor: str | None,
+    root: str | None,
+    expanded: Sequence[str],
+    selected: str | None,
+    max_nodes: int,
+    hide: frozenset[str] = frozenset(),
+    archived: frozenset[str] = frozenset(),
+) -> TreeModel:
+    light = light_path(session, cursor)
+    path_ids = [e.entry_id for e in light]
+    labels = current_labels(session)
+    flags = path_flags(session, cursor, light)
+
+    def marks_of(eid: str) -> frozenset[str]:
+        found = {flags[eid]} if eid in flags else set()
+        return frozenset(found | {"archived"}) if eid in archived else frozenset(found)
+
+    nodes: list[GraphNode] | NodeTable
+    if root or hide:
+        # Archived branches left out: the kept shape describes every entry, so these
+        # (rarer) views fold the list of the rest instead.
+        nodes = [
+            GraphNode(r[0], r[1], r[2], r[3] or None, labels.get(r[0]), flags=marks_of(r[0]))
+            for r in _skeleton(session)
+            if r[0] not in hide
+        ]
+    else:
+        # The kept nodes, with this request's labels and marks on the few entries that
+        # have one: the same nodes the list above gives, without making 50,000 of them.
+        table = _graph_nodes(session)
+        marks: dict[str, GraphNode] = {}
+        for eid in labels.keys() | flags.keys() | archived:
+            if eid in table:
+                marks[eid] = replace(table[eid], label=labels.get(eid), flags=marks_of(eid))
+        nodes = table.marked(marks)
+    graph = fold_tree(
+        nodes,
+        active_path=path_ids,
+        cursor_id=cursor,
+        root_id=root,
+        expanded=expanded,
+        pinned=([selected] if selected else []) + sorted(archived),
+        max_nodes=max_nodes,
+        shape=None if root or hide else _tree_shape(session),
+    )
+    ids = [i.entry_id for i in graph.items if i.kind == "entry"]
+    ids += [i.entry_id for i in graph.items if i.kind == "chain"]
+    data = load_entries(session, ids)
+    titles = {eid: entry_title(d, 60) for eid, d in data.items()}
+    for item in graph.items:
+        if item.kind == "entry" and item.node is not None:
+            # Roles are read here, for the drawn entries only (the skeleton skips them).
+            item.node = GraphNode(
+                item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
+                item.node.label, titles.get(item.node.id, ""), item.node.flags,
+            )  # fmt: skip
+    return TreeModel(graph, titles, path_ids, cursor, flags)
+
+
+def _freeze(model: TreeModel) -> tuple:
+    # Flat form for the cache: nested children lists would make pickling recurse once per
+    # tree level, and a folded path can be hundreds of levels deep.
+    items = []
+    for it in model.graph.items:
+        copy = FoldedItem(
+            **{f: getattr(it, f) for f in FoldedItem.__dataclass_fields__ if f != "children"}
+        )
+        items.append(copy)
+    return (
+        items,
+        model.graph.total_entries,
+        model.graph.truncated,
+        model.titles,
+        model.path_ids,
+        model.cursor,
+        model.flags,
+    )
+
+
+def _thaw(frozen: tuple) -> TreeModel:
+    items, total, truncated, titles, path_ids, cursor, flags = frozen
+    by_key = {it.key: it for it in items}
+    roots: list[Any] = []
+    for it in items:
+        it.children = []
+    for it in items:
+        parent = by_key.get(it.parent_key) if it.parent_key else None
+        (parent.children if parent is not None else roots).append(it)
+    return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor, flags)
+
+
+def path_flags(
+    session: Session, cursor: str | None, light: Sequence[LightEntry] | None = None
+) -> dict[str, str]:
+    """Hidden/replaced marks of the cursor's route (cached per session version); ``light``:
+    the route when the caller already has it."""
+    return cached(
+        session,
+        f"pathflags:{cursor or ''}",
+        lambda: hidden_targets(
+            session, set(), light if light is not None else light_path(session, cursor)
+        ),
+    )
+
+
+def chain_entries(
+    session: Session, first_id: str, limit: int = 200, stop: str | None = None
+) -> list[LightEntry]:
+    """The entries of a folded chain, following single children from `first_id` (up to and
+    including `stop`, when given)."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE down(entry_id, parent_id, type, role, position, size, child_count,
+                            target_id, id, n) AS (
+            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION ALL
+            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
+                   e.target_id, e.id, down.n + 1
+            FROM {table} e JOIN down ON e.session_id = %s AND e.parent_id = down.entry_id
+            WHERE down.child_count = 1 AND down.n < %s AND down.entry_id <> %s
+        )
+        SELECT {_LIGHT_COLS} FROM down ORDER BY n
+    """
+    with connection.cursor() as cur:
+        cur.execute(
+            sql,
+            [
+                session.pk,
+                jsonfmt.visible(first_id),
+                session.pk,
+                limit - 1,
+                jsonfmt.visible(stop or ""),
+            ],
+        )
+        return [LightEntry(*r) for r in cur.fetchall()]
+
+
+def path_before(session: Session, entry_id: str, stop: str, limit: int) -> list[LightEntry]:
+    """Up to `limit` ancestors of `entry_id`, in root→entry order, going no higher than `stop`.
+
+    One page of a long route read upwards: cost follows `limit`, not the route's length."""
+    table = Entry._meta.db_table
+    sql = f"""
+        WITH RECURSIVE up(entry_id, parent_id, type, role, position, size, child_count,
+                          target_id, id, n) AS (
+            SELECT {_LIGHT_COLS}, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+            UNION ALL
+            SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count,
+                   e.target_id, e.id, up.n + 1
+            FROM {table} e JOIN up ON e.session_id = %s AND e.entry_id = up.parent_id
+            WHERE up.n < %s AND (up.n = 0 OR up.entry_id <> %s) AND up.parent_id <> up.entry_id
+        )
+        SELECT {_LIGHT_COLS} FROM up WHERE n > 0 ORDER BY n DESC
+    """
+    with connection.cursor() as cur:
+        cur.execute(
+            sql, [session.pk, jsonfmt.visible(entry_id), session.pk, limit, jsonfmt.visible(stop)]
+        )
+        rows = [LightEntry(*r) for r in cur.fetchall()]
+    seen: set[str] = set()
+    out: list[LightEntry] = []
+    for e in reversed(rows):  # a cycle would repeat ids: keep the walk up to it
+        if e.entry_id in seen:
+            break
+        seen.add(e.entry_id)
+        out.append(e)
+    out.reverse()
+    return out
+
+
+def path_after(
+    session: Session, entry_id: str, stop: str, limit: int, cursor: str | None
+) -> list[LightEntry]:
+    """Up to `limit` entries of the cursor's route after `entry_id`, down to `stop` inclusive.
+
+    Single children are followed in one query; at a branch point inside a folded stretch the
+    child on the cursor's route is chosen (reading the route only in that rare case)."""
+    out: list[LightEntry] = []
+    route: set[str] | None = None
+    current = entry_id
+    seen = {entry_id}
+    while len(out) < limit:
+        walk = chain_entries(session, current, limit=limit - len(out) + 1, stop=stop)
+        fresh = [e for e in walk[1:] if e.entry_id not in seen]
+        seen.update(e.entry_id for e in fresh)
+        out.extend(fresh)
+        tail = walk[-1] if walk else None
+        if tail is None or tail.entry_id == stop or len(out) >= limit or tail.child_count <= 1:
+            break
+        if route is None:
+            route = {e.entry_id for e in light_path(session, cursor)}
+        nxt = next(
+            (
+                LightEntry(*r)
+                for r in Entry.objects.filter(session=session, parent_id=tail.entry_id)
+                .order_by("position")
+                .values_list(*_LIGHT_COLS.split(", "))
+                if r[0] in route and r[0] not in seen
+            ),
+            None,
+        )
+        if nxt is None:
+            break
+        seen.add(nxt.entry_id)
+        out.append(nxt)
+        current = nxt.entry_id
+        if nxt.entry_id == stop:
+            break
+    return out[:limit]
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree as data (the JSON API)
+
+
+def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
+    """Every entry as a node (id, parent, type, role, label, on the cursor's route), in file
+    order: the Tree tab's data for tools; one cached whole-session read."""
+    labels = current_labels(session)
+    on_route = {e.entry_id for e in light_path(session, cursor)}
+    return {
+        "cursor": cursor,
+        "default_leaf": default_leaf_id(session),
+        "entry_count": session.entry_count,
+        "nodes": [
+            {
+                "id": eid,
+                "parent_id": parent,
+                "type": kind,
+                "role": role or None,
+                "label": labels.get(eid),
+                "on_route": eid in on_route,
+            }
+            for eid, parent, kind, role in _skeleton(session)
+        ],
+    }
