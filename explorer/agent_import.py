@@ -15,7 +15,7 @@ import os
 
 from django.db.models import Q, QuerySet
 
-from explorer import files, services
+from explorer import codex_context, files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import Entry, ImportProblem, Session
 from explorer.session.formats import (
@@ -207,6 +207,9 @@ def reading_rule_sections(session: Session) -> list[dict]:
         out.append(
             {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
         )
+    recorded = codex_context.recorded_checks(session)
+    if recorded is not None:
+        out.append(recorded)
     return out
 
 

@@ -37,7 +37,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Lower
 
-from explorer import conf, shared_copies, stored_figures
+from explorer import codex_context, conf, shared_copies, stored_figures
 from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.analysis.timeline import (
     TimelineState,
@@ -353,7 +353,7 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
         rows = Entry.objects.filter(session=session, entry_id__in=chunk).order_by()
         for eid, raw in rows.values_list("entry_id", "raw"):
             _parse_into(out, eid, raw, holding, allow)
-    return out
+    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
 
 
 def _parse_into(out: dict[str, dict], eid: str, raw: str, holding: Any, allow: Any) -> None:
@@ -399,7 +399,7 @@ def _load_by_pk(session: Session, light: Sequence[LightEntry]) -> dict[str, dict
     missing = [e.entry_id for e in light if e.entry_id not in found]
     if missing:
         out.update(load_entries(session, missing))
-    return out
+    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
 
 
 class _Everything:
@@ -1911,7 +1911,7 @@ def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
 # 3: "tokens after" is the engine's estimate; 4: the compaction's figures, not the entries.
-_COMPACTION_DETAIL = "compaction-detail-5"  # 5: the previous summary beside it
+_COMPACTION_DETAIL = "compaction-detail-6"  # 5: the previous summary; 6: recorded context
 _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 
 
@@ -2044,6 +2044,7 @@ def _compaction_detail(
             "read_files": info.read_files,
             "modified_files": info.modified_files,
             "off_path": info.off_path,
+            "recorded": codex_context.recorded_figure(info.entry),  # Codex's own history
         },
         "replaced": [
             {
@@ -2274,7 +2275,7 @@ PARSE_PART_BYTES = 4_000_000
 def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFigureSet:
     from explorer.analysis.compare import RouteFigures, Spend, projected_rows, spend_of
     from explorer.analysis.projection import projected_estimate
-    from explorer.session.context import projection_from_path
+    from explorer.analysis.recorded import projection_of
 
     light = list(light)
     live, _ = context_light(session, light)
@@ -2301,7 +2302,7 @@ def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFig
     # part at a time, keeping only what the figures need of each line.
     data = read(list({e.pk: e for e in live}.values()))
     path = [data[e.entry_id] for e in live if e.entry_id in data]
-    projection = projection_from_path(path)
+    projection = projection_of(path)
     at: dict[str, list[int]] = {e.entry_id: [] for e in spending}  # id → its route indexes
     for i, e in enumerate(light):
         if e.entry_id in at:

@@ -67,8 +67,9 @@ def agent_notes(agent: str) -> list[str]:
         )
     else:
         notes.append(
-            "After a compaction Codex wrote the context it rebuilt (its replacement history,"
-            " kept in the compaction's details); the projection here shows the summary."
+            "What the model saw is read from the file: after a compaction, the context Codex"
+            " recorded (its replacement history; an encrypted summary is shown as such), then"
+            " what follows."
         )
     return notes
 
