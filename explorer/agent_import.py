@@ -5,7 +5,7 @@ Every page reads stored Pi entries, so a foreign session is stored as its Pi for
 file, same Pi form, nothing added) and incremental (a grown file adds its new entries). The
 original bytes are kept on the session (`source_original`) and are what the session's
 original export returns, byte for byte; the stored id starts with the agent's name
-(`Session.agent`), and the problems the format's reading rules found are stored with the
+(and `Session.agent` says whose file it is), and the problems the format's reading rules found are stored with the
 original file's line numbers.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from explorer import codex_context, files, services
 from explorer.files import ImportResult, Problem
@@ -93,14 +93,10 @@ _RULE_SECTIONS: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
 
 
 def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
-    """The sessions of one agent ("pi", "claude-code", "codex"; "" for all), read from the
-    stored id's prefix (`Session.agent`)."""
-    if agent in ("claude-code", "codex"):
-        return sessions.filter(session_id__startswith=f"{agent}:")
-    if agent == "pi":
-        return sessions.exclude(session_id__startswith="claude-code:").exclude(
-            session_id__startswith="codex:"
-        )
+    """The sessions of one agent ("pi", "claude-code", "codex"; anything else: all), by the
+    `Session.agent` column."""
+    if agent in ("pi", "claude-code", "codex"):
+        return sessions.filter(agent=agent)
     return sessions
 
 
@@ -214,9 +210,7 @@ def reading_rule_sections(session: Session) -> list[dict]:
 
 
 def _agent_sessions() -> QuerySet:
-    return Session.objects.filter(
-        Q(session_id__startswith="claude-code:") | Q(session_id__startswith="codex:")
-    )
+    return Session.objects.exclude(agent="pi")
 
 
 def continued_from(session: Session) -> Session | None:

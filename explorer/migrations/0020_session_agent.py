@@ -1,0 +1,39 @@
+"""Session.agent: whose file a stored session is (pi, claude-code, codex), as a column.
+
+Until now it was read from the stored id's prefix ("claude-code:…", "codex:…"); the backfill
+applies that same rule to the sessions already stored, with the historical model (today's
+code is never called at this state). Reversible: going back drops the column, and the prefix
+rule of the previous code reads the same answer from the ids.
+"""
+
+from django.db import migrations, models
+
+PREFIXES = (("claude-code:", "claude-code"), ("codex:", "codex"))
+
+
+def backfill(apps, schema_editor):
+    Session = apps.get_model("explorer", "Session")
+    for prefix, agent in PREFIXES:
+        Session.objects.filter(session_id__startswith=prefix).update(agent=agent)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("explorer", "0019_archived_branches")]
+
+    operations = [
+        migrations.AddField(
+            model_name="session",
+            name="agent",
+            field=models.CharField(
+                choices=[("pi", "Pi"), ("claude-code", "Claude Code"), ("codex", "Codex")],
+                default="pi",
+                help_text="Whose session file: pi, claude-code or codex",
+                max_length=16,
+            ),
+        ),
+        migrations.RunPython(backfill, migrations.RunPython.noop, elidable=False),
+        migrations.AddIndex(
+            model_name="session",
+            index=models.Index(fields=["agent"], name="session_agent"),
+        ),
+    ]
