@@ -15,7 +15,7 @@ import os
 
 from django.db.models import QuerySet
 
-from explorer import codex_context, files, services
+from explorer import codex_context, codex_forks, files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import Entry, ImportProblem, Session
 from explorer.session.formats import (
@@ -142,13 +142,21 @@ def import_agent_bytes(
 
 
 def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
-    data = pi_bytes(foreign)
-    with services.session_lock(stored_session_id(foreign)):
+    # A Codex fork whose parent is stored joins the parent's tree (explorer.codex_forks).
+    joined = codex_forks.join_fork(foreign, shown, user, source, _describe)
+    if joined is not None:
+        return joined
+    stored_id = stored_session_id(foreign)
+    # A Codex session's stored form: its own Pi form, then the lines of the forks that joined it.
+    data = pi_bytes(foreign) + b"".join(codex_forks.joined_lines(stored_id))
+    with services.session_lock(stored_id):
         result = files.import_bytes(data, source_path=shown, user=user)
         if result.ok and result.session is not None:
             _describe(result, foreign)
     # Viewers and stored figures hear of it once the agent and name are set.
     services._announce_import(result, source)
+    if result.ok:
+        codex_forks.adopt_waiting_forks(result, user, source, _describe)
     return result
 
 

@@ -655,3 +655,34 @@ class ArchivedBranch(models.Model):
 
     def __str__(self) -> str:
         return f"branch {self.entry_id} of session {self.session_id} (archived)"
+
+
+class CodexFork(models.Model):
+    """A Codex fork file (`session_meta.forked_from_id`) and its original bytes.
+
+    In the app a fork joins its parent's stored tree as a branch, its replayed prefix stored
+    once (`explorer.codex_forks`); its own file is still exported byte for byte from here,
+    since the session it joined exports the parent's file. Until the parent is stored,
+    ``session`` is empty and the fork is a session of its own."""
+
+    thread_id = VisibleCharField(max_length=200, unique=True, help_text="The fork's thread id")
+    parent_thread_id = VisibleCharField(
+        max_length=200, db_index=True, help_text="forked_from_id: the parent thread"
+    )
+    source_path = VisibleTextField(blank=True, default="")
+    original = models.BinaryField(help_text="The fork file's bytes, exported unchanged")
+    session = models.ForeignKey(
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="codex_forks",
+        help_text="The parent's stored session the fork joined (empty: not joined yet)",
+    )
+    modified = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"Codex fork {self.thread_id} of {self.parent_thread_id}"
