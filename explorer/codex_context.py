@@ -25,7 +25,13 @@ from explorer.models import Session
 from explorer.session.describe import message_preview
 from explorer.session.formats.codex import CodexSession, is_turn_start
 
-__all__ = ["enrich", "recorded_checks", "recorded_figure", "recorded_histories"]
+__all__ = [
+    "enrich",
+    "recorded_checks",
+    "recorded_figure",
+    "recorded_figures",
+    "recorded_histories",
+]
 
 _KEPT: OrderedDict[tuple[int, int, str], dict[str, dict[str, Any]]] = OrderedDict()
 _LOCK = threading.Lock()
@@ -98,6 +104,13 @@ def enrich(session: Session, entries: dict[str, dict]) -> dict[str, dict]:
         if recorded is not None:
             entries[eid] = queries.shown_entry({**entries[eid], RECORDED: recorded}, allow)
     return entries
+
+
+def recorded_figures(entry: dict[str, Any]) -> dict[str, Any]:
+    """``{"recorded": recorded_figure(entry)}`` for a compaction carrying a recorded
+    context, else ``{}`` (a compaction detail's figures keep their keys otherwise)."""
+    figure = recorded_figure(entry)
+    return {} if figure is None else {"recorded": figure}
 
 
 def recorded_figure(entry: dict[str, Any]) -> dict[str, Any] | None:

@@ -2044,7 +2044,7 @@ def _compaction_detail(
             "read_files": info.read_files,
             "modified_files": info.modified_files,
             "off_path": info.off_path,
-            "recorded": codex_context.recorded_figure(info.entry),  # Codex's own history
+            **codex_context.recorded_figures(info.entry),  # a Codex compaction's history
         },
         "replaced": [
             {
@@ -2201,7 +2201,7 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
 _COMPARED_PAIR = "compared-pair-4"
 # The kept route figures' name; likewise.
-_ROUTE_FIGURES = "route-figures-1"
+_ROUTE_FIGURES = "route-figures-2"  # 2: a Codex compaction's recorded context
 
 
 @dataclass

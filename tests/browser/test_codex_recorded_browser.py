@@ -5,6 +5,7 @@ filter; and a Claude Code session's tabs beside it."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -51,7 +52,7 @@ def test_codex_recorded_context_and_joined_fork(browser_page):
     path = download.value.path()
     assert path is not None
     assert (
-        open(path, "rb").read()
+        Path(path).read_bytes()
         == (CODEX_OWN / f"rollout-2026-10-12T10-30-00-{FORK_ID}.jsonl").read_bytes()
     )
     assert page.errors == []

@@ -169,3 +169,22 @@ def test_a_pi_session_continued_from_the_route_keeps_pis_rule(tmp_path, editor_c
     view = editor_client.get(f"/sessions/{copy.pk}/context/?leaf=L5&format=json").json()
     roles = [role for row in view["rows"] for _, role, _ in row["projected"]]
     assert roles == ["compactionSummary", "user"]
+
+
+def test_timeline_follows_the_recorded_context(tmp_path, viewer_client):
+    """The Timeline's estimate at each reply is Raw vs projected's at that reply: after a
+    Codex compaction both count the recorded history (one projection, two walks)."""
+    from explorer import queries
+
+    path, _ = codex_session(tmp_path / "p", turns=10, compact_at=(4,), rollback_at=2, big_at=0)
+    call_command("import_sessions", str(path))
+    session = Session.objects.get()
+    leaf = queries.default_leaf_id(session)
+    figures = queries.timeline_figures(session, leaf)
+    after = [p for p in figures["points"] if p.index > next(m.index for m in figures["marks"])]
+    assert after
+    for point in after:
+        view = viewer_client.get(
+            f"/sessions/{session.pk}/context/?leaf={point.entry_id}&format=json"
+        ).json()
+        assert point.projected == view["projected_tokens"], point
