@@ -23,6 +23,7 @@ from typing import Any
 from explorer.analysis.recorded import RECORDED, projection_of, recorded_of
 from explorer.models import Session
 from explorer.session.describe import message_preview
+from explorer.session.formats import load_foreign_bytes
 from explorer.session.formats.codex import CodexSession, is_turn_start
 
 __all__ = [
@@ -45,13 +46,26 @@ def _original(session: Session) -> bytes:
 
 
 def _engine_session(session: Session) -> CodexSession | None:
-    from explorer.session.formats import load_foreign_bytes
-
     data = _original(session)
     if not data:
         return None
     foreign = load_foreign_bytes(data, "codex", session.source_path or None)
     return foreign if isinstance(foreign, CodexSession) else None
+
+
+def _histories(foreign: CodexSession | None, prefix: str) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for record in foreign.entries() if foreign is not None else ():
+        payload = record.value.get("payload")
+        history = payload.get("replacement_history") if isinstance(payload, dict) else None
+        if record.record_type != "compacted" or not isinstance(history, list):
+            continue
+        found[prefix + record.id] = {
+            "messages": list(record.messages),
+            "items": len(history),
+            "encrypted": any(m.get("encrypted") for m in record.messages),
+        }
+    return found
 
 
 def recorded_histories(session: Session) -> dict[str, dict[str, Any]]:
@@ -66,18 +80,15 @@ def recorded_histories(session: Session) -> dict[str, dict[str, Any]]:
         if key in _KEPT:
             _KEPT.move_to_end(key)
             return _KEPT[key]
-    found: dict[str, dict[str, Any]] = {}
-    foreign = _engine_session(session)
-    for record in foreign.entries() if foreign is not None else ():
-        payload = record.value.get("payload")
-        history = payload.get("replacement_history") if isinstance(payload, dict) else None
-        if record.record_type != "compacted" or not isinstance(history, list):
-            continue
-        found[record.id] = {
-            "messages": list(record.messages),
-            "items": len(history),
-            "encrypted": any(m.get("encrypted") for m in record.messages),
-        }
+    found = _histories(_engine_session(session), "")
+    # The forks that joined this session: their own compactions are stored as
+    # <fork thread>:L<line> (explorer.codex_forks).
+    for thread, source_path, original in session.codex_forks.values_list(
+        "thread_id", "source_path", "original"
+    ):
+        fork = load_foreign_bytes(bytes(original), "codex", source_path or None)
+        if isinstance(fork, CodexSession):
+            found.update(_histories(fork, f"{thread}:"))
     with _LOCK:
         _KEPT[key] = found
         while len(_KEPT) > _SESSIONS_KEPT:

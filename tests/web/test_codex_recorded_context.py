@@ -188,3 +188,28 @@ def test_timeline_follows_the_recorded_context(tmp_path, viewer_client):
             f"/sessions/{session.pk}/context/?leaf={point.entry_id}&format=json"
         ).json()
         assert point.projected == view["projected_tokens"], point
+
+
+def test_a_joined_forks_own_compaction_shows_its_recorded_history(tmp_path, viewer_client):
+    parent_id = "019a2000-0000-7000-8000-0000000000c1"
+    fork_id = "019a2000-0000-7000-8000-0000000000c2"
+    prefix = _line("response_item", _user("task a")) + _line("response_item", _assistant("did a"))
+    parent = _line("session_meta", {"id": parent_id, "cwd": "/w"}) + prefix
+    history = [_user("task a"), _user("task c"), _user("Summary: a and c done")]
+    fork = (
+        _line("session_meta", {"id": fork_id, "cwd": "/w", "forked_from_id": parent_id})
+        + _line("session_meta", {"id": parent_id, "cwd": "/w"})
+        + prefix
+        + _line("response_item", _user("task c"))
+        + _line("compacted", {"message": "", "replacement_history": history})
+        + _line("response_item", _user("task d"))
+    )
+    (tmp_path / f"rollout-2026-10-12T10-00-00-{parent_id}.jsonl").write_bytes(parent)
+    (tmp_path / f"rollout-2026-10-12T10-30-00-{fork_id}.jsonl").write_bytes(fork)
+    call_command("import_sessions", str(tmp_path))
+    session = Session.objects.get()
+    leaf = f"{fork_id}:L7"
+    view = viewer_client.get(f"/sessions/{session.pk}/context/?leaf={leaf}&format=json").json()
+    shown = [text for row in view["rows"] for _, _, text in row["projected"]]
+    assert shown == _engine_texts(fork, "L7")
+    assert shown == ["task a", "task c", "Summary: a and c done", "task d"]
