@@ -2199,7 +2199,7 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-4"
+_COMPARED_PAIR = "compared-pair-5"  # 5: a Codex compaction's recorded context
 # The kept route figures' name; likewise.
 _ROUTE_FIGURES = "route-figures-2"  # 2: a Codex compaction's recorded context
 
