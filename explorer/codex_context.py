@@ -34,7 +34,7 @@ __all__ = [
     "recorded_histories",
 ]
 
-_KEPT: OrderedDict[tuple[int, int, str], dict[str, dict[str, Any]]] = OrderedDict()
+_KEPT: OrderedDict[tuple[int, str, int], dict[str, dict[str, Any]]] = OrderedDict()
 _LOCK = threading.Lock()
 _SESSIONS_KEPT = 8
 LEAVES_CHECKED = 20  # leaves below one compaction whose context is compared
@@ -71,11 +71,14 @@ def _histories(foreign: CodexSession | None, prefix: str) -> dict[str, dict[str,
 def recorded_histories(session: Session) -> dict[str, dict[str, Any]]:
     """Compaction id (`L<line>`) → its recorded context ``{"messages", "items",
     "encrypted"}`` for every `compacted` record of the session's file that carries a
-    `replacement_history` (a legacy compaction, summary only, has none). Read once per
-    stored version of the session and kept in this process."""
+    `replacement_history` (a legacy compaction, summary only, has none). Kept in this
+    process per stored compaction count: a recorded history never changes once written and
+    a new one is a new compaction entry, so an append without one (a followed file's turns)
+    does not read the file again."""
     if session.agent != "codex" or not session.compaction_count:
         return {}
-    key = (session.pk, session.source_size, session.source_sha256)
+    # The creation time tells a session from a later one stored under the same pk.
+    key = (session.pk, str(session.created), session.compaction_count)
     with _LOCK:
         if key in _KEPT:
             _KEPT.move_to_end(key)

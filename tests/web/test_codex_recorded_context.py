@@ -213,3 +213,31 @@ def test_a_joined_forks_own_compaction_shows_its_recorded_history(tmp_path, view
     shown = [text for row in view["rows"] for _, _, text in row["projected"]]
     assert shown == _engine_texts(fork, "L7")
     assert shown == ["task a", "task c", "Summary: a and c done", "task d"]
+
+
+def test_an_append_without_a_compaction_reads_no_history_again(tmp_path, monkeypatch):
+    """The recorded histories are kept per compaction count: a grown file whose new lines
+    hold no compaction is not parsed again for them (a followed session's every turn)."""
+    from explorer import codex_context
+
+    thread = "019a2000-0000-7000-8000-0000000000ac"
+    history = [_user("first task"), _user("Summary: done")]
+    data = (
+        _line("session_meta", {"id": thread, "cwd": "/w"})
+        + _line("response_item", _user("first task"))
+        + _line("compacted", {"message": "", "replacement_history": history})
+    )
+    path = tmp_path / f"rollout-2026-10-12T10-00-00-{thread}.jsonl"
+    path.write_bytes(data)
+    call_command("import_sessions", str(path))
+    session = Session.objects.get()
+    assert set(codex_context.recorded_histories(session)) == {"L3"}
+    path.write_bytes(data + _line("response_item", _user("next")))
+    call_command("import_sessions", str(path))
+    session.refresh_from_db()
+
+    def no_read(_session):
+        raise AssertionError("the file was parsed again")
+
+    monkeypatch.setattr(codex_context, "_engine_session", no_read)
+    assert set(codex_context.recorded_histories(session)) == {"L3"}
