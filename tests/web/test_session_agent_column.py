@@ -98,3 +98,11 @@ def test_migration_0020_fills_the_column_from_the_stored_ids():
     # Forward again, today's reads see the filled column.
     assert Session.objects.filter(agent="codex").get().session_id == "codex:019a-old"
     assert Session.objects.get(session_id="0195f3a2-old-pi").agent == "pi"
+
+
+def test_the_admin_lists_and_filters_sessions_by_agent(tmp_path, admin_client):
+    _three(tmp_path)
+    page = admin_client.get("/admin/explorer/session/", {"agent__exact": "codex"})
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "codex:" in body and "claude-code:" not in body
