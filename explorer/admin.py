@@ -14,7 +14,16 @@ class LeafInline(admin.TabularInline):
 
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
-    list_display = ("display_name", "session_id", "cwd", "entry_count", "modified", "imported_by")
+    list_display = (
+        "display_name",
+        "session_id",
+        "agent",
+        "cwd",
+        "entry_count",
+        "modified",
+        "imported_by",
+    )
+    list_filter = ("agent",)
     search_fields = ("session_id", "name", "cwd")
     readonly_fields = [f.name for f in Session._meta.fields]
     inlines = [LeafInline]

@@ -5,7 +5,7 @@ Every page reads stored Pi entries, so a foreign session is stored as its Pi for
 file, same Pi form, nothing added) and incremental (a grown file adds its new entries). The
 original bytes are kept on the session (`source_original`) and are what the session's
 original export returns, byte for byte; the stored id starts with the agent's name
-(`Session.agent`), and the problems the format's reading rules found are stored with the
+(and `Session.agent` says whose file it is), and the problems the format's reading rules found are stored with the
 original file's line numbers.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
-from explorer import files, services
+from explorer import codex_context, codex_forks, files, services
 from explorer.files import ImportResult, Problem
 from explorer.models import Entry, ImportProblem, Session
 from explorer.session.formats import (
@@ -93,14 +93,10 @@ _RULE_SECTIONS: dict[str, tuple[tuple[str, str, str, frozenset[str]], ...]] = {
 
 
 def filter_by_agent(sessions: QuerySet, agent: str) -> QuerySet:
-    """The sessions of one agent ("pi", "claude-code", "codex"; "" for all), read from the
-    stored id's prefix (`Session.agent`)."""
-    if agent in ("claude-code", "codex"):
-        return sessions.filter(session_id__startswith=f"{agent}:")
-    if agent == "pi":
-        return sessions.exclude(session_id__startswith="claude-code:").exclude(
-            session_id__startswith="codex:"
-        )
+    """The sessions of one agent ("pi", "claude-code", "codex"; anything else: all), by the
+    `Session.agent` column."""
+    if agent in ("pi", "claude-code", "codex"):
+        return sessions.filter(agent=agent)
     return sessions
 
 
@@ -146,13 +142,21 @@ def import_agent_bytes(
 
 
 def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> ImportResult:
-    data = pi_bytes(foreign)
-    with services.session_lock(stored_session_id(foreign)):
+    # A Codex fork whose parent is stored joins the parent's tree (explorer.codex_forks).
+    joined = codex_forks.join_fork(foreign, shown, user, source, _describe)
+    if joined is not None:
+        return joined
+    stored_id = stored_session_id(foreign)
+    # A Codex session's stored form: its own Pi form, then the lines of the forks that joined it.
+    data = pi_bytes(foreign) + b"".join(codex_forks.joined_lines(stored_id))
+    with services.session_lock(stored_id):
         result = files.import_bytes(data, source_path=shown, user=user)
         if result.ok and result.session is not None:
             _describe(result, foreign)
     # Viewers and stored figures hear of it once the agent and name are set.
     services._announce_import(result, source)
+    if result.ok:
+        codex_forks.adopt_waiting_forks(result, user, source, _describe)
     return result
 
 
@@ -207,13 +211,14 @@ def reading_rule_sections(session: Session) -> list[dict]:
         out.append(
             {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
         )
+    recorded = codex_context.recorded_checks(session)
+    if recorded is not None:
+        out.append(recorded)
     return out
 
 
 def _agent_sessions() -> QuerySet:
-    return Session.objects.filter(
-        Q(session_id__startswith="claude-code:") | Q(session_id__startswith="codex:")
-    )
+    return Session.objects.exclude(agent="pi")
 
 
 def continued_from(session: Session) -> Session | None:

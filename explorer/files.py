@@ -1286,10 +1286,13 @@ def _header_fields(header: dict) -> dict[str, Any]:
         value = header.get(key)
         return value if isinstance(value, str) else ""
 
+    from explorer.session.formats.pi_form import agent_of_stored_id
+
     return {
         "cwd": text("cwd"),
         "header_timestamp": text("timestamp")[:64],
         "parent_session": text("parentSession"),
+        "agent": agent_of_stored_id(text("id")),  # Session.agent: a Claude Code/Codex form
     }
 
 

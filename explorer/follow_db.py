@@ -84,27 +84,42 @@ class FollowIngestor:
 
     def _agent(self, event: FollowEvent) -> None:
         """A Claude Code or Codex file's complete lines so far, imported again: its Pi form is
-        the same for the lines already stored, so only new entries are added. Each event reads
-        the file up to its last complete line (simple, and linear in the file's size)."""
+        the same for the lines already stored, so only new entries are added.
+
+        The file is not read again: the follower hands out each appended line once, and the
+        lines handed out before are kept here (``agent_bytes``, what was stored last), so an
+        append reads the appended bytes only. The file is read whole only when nothing is
+        kept for it (a failed store, a follower that started on a file already growing).
+        Reading the records (the engine's reader) still takes the whole kept file."""
         from explorer.agent_import import import_agent_bytes
 
-        end = event.offset + sum(len(line) + 1 for line in event.lines)
-        try:
-            with open(event.path, "rb") as fh:
-                data = fh.read(end)
-        except OSError as exc:
-            self.report("warning", f"{event.path}: cannot read: {exc}")
-            return
+        state = self._state(event.path)
+        new = b"".join(line + b"\n" for line in event.lines)
+        kept = state.meta.get("agent_bytes") if state is not None else None
+        if event.offset == 0:
+            data = new
+        elif isinstance(kept, bytes) and len(kept) == event.offset:
+            data = kept + new
+        else:
+            end = event.offset + len(new)
+            try:
+                with open(event.path, "rb") as fh:
+                    data = fh.read(end)
+            except OSError as exc:
+                self.report("warning", f"{event.path}: cannot read: {exc}")
+                return
         result = import_agent_bytes(
             data, name=event.path, user=self.user, source="follow", full_path=event.path
         )
-        state = self._state(event.path)
         if not result.ok or result.session is None:
             problems = "; ".join(str(p) for p in result.errors)
             self.report("warning", f"{event.path}: not stored: {problems}")
+            if state is not None:
+                state.meta.pop("agent_bytes", None)  # read from the file next time
             return
         if state is not None:
             state.meta["session_pk"] = result.session.pk
+            state.meta["agent_bytes"] = data
         self.report(
             "info",
             f"{event.path}: {result.session.agent_name} session {result.session.session_id} "
@@ -115,7 +130,12 @@ class FollowIngestor:
         if event.kind not in ("new", "lines"):
             return
         state = self._state(event.path)
+        if state is not None and state.meta.get("agent"):
+            state.meta.pop("agent_bytes", None)  # the retry reads the file up to its end
         try:
+            if state is not None and state.meta.get("agent"):
+                self._agent(event)
+                return
             self._reimport(event, reason=f"retried after {type(error).__name__}")
         except Exception as again:
             close_old_connections()

@@ -83,6 +83,17 @@ class Session(models.Model):
     import_heartbeat = models.DateTimeField(
         null=True, blank=True, help_text="When the running import last committed a batch"
     )
+    # Whose file it is. Set when the session is created, from the stored id's prefix
+    # (`formats.pi_form.stored_session_id`: "claude-code:…", "codex:…"), and never changed:
+    # a column, so the list filters and counts by it with an index instead of a prefix
+    # match on every id, and a Pi header id that happens to start with "codex:" imported
+    # before this column existed is told apart only by it.
+    agent = models.CharField(
+        max_length=16,
+        default="pi",
+        choices=[("pi", "Pi"), ("claude-code", "Claude Code"), ("codex", "Codex")],
+        help_text="Whose session file: pi, claude-code or codex",
+    )
 
     objects = ReadyManager()
     every = models.Manager()  # importing sessions too: the importer and its clean-up only
@@ -90,7 +101,10 @@ class Session(models.Model):
     class Meta:
         ordering = ["-modified", "-pk"]
         base_manager_name = "every"  # an entry's ``session`` is reachable whatever its state
-        indexes = [models.Index(fields=["state"], name="session_state")]
+        indexes = [
+            models.Index(fields=["state"], name="session_state"),
+            models.Index(fields=["agent"], name="session_agent"),
+        ]
 
     def __str__(self) -> str:
         # The title when it is known without a query (a name, or a first message the query
@@ -135,15 +149,6 @@ class Session(models.Model):
 
     def header(self) -> dict:
         return jsonfmt.loads(self.header_raw)
-
-    @property
-    def agent(self) -> str:
-        """Whose file it is: "pi", "claude-code" or "codex". A Claude Code or Codex session is
-        stored (converted) under an id that starts with its agent's name
-        (`formats.pi_form.stored_session_id`), so no column is needed."""
-        from explorer.session.formats.pi_form import agent_of_stored_id
-
-        return agent_of_stored_id(self.session_id)
 
     @property
     def agent_notes(self) -> list[str]:
@@ -650,3 +655,34 @@ class ArchivedBranch(models.Model):
 
     def __str__(self) -> str:
         return f"branch {self.entry_id} of session {self.session_id} (archived)"
+
+
+class CodexFork(models.Model):
+    """A Codex fork file (`session_meta.forked_from_id`) and its original bytes.
+
+    In the app a fork joins its parent's stored tree as a branch, its replayed prefix stored
+    once (`explorer.codex_forks`); its own file is still exported byte for byte from here,
+    since the session it joined exports the parent's file. Until the parent is stored,
+    ``session`` is empty and the fork is a session of its own."""
+
+    thread_id = VisibleCharField(max_length=200, unique=True, help_text="The fork's thread id")
+    parent_thread_id = VisibleCharField(
+        max_length=200, db_index=True, help_text="forked_from_id: the parent thread"
+    )
+    source_path = VisibleTextField(blank=True, default="")
+    original = models.BinaryField(help_text="The fork file's bytes, exported unchanged")
+    session = models.ForeignKey(
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="codex_forks",
+        help_text="The parent's stored session the fork joined (empty: not joined yet)",
+    )
+    modified = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"Codex fork {self.thread_id} of {self.parent_thread_id}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from explorer.session.context import projection_from_path
+from explorer.analysis.recorded import projection_of
 from explorer.session.describe import (
     compact_json,
     cost_of,
@@ -149,7 +149,7 @@ ProjectedRow = tuple[str, str, str, int, bytes]
 def projected_rows(path: Sequence[dict], projection: Any = None) -> list[ProjectedRow]:
     """Each message the model sees on ``path`` (its projection, if already made), in order."""
     if projection is None:
-        projection = projection_from_path(list(path))
+        projection = projection_of(path)
     out = []
     for pe in projection.entries:
         for m in pe.messages:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from explorer.analysis.recorded import projection_of, recorded_of
 from explorer.session.context import projection_from_path
 from explorer.session.describe import (
     entry_role,
@@ -195,7 +196,7 @@ def projected_estimate(path: Sequence[dict], projection: Any = None) -> int:
     caller made it already."""
     path = list(path)
     if projection is None:
-        projection = projection_from_path(path)
+        projection = projection_of(path)
     return _estimate_tokens(estimate_projected_context(projection, path))
 
 
@@ -223,7 +224,7 @@ def align_projection(
     been aligned against others.
     """
     settings = settings or CompactionSettings()
-    projection = projection_from_path(list(path))
+    projection = projection_of(path)
     contributed: dict[int, list[dict]] = {}
     order_of: dict[int, list[int]] = {}
     n = 0
@@ -277,7 +278,15 @@ def align_projection(
         row.projected_tokens = tokens_of(msgs)
         edit = edits.get(entry.get("id"))
         if kind == "compaction":
-            if entry.get("id") == latest_id and msgs:
+            recorded = recorded_of(entry)
+            if entry.get("id") == latest_id and msgs and recorded is not None:
+                row.status = "summary"
+                row.reason = (
+                    f"context Codex recorded at this compaction: {recorded['items']} items"
+                    + (", summary encrypted (not in the file)" if recorded["encrypted"] else "")
+                    + "; sent first, replaces everything before"
+                )
+            elif entry.get("id") == latest_id and msgs:
                 row.status = "summary"
                 first = entry.get("firstKeptEntryId")
                 row.reason = (
@@ -462,7 +471,7 @@ def projected_context_tokens(path: Sequence[dict], projection: Any = None) -> in
     so none adds messages up its own way. ``projection``: the path's projection, when the
     caller has it already."""
     if projection is None:
-        projection = projection_from_path(list(path))
+        projection = projection_of(path)
     return int(finite(estimate_projected_context(projection, path).tokens))
 
 
@@ -475,7 +484,7 @@ def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[
     compaction is not trusted, since the context it measured no longer exists. The meter
     once added the newer messages to that stale usage and could show 50,000 tokens where
     the page showed a handful."""
-    projection = projection_from_path(list(path))
+    projection = projection_of(path)
     tokens = projected_context_tokens(path, projection)
     return {
         "leaf_id": path[-1].get("id") if path else None,

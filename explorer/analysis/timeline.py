@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from explorer.analysis.recorded import RecordedEstimates
 from explorer.session.context import ProjectedEstimates
 from explorer.session.describe import (
     entry_role,
@@ -52,7 +53,7 @@ class TimelineState:
     Sessions only grow: when the route gains entries at its tip, :func:`extend_timeline`
     feeds just those and every earlier turn's figures stay as they are."""
 
-    run: ProjectedEstimates = field(default_factory=ProjectedEstimates)
+    run: ProjectedEstimates = field(default_factory=RecordedEstimates)
     points: list[TimelinePoint] = field(default_factory=list)  # every assistant turn
     marks: list[TimelineMark] = field(default_factory=list)
     base: int = 0  # entries fed by :func:`prime_timeline`: before index 0 of points and marks

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.cache import cache
 
+from explorer import codex_context
 from explorer.models import Session
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import TREE_CACHE_SECONDS, _upto_key, kept_below, mask_key
@@ -35,7 +36,7 @@ COMPACTIONS_LOOKBACK = 8  # kept lists looked for, newest compaction first, befo
 # worker reads a list kept under the old meaning (the counts of replaced entries, once).
 _COMPACTIONS_UPTO = "compactions-upto-2"
 # 3: "tokens after" is the engine's estimate; 4: the compaction's figures, not the entries.
-_COMPACTION_DETAIL = "compaction-detail-5"  # 5: the previous summary beside it
+_COMPACTION_DETAIL = "compaction-detail-6"  # 5: the previous summary; 6: recorded context
 _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 
 
@@ -134,6 +135,7 @@ def _compaction_detail(
             "read_files": info.read_files,
             "modified_files": info.modified_files,
             "off_path": info.off_path,
+            **codex_context.recorded_figures(info.entry),  # a Codex compaction's history
         },
         "replaced": [
             {

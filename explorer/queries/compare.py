@@ -78,9 +78,9 @@ def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict
 
 
 # The kept pair's cache name; a new name whenever what it holds changes meaning.
-_COMPARED_PAIR = "compared-pair-4"
+_COMPARED_PAIR = "compared-pair-5"  # 5: a Codex compaction's recorded context
 # The kept route figures' name; likewise.
-_ROUTE_FIGURES = "route-figures-1"
+_ROUTE_FIGURES = "route-figures-2"  # 2: a Codex compaction's recorded context
 
 
 @dataclass
@@ -150,7 +150,7 @@ PARSE_PART_BYTES = 4_000_000
 def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFigureSet:
     from explorer.analysis.compare import RouteFigures, Spend, projected_rows, spend_of
     from explorer.analysis.projection import projected_estimate
-    from explorer.session.context import projection_from_path
+    from explorer.analysis.recorded import projection_of
 
     light = list(light)
     live, _ = context_light(session, light)
@@ -177,7 +177,7 @@ def _route_figure_set(session: Session, light: Sequence[LightEntry]) -> RouteFig
     # part at a time, keeping only what the figures need of each line.
     data = read(list({e.pk: e for e in live}.values()))
     path = [data[e.entry_id] for e in live if e.entry_id in data]
-    projection = projection_from_path(path)
+    projection = projection_of(path)
     at: dict[str, list[int]] = {e.entry_id: [] for e in spending}  # id → its route indexes
     for i, e in enumerate(light):
         if e.entry_id in at:

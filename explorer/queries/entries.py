@@ -10,7 +10,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from explorer import conf
+from explorer import codex_context, conf
 from explorer.models import Entry, SecretFinding, Session
 from explorer.queries.keep import allowed_fingerprints, cached
 from explorer.queries.routes import BY_PARENT_COLS, LightEntry, light_path
@@ -62,7 +62,7 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
         rows = Entry.objects.filter(session=session, entry_id__in=chunk).order_by()
         for eid, raw in rows.values_list("entry_id", "raw"):
             _parse_into(out, eid, raw, holding, allow)
-    return out
+    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
 
 
 def _parse_into(out: dict[str, dict], eid: str, raw: str, holding: Any, allow: Any) -> None:
@@ -108,7 +108,7 @@ def _load_by_pk(session: Session, light: Sequence[LightEntry]) -> dict[str, dict
     missing = [e.entry_id for e in light if e.entry_id not in found]
     if missing:
         out.update(load_entries(session, missing))
-    return out
+    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
 
 
 class _Everything:

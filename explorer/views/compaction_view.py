@@ -82,7 +82,7 @@ def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None
     when no reader drew it yet)."""
     return shared_fragment(
         session,
-        "detail-3",
+        "detail-4",  # 4: a Codex compaction's recorded context
         DETAIL_PARTIAL,
         lambda: {"session": session, "detail": detail()},
         below=shown,
@@ -125,6 +125,7 @@ def _json_data(ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     if figures is not None:
         for name in ("summary", "tokens_before", "tokens_after", "read_files", "modified_files"):
             detail[name] = figures[name]
+        detail["recorded_context"] = figures.get("recorded")  # Codex: read from the file
     listed = [
         {k: v for k, v in c.items() if k not in ("start", "first_kept_index")}
         for c in ctx["compactions"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
@@ -12,7 +14,7 @@ from django.http import (
     HttpResponsePermanentRedirect,
     StreamingHttpResponse,
 )
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from explorer import archives, conf, files, queries, read_marks, services
@@ -225,6 +227,11 @@ def export_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     # A Claude Code or Codex session exports its own file, byte for byte (its stored Pi form
     # with ?form=pi); a legacy (v1/v2) Pi file as uploaded with ?original=1.
     foreign = session.agent != "pi" and request.GET.get("form") != "pi"
+    if request.GET.get("fork"):
+        # A Codex fork file that joined this session's tree: its own bytes, unchanged.
+        fork = get_object_or_404(session.codex_forks, thread_id=request.GET["fork"])
+        name = os.path.basename(fork.source_path) or f"{fork.thread_id}.jsonl"
+        return _masked_unless_admin(request, session, [bytes(fork.original)], name)
     if request.GET.get("original") == "1" or foreign:
         # A legacy (v1/v2) file as it was uploaded, before migration.
         original = (

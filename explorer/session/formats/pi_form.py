@@ -26,7 +26,14 @@ from explorer.session import jsonfmt
 
 from .common import ForeignSession, Record
 
-__all__ = ["agent_notes", "agent_of_stored_id", "pi_bytes", "pi_entries", "stored_session_id"]
+__all__ = [
+    "agent_notes",
+    "agent_of_stored_id",
+    "fork_branch",
+    "pi_bytes",
+    "pi_entries",
+    "stored_session_id",
+]
 
 _PREFIXES = ("claude-code:", "codex:")
 
@@ -67,8 +74,9 @@ def agent_notes(agent: str) -> list[str]:
         )
     else:
         notes.append(
-            "After a compaction Codex wrote the context it rebuilt (its replacement history,"
-            " kept in the compaction's details); the projection here shows the summary."
+            "What the model saw is read from the file: after a compaction, the context Codex"
+            " recorded (its replacement history; an encrypted summary is shown as such), then"
+            " what follows."
         )
     return notes
 
@@ -152,3 +160,80 @@ def pi_bytes(session: ForeignSession) -> bytes:
     """The Pi file: one line per entry, serialized as Pi would (JSON.stringify)."""
     lines = [jsonfmt.dumps(entry) for entry in pi_entries(session)]
     return ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
+
+
+def _same_item(a: Record, b: Record) -> bool:
+    """Two records carry the same item: type and payload, never timestamps (a fork's replayed
+    copies may carry the fork's own)."""
+    return a.value.get("type") == b.value.get("type") and a.value.get("payload") == b.value.get(
+        "payload"
+    )
+
+
+def fork_branch(parent: ForeignSession, fork: ForeignSession) -> list[dict[str, Any]] | None:
+    """A Codex fork's own entries as a branch of its parent's tree, or None when none of its
+    records is found in the parent.
+
+    The fork replays its parent's history before its own turns. Its conversation records are
+    matched, in file order, against the parent's: each one against the first later parent
+    record carrying the same item that descends from the last match (so records the replay
+    left out, reasoning or tool calls, may lie between two matches on the parent's route), as
+    long as the fork's records form a chain. The matched prefix is the parent's (stored once);
+    every other fork entry is returned as its Pi entry, with usage as `pi_entries` gives it
+    (the prefix's token counts are the parent's and are dropped with it), named
+    ``<fork thread id>:<its id>`` so that it cannot collide with the parent's ``L<line>`` ids,
+    and an entry whose parent is in the prefix hangs from the matching parent record."""
+    mine = [r for r in fork.records if r.kind == "conversation" and r.entry is not None]
+    theirs = [r for r in parent.records if r.kind == "conversation" and r.entry is not None]
+    parent_of = {r.id: r.entry.get("parentId") for r in theirs if r.entry is not None}
+
+    def descends(node: str | None, ancestor: str | None) -> bool:
+        seen: set[str] = set()
+        while node is not None and node not in seen:
+            if node == ancestor:
+                return True
+            seen.add(node)
+            node = parent_of.get(node)
+        return ancestor is None
+
+    matched: dict[str, str] = {}
+    last_theirs: str | None = None
+    last_mine: str | None = None
+    start = 0
+    for record in mine:
+        assert record.entry is not None
+        if record.entry.get("parentId") != last_mine:
+            break
+        found = next(
+            (
+                k
+                for k in range(start, len(theirs))
+                if _same_item(theirs[k], record)
+                and theirs[k].id != last_theirs
+                and descends(theirs[k].id, last_theirs)
+            ),
+            None,
+        )
+        if found is None:
+            break
+        matched[record.id] = theirs[found].id
+        last_theirs, last_mine, start = theirs[found].id, record.id, found + 1
+    if not matched:
+        return None
+    prefix = f"{fork.session_id}:"
+
+    def named(entry_id: Any) -> Any:
+        if not isinstance(entry_id, str):
+            return entry_id
+        return matched.get(entry_id) or prefix + entry_id
+
+    out = []
+    for entry in pi_entries(fork)[1:]:
+        if entry["id"] in matched:
+            continue
+        entry = dict(entry)
+        for key in ("id", "parentId", "firstKeptEntryId"):
+            if key in entry:
+                entry[key] = named(entry[key])
+        out.append(entry)
+    return out
