@@ -312,15 +312,36 @@ def path_after(
 # The tree as data (the JSON API)
 
 
-def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
-    """Every entry as a node (id, parent, type, role, label, on the cursor's route), in file
-    order: the Tree tab's data for tools; one cached whole-session read."""
+# Nodes per page of the Tree JSON: its size stays the same whatever the session's size, and a
+# client reads the rest page by page (``next``), as the HTML tree unfolds on demand.
+TREE_JSON_PAGE = 2000
+TREE_JSON_PAGE_MAX = 10_000
+
+
+def tree_nodes(
+    session: Session, cursor: str | None, *, after: int = 0, limit: int = TREE_JSON_PAGE
+) -> dict[str, Any]:
+    """One page of the tree as data: the entries after file position ``after`` (the header
+    is position 0), ``limit`` at most, each with its parent, type, role, label and whether
+    it is on the cursor's route; ``next_after`` is the position to ask for next, ``None``
+    on the last page. Read from the entry index by position, so a page costs the same on
+    a 500-entry session as on a 150,000-entry one."""
+    limit = max(1, min(limit, TREE_JSON_PAGE_MAX))
+    rows = list(
+        Entry.objects.filter(session=session, position__gt=max(after, 0))
+        .order_by("position")
+        .values_list("entry_id", "parent_id", "type", "role", "position")[: limit + 1]
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
     labels = current_labels(session)
     on_route = {e.entry_id for e in light_path(session, cursor)}
     return {
         "cursor": cursor,
         "default_leaf": default_leaf_id(session),
         "entry_count": session.entry_count,
+        "after": max(after, 0),
+        "next_after": rows[-1][4] if more else None,
         "nodes": [
             {
                 "id": eid,
@@ -329,7 +350,8 @@ def tree_nodes(session: Session, cursor: str | None) -> dict[str, Any]:
                 "role": role or None,
                 "label": labels.get(eid),
                 "on_route": eid in on_route,
+                "position": position,
             }
-            for eid, parent, kind, role in _skeleton(session)
+            for eid, parent, kind, role, position in rows
         ],
     }
