@@ -892,12 +892,19 @@ def store_figures(session: Session) -> None:
 
 
 def _store_figures(session: Session) -> None:
-    _tree_shape(session)  # the skeleton with it
-    integrity_sections(session)
-    unmatched_tool_results(session)
-    entry_costs(session)
-    _newest_leaves(session, LEAVES_KEPT)
-    current_labels(session)
+    # Each step's whole-session figures are stored, then this process lets go of its own
+    # copies before the next step builds its own: an import's peak memory is the largest
+    # step's, not their sum (issue 28: about 2 KB per entry, all of it kept after the import,
+    # where a reader in another process loads the stored copies anyway).
+    with one_step_at_a_time():
+        _tree_shape(session)  # the skeleton with it
+    with one_step_at_a_time():
+        integrity_sections(session)
+    with one_step_at_a_time():
+        unmatched_tool_results(session)
+        entry_costs(session)
+        _newest_leaves(session, LEAVES_KEPT)
+        current_labels(session)
     # The Compactions tab opens on the default route's newest compaction, whose detail
     # depends only on what lies above it: stored now, it is ready for every later reader.
     opening = opening_compaction(session)
@@ -917,6 +924,20 @@ def _store_figures(session: Session) -> None:
         route_figure_set(session, leaf)
 
 
+@contextmanager
+def one_step_at_a_time() -> Iterator[None]:
+    """Forget the grown figures this process starts keeping inside the block (their
+    stored copies stay: a later reader loads and extends them)."""
+    with _GROWN_LOCK:
+        before = set(_GROWN)
+    try:
+        yield
+    finally:
+        with _GROWN_LOCK:
+            for key in [k for k in _GROWN if k not in before]:
+                del _GROWN[key]
+
+
 def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
     """The default route and its newest compaction (an item of :func:`route_compactions`),
     which the Compactions tab opens on; None when the route has none."""
@@ -927,13 +948,20 @@ def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, An
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
     """The rows are kept (:func:`_skeleton`): the collector is paused while 50,000 of them
-    are made, or its passes over the growing heap cost as much as reading them."""
+    are made, or its passes over the growing heap cost as much as reading them. The few
+    distinct types and roles are shared strings: the driver makes a new one per row, a
+    quarter of a kept skeleton's size."""
+    words: dict[str, str] = {}
     with gc_paused():
-        return list(
-            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+        return [
+            (eid, parent, words.setdefault(kind, kind), words.setdefault(role, role))
+            for eid, parent, kind, role in Entry.objects.filter(
+                session=session, position__gt=after, position__lte=upto
+            )
             .order_by("position")
             .values_list("entry_id", "parent_id", "type", "role")
-        )
+            .iterator(chunk_size=5000)
+        ]
 
 
 def _skeleton(session: Session) -> list[tuple]:
