@@ -148,7 +148,10 @@ async def wait_for_session(server: LiveServer, session_id: str, timeout: float =
     while time.monotonic() < deadline:
         with server.db() as conn:
             row = conn.execute(
-                "SELECT id FROM explorer_session WHERE session_id=?", (session_id,)
+                # Ready, not only stored: a new session's import commits in batches while
+                # it stays hidden (its socket is refused until the last one).
+                "SELECT id FROM explorer_session WHERE session_id=? AND state='ready'",
+                (session_id,),
             ).fetchone()
         if row:
             return row[0]
@@ -428,6 +431,49 @@ def session_file(args, folder: Path) -> Path:
     return generate_session(path, args.session_entries, 200, big=big)
 
 
+def branch_server(tmp_path: Path, sessions_dir: Path, args) -> LiveServer:
+    """``follow --serve`` (one process), or with ``--serve-workers N`` the team set-up:
+    ``manage.py serve --workers N --follow DIR`` (N daphne processes and a follower process,
+    which need ``REDIS_URL``; ``DATABASE_URL`` naming PostgreSQL gets a fresh database)."""
+    if not args.serve_workers:
+        return LiveServer(
+            tmp_path / "site",
+            users={"vera": "viewer"},
+            follow_dir=str(sessions_dir),
+            follow_interval=args.interval,
+        )
+    if not os.environ.get("REDIS_URL"):
+        raise SystemExit("--serve-workers needs REDIS_URL (and DATABASE_URL for PostgreSQL)")
+    server = LiveServer(tmp_path / "site", users={"vera": "viewer"}, manage_args=[])
+    server.manage_args = [
+        "serve",
+        "--no-demo",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(server.port),
+        "--workers",
+        str(args.serve_workers),
+        "--follow",
+        str(sessions_dir),
+    ]
+    return server
+
+
+def backend(args) -> str:
+    """What served the run, for the report."""
+    db = "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite"
+    if args.serve_workers:
+        return (
+            f"`manage.py serve --workers {args.serve_workers} --follow` (a follower process "
+            f"polling every 0.25 s), {db}, Redis channel layer"
+        )
+    return (
+        f"daphne + `manage.py follow --serve` (poll interval {args.interval * 1000:.0f} ms), "
+        f"{db}, in-memory channel layer"
+    )
+
+
 async def branches_async(args) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         tmp_path = Path(tmp)
@@ -438,12 +484,7 @@ async def branches_async(args) -> list[dict]:
         with open(staged, "rb") as fh:
             lines = sum(1 for _ in fh) - 1
         args.session_bytes = staged.stat().st_size
-        with LiveServer(
-            tmp_path / "site",
-            users={"vera": "viewer"},
-            follow_dir=str(sessions_dir),
-            follow_interval=args.interval,
-        ) as server:
+        with branch_server(tmp_path, sessions_dir, args) as server:
             path = project / staged.name
             staged.rename(path)
             with open(path, "rb") as fh:
@@ -474,8 +515,7 @@ def render_branches(results: list[dict], args) -> str:
     lines = [
         "## Live delivery (`benchmarks/bench_live.py`)",
         "",
-        f"Mode `html-branches` (issue 12): daphne + `manage.py follow --serve` (poll interval "
-        f"{args.interval * 1000:.0f} ms), SQLite, in-memory channel layer; a generated session "
+        f"Mode `html-branches` (issue 12): {backend(args)}; a generated session "
         f"of {args.session_entries} entries ({args.session_bytes / 1e6:.0f} MB); two writers "
         f"append {args.entries} entries in all "
         + (f"at {args.rate:.0f}/s" if args.rate > 0 else "in one burst (one write)")
@@ -580,6 +620,13 @@ def main() -> int:
         "--pad", type=int, default=0, help="characters added to each new message's text"
     )
     parser.add_argument("--interval", type=float, default=0.01, help="follow poll interval (s)")
+    parser.add_argument(
+        "--serve-workers",
+        type=int,
+        default=0,
+        help="html-branches on `serve --workers N --follow` (needs REDIS_URL; PostgreSQL "
+        "when DATABASE_URL names it)",
+    )
     parser.add_argument("--mode", choices=["html-branches", "json-tip"], default="html-branches")
     parser.add_argument("--session-entries", type=int, default=50_000)
     parser.add_argument(

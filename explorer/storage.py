@@ -15,7 +15,7 @@ from explorer import conf
 from explorer.files import entry_fields, export_bytes, findings_for, session_name_of
 from explorer.models import Entry, Leaf, SecretFinding, Session
 from explorer.queries.entries import entries_bytes, path_bytes
-from explorer.queries.routes import light_path
+from explorer.route_check import on_route
 from explorer.session import jsonfmt
 
 
@@ -66,8 +66,9 @@ class DatabaseStorage:
 
     def on_branch(self, entry_id: str, leaf_id: str | None) -> bool:
         """Whether ``entry_id`` is on the route root → ``leaf_id`` (the engine's question
-        when it loaded the leaf alone): the route's ids only, never its lines."""
-        return any(e.entry_id == entry_id for e in light_path(self.session, leaf_id))
+        when it loaded the leaf alone): never the route's lines, and a cost that does not
+        grow with the route once this process keeps it (:mod:`explorer.route_check`)."""
+        return on_route(self.session, entry_id, leaf_id)
 
     def create_exclusive(self, data: bytes) -> None:
         raise FileExistsError(f"Session {self.session.session_id} already exists")

@@ -12,6 +12,7 @@ from explorer.queries.compare import _line_sizes, route_figure_set
 from explorer.queries.costs import entry_costs
 from explorer.queries.entries import context_light
 from explorer.queries.integrity import integrity_sections, unmatched_tool_results
+from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
 from explorer.queries.routes import default_leaf_id, light_path
 from explorer.queries.skeleton import _tree_shape
@@ -30,12 +31,19 @@ def store_figures(session: Session) -> None:
 
 
 def _store_figures(session: Session) -> None:
-    _tree_shape(session)  # the skeleton with it
-    integrity_sections(session)
-    unmatched_tool_results(session)
-    entry_costs(session)
-    leaves._newest_leaves(session, leaves.LEAVES_KEPT)
-    current_labels(session)
+    # Each step's whole-session figures are stored, then this process lets go of its own
+    # copies before the next step builds its own: an import's peak memory is the largest
+    # step's, not their sum (issue 28: about 2 KB per entry, all of it kept after the import,
+    # where a reader in another process loads the stored copies anyway).
+    with one_step_at_a_time():
+        _tree_shape(session)  # the skeleton with it
+    with one_step_at_a_time():
+        integrity_sections(session)
+    with one_step_at_a_time():
+        unmatched_tool_results(session)
+        entry_costs(session)
+        leaves._newest_leaves(session, leaves.LEAVES_KEPT)
+        current_labels(session)
     # The Compactions tab opens on the default route's newest compaction, whose detail
     # depends only on what lies above it: stored now, it is ready for every later reader.
     opening = opening_compaction(session)

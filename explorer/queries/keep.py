@@ -438,3 +438,17 @@ def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[],
         return value
 
     return _through_cache(key, stored)
+
+
+@contextmanager
+def one_step_at_a_time() -> Iterator[None]:
+    """Forget the grown figures this process starts keeping inside the block (their
+    stored copies stay: a later reader loads and extends them)."""
+    with _GROWN_LOCK:
+        before = set(_GROWN)
+    try:
+        yield
+    finally:
+        with _GROWN_LOCK:
+            for key in [k for k in _GROWN if k not in before]:
+                del _GROWN[key]

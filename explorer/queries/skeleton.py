@@ -13,13 +13,20 @@ from explorer.session.packed import PackedTree
 
 def _skeleton_rows(session: Session, after: int, upto: int) -> list[tuple]:
     """The rows are kept (:func:`_skeleton`): the collector is paused while 50,000 of them
-    are made, or its passes over the growing heap cost as much as reading them."""
+    are made, or its passes over the growing heap cost as much as reading them. The few
+    distinct types and roles are shared strings: the driver makes a new one per row, a
+    quarter of a kept skeleton's size."""
+    words: dict[str, str] = {}
     with gc_paused():
-        return list(
-            Entry.objects.filter(session=session, position__gt=after, position__lte=upto)
+        return [
+            (eid, parent, words.setdefault(kind, kind), words.setdefault(role, role))
+            for eid, parent, kind, role in Entry.objects.filter(
+                session=session, position__gt=after, position__lte=upto
+            )
             .order_by("position")
             .values_list("entry_id", "parent_id", "type", "role")
-        )
+            .iterator(chunk_size=5000)
+        ]
 
 
 def _skeleton(session: Session) -> list[tuple]:

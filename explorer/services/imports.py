@@ -9,6 +9,7 @@ from django.dispatch import Signal
 
 from explorer import broadcast, files, queries
 from explorer.models import AuditEvent, Entry, EntryText, Session
+from explorer.queries.keep import one_step_at_a_time
 from explorer.services.audit import record_audit
 from explorer.services.cursors import follow_appends
 from explorer.services.locks import _writer, session_lock
@@ -60,7 +61,8 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     queries.store_figures(session)
     # What the pages keep drawn for a big session's first reader (the Compactions tab's
     # opening detail): the views draw it, on this signal.
-    session_imported.send(sender=Session, session=session)
+    with one_step_at_a_time():  # their figures are stored; this process lets go
+        session_imported.send(sender=Session, session=session)
     entries = result.new_entries
     if entries is None:
         entries = _newest_entries(session, result.added)
