@@ -452,7 +452,9 @@ class _Writer:
         self.first_position: int | None = None
         self.total = 0
         # Route figures of each entry, computed as the lines stream (``explorer.route_store``).
-        self.figures = route_store.FigureWriter(session.pk, flush_entries=self.flush)
+        self.figures = route_store.FigureWriter(
+            session.pk, flush_entries=self.flush, unflushed=self._unflushed
+        )
         mark = "?" if connection.vendor == "sqlite" else "%s"
         table = connection.ops.quote_name(Entry._meta.db_table)
         columns = ", ".join(connection.ops.quote_name(c) for c in _ENTRY_COLUMNS)
@@ -526,6 +528,11 @@ class _Writer:
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
             self.flush()
+
+    def _unflushed(self, entry_id: str) -> str | None:
+        """The raw line of an entry of the batch not inserted yet (for route figures)."""
+        row = self.pending.get(entry_id)
+        return row[8] if row is not None else None
 
     def extra(self, row: ExtraLine) -> None:
         self.extras.append(row)

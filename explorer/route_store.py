@@ -106,10 +106,11 @@ class FigureWriter:
 
     ``add`` computes an entry's figures when its parent's are known (in memory or in the
     table) and queues its row; an entry whose parent is not stored yet (later in the file,
-    or never) waits for :meth:`finish`. ``flush_entries`` is called before the route is read
-    back from the entry table (only for the rare entries whose estimate is made afresh),
-    so the entries queued for insertion are there to read; :meth:`write` inserts the queued
-    rows and is called by the entry writer right after each batch of entries.
+    or never) waits for :meth:`finish`. The rare entries whose estimate is made afresh read
+    the route back: the lines of the entry writer's batch not inserted yet through
+    ``unflushed`` (id → raw line), the rest from the entry table. :meth:`write` inserts the
+    queued rows and is called by the entry writer right after each batch of entries;
+    ``flush_entries`` inserts that batch before :meth:`finish` reads it.
     """
 
     def __init__(
@@ -119,11 +120,13 @@ class FigureWriter:
         entry_table: str = "explorer_entry",
         figure_table: str = "explorer_routefigure",
         flush_entries: Callable[[], None] | None = None,
+        unflushed: Callable[[str], str | None] | None = None,
     ) -> None:
         self.session_pk = session_pk
         self.entry_table = connection.ops.quote_name(entry_table)
         self.figure_table = connection.ops.quote_name(figure_table)
         self.flush_entries = flush_entries
+        self.unflushed = unflushed
         self.recent: OrderedDict[str, RouteFigures] = OrderedDict()
         self.queued: list[tuple[Any, ...]] = []
         self.waiting: list[int] = []  # positions of entries whose parent is not stored yet
@@ -220,11 +223,9 @@ class FigureWriter:
             return cur.fetchone() is not None
 
     def _exists(self, entry_id: str) -> bool:
-        if entry_id in self.recent:
-            return True
-        if self.flush_entries is not None:
-            self.flush_entries()
-        return self._stored(entry_id)
+        # An entry of the batch not inserted yet is in ``recent`` unless it waits for its
+        # parent: then it counts as not there, which is only slower, never wrong.
+        return entry_id in self.recent or self._stored(entry_id)
 
     def _entry_rows(self, positions: list[int]) -> list[tuple[int, str, str | None, str]]:
         out: list[tuple[int, str, str | None, str]] = []
@@ -243,8 +244,6 @@ class FigureWriter:
     def _span(self, entry: dict, parent: RouteFigures | None) -> list[dict]:
         """The route's context span above ``entry`` (``route_figures.route_span``), read from
         the entry table: only as many entries up as the span can reach."""
-        if self.flush_entries is not None:
-            self.flush_entries()
         parent_id = entry.get("parentId")
         if parent is None or not isinstance(parent_id, str):
             return []
@@ -253,7 +252,8 @@ class FigureWriter:
         if compaction is not None:
             bounds = [parent.depth + 1 if entry.get("type") == "compaction" else None]
             if entry.get("type") != "compaction":
-                line = self._lines([compaction]).get(compaction)
+                raw = self.unflushed(compaction) if self.unflushed is not None else None
+                line = _parse(raw) if raw is not None else self._lines([compaction]).get(compaction)
                 first = line.get("firstKeptEntryId") if line is not None else None
                 first_kept = first if isinstance(first, str) else None
                 held = self._figures(compaction)
@@ -264,7 +264,19 @@ class FigureWriter:
             known = [b for b in bounds if b is not None]
             if known:
                 reach = max(0, parent.depth - min(known))
-        by_id = self._walk(jsonfmt.visible(parent_id), reach)
+        by_id: dict[str, dict] = {}
+        current: str | None = parent_id
+        while current is not None and reach >= 0 and self.unflushed is not None:
+            raw = self.unflushed(jsonfmt.visible(current))
+            if raw is None:
+                break
+            value = _parse(raw)
+            by_id[current] = value
+            reach -= 1
+            up = value.get("parentId")
+            current = up if isinstance(up, str) and up else None
+        if current is not None and reach >= 0:
+            by_id.update(self._walk(jsonfmt.visible(current), reach))
         return route_span(entry, parent, by_id.get)
 
     def _walk(self, entry_id: str, reach: int) -> dict[str, dict]:
