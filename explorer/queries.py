@@ -1472,7 +1472,16 @@ def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
 
 
 def _path_totals(session: Session) -> dict[str, Any]:
-    light = light_path(session, default_leaf_id(session))
+    # The default leaf's stored route figures (``explorer.route_store``): one row, whatever
+    # the route's length. Summed in route order like ``pisession stats``; the walk below is
+    # for a session without rows (written by none of the app's writers).
+    from explorer import route_store
+
+    leaf = default_leaf_id(session)
+    figures = route_store.figures_at(session, leaf)
+    if figures is not None:
+        return {"tokens": figures.tokens, "cost": figures.cost, "path_length": figures.depth + 1}
+    light = light_path(session, leaf)
     ids = [
         e.entry_id for e in light if e.type in ("message", "usage", "compaction", "branch_summary")
     ]

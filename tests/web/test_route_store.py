@@ -222,3 +222,42 @@ def engine_figures_depth(values: list[dict[str, Any]], leaf: str) -> int:
     path = _walk_up(index[leaf], index)
     path.reverse()
     return int(engine_figures(path)["depth"])
+
+
+def _walked_totals(session: Session) -> dict[str, Any]:
+    """``queries._path_totals`` by its walk over the route (the rows set aside)."""
+    from explorer import queries
+
+    kept = list(RouteFigure.objects.filter(session=session))
+    RouteFigure.objects.filter(session=session).delete()
+    try:
+        return queries._path_totals(session)
+    finally:
+        RouteFigure.objects.bulk_create(kept)
+
+
+@pytest.mark.django_db
+def test_the_lists_route_totals_read_one_row_and_agree_with_the_walk(
+    django_assert_max_num_queries,
+):
+    from explorer import queries
+
+    session = services.import_bytes(SMALL_SESSION).session
+    with django_assert_max_num_queries(2):  # the default leaf, its row
+        stored = queries._path_totals(session)
+    assert stored == {"tokens": 1240 + 1312, "cost": 0.0042 + 0.0041, "path_length": 7}
+    assert stored == _walked_totals(session)
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_the_route_totals_of_a_pi_file_agree_with_the_walk(path: Path):
+    from explorer import queries
+
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    stored, walked = queries._path_totals(session), _walked_totals(session)
+    assert stored["tokens"] == walked["tokens"] and stored["path_length"] == walked["path_length"]
+    # The walk adds costs in the order the rows come back, the row in route order.
+    assert stored["cost"] == pytest.approx(walked["cost"], rel=1e-12, abs=0)
+    assert stored["cost"] > 0
