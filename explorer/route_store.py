@@ -30,6 +30,7 @@ from explorer.session.route_figures import RouteFigures, next_figures, route_spa
 __all__ = [
     "FigureWriter",
     "figures_at",
+    "figures_at_tips",
     "figures_of",
     "spend_after",
     "write_appended",
@@ -358,6 +359,31 @@ def figures_of(session: Any, entry_ids: Iterable[str]) -> dict[str, RouteFigures
         for row in rows:
             out[row[0]] = from_row(row[1:])
     return out
+
+
+def figures_at_tips(sessions: Iterable[Any]) -> dict[int, RouteFigures]:
+    """Figures of each session's newest entry (its file's own leaf), in two queries for a
+    whole list page (session pk → figures; a session without entries or rows left out)."""
+    from django.db.models import Max, Q
+
+    from explorer.models import Entry, RouteFigure
+
+    pks = [s.pk for s in sessions]
+    if not pks:
+        return {}
+    tips = (
+        Entry.objects.filter(session_id__in=pks)
+        .order_by()
+        .values_list("session_id")
+        .annotate(last=Max("position"))
+    )
+    wanted = Q()
+    for session_pk, last in tips:
+        wanted |= Q(session_id=session_pk, entry__position=last)
+    if not wanted:
+        return {}
+    rows = RouteFigure.objects.filter(wanted).order_by().values_list("session_id", *FIELDS)
+    return {row[0]: from_row(row[1:]) for row in rows}
 
 
 def spend_after(session: Any, leaf_id: str, ancestor_id: str | None) -> dict[str, float] | None:

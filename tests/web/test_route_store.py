@@ -261,3 +261,27 @@ def test_the_route_totals_of_a_pi_file_agree_with_the_walk(path: Path):
     # The walk adds costs in the order the rows come back, the row in route order.
     assert stored["cost"] == pytest.approx(walked["cost"], rel=1e-12, abs=0)
     assert stored["cost"] > 0
+
+
+@pytest.mark.django_db
+def test_a_list_page_reads_every_sessions_totals_in_two_queries(django_assert_max_num_queries):
+    from django.core.cache import cache
+
+    from explorer import queries
+
+    sessions = [services.import_bytes(SMALL_SESSION).session]
+    for k in range(3):
+        grown = HEADER.replace(b"s-figures", f"s-{k}".encode()) + _lines(
+            [{"type": "message", "id": f"u{j}", "parentId": f"u{j - 1}" if j else None,
+              "message": {"role": "assistant", "content": [],
+                          "usage": {"input": j, "output": k, "cost": {"total": 0.1 * j}}}}
+             for j in range(k + 2)]
+        )  # fmt: skip
+        sessions.append(services.import_bytes(grown).session)
+    empty = services.import_bytes(HEADER.replace(b"s-figures", b"s-empty")).session
+    cache.clear()
+    with django_assert_max_num_queries(2):
+        totals = queries.list_path_totals(sessions)
+    assert totals == {s.pk: queries.default_path_totals(s) for s in sessions}
+    assert totals[sessions[3].pk]["path_length"] == 4 and totals[sessions[3].pk]["tokens"] == 6 + 8
+    assert queries.list_path_totals([empty]) == {empty.pk: queries.default_path_totals(empty)}
