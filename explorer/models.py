@@ -663,8 +663,15 @@ class RouteFigure(models.Model):
     ``explorer.route_store`` writes and reads them.
     """
 
+    # No cascade from the entry: entries are deleted only with their session, which deletes
+    # these rows too; a cascade here would make Django load every entry of a deleted
+    # session instead of deleting them with one statement.
     entry = models.OneToOneField(
-        Entry, on_delete=models.CASCADE, primary_key=True, related_name="figures"
+        Entry,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="figures",
     )
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
     depth = models.IntegerField(help_text="Entries above this one on its route")

@@ -150,25 +150,31 @@ class FigureWriter:
         self.recent[entry_id] = figures
         if len(self.recent) > KEPT:
             self.recent.popitem(last=False)
-        self.queued.append((*to_row(figures), self.session_pk, position))
+        self.queued.append((*to_row(figures), position))
 
     def write(self) -> None:
-        """Insert the queued rows (their entries must be in the entry table)."""
+        """Insert the queued rows (their entries must be in the entry table): the entries'
+        keys in one read of the batch's position range, then one plain insert."""
         if not self.queued:
             return
+        positions = [row[-1] for row in self.queued]
+        sql = (
+            f"SELECT position, id FROM {self.entry_table} "
+            f"WHERE session_id = %s AND position >= %s AND position <= %s"
+        )
+        with connection.cursor() as cur:
+            cur.execute(sql, [self.session_pk, min(positions), max(positions)])
+            pk_at = dict(cur.fetchall())
+        rows = [(pk_at[row[-1]], self.session_pk, *row[:-1]) for row in self.queued]
         columns = ", ".join(
             connection.ops.quote_name(c) for c in ("entry_id", "session_id", *FIELDS)
         )
-        marks = ", ".join([self.mark] * len(FIELDS))
-        sql = (
-            f"INSERT INTO {self.figure_table} ({columns}) "
-            f"SELECT e.id, e.session_id, {marks} FROM {self.entry_table} e "
-            f"WHERE e.session_id = {self.mark} AND e.position = {self.mark}"
-        )
+        marks = ", ".join([self.mark] * (len(FIELDS) + 2))
+        insert = f"INSERT INTO {self.figure_table} ({columns}) VALUES ({marks})"
         connection.ensure_connection()
         cursor = connection.connection.cursor()
         try:
-            cursor.executemany(sql, self.queued)
+            cursor.executemany(insert, rows)
         finally:
             cursor.close()
         self.queued = []

@@ -57,7 +57,8 @@ class Migration(migrations.Migration):
                 (
                     "entry",
                     models.OneToOneField(
-                        on_delete=django.db.models.deletion.CASCADE,
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
                         primary_key=True,
                         related_name="figures",
                         serialize=False,

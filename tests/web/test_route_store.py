@@ -285,3 +285,16 @@ def test_a_list_page_reads_every_sessions_totals_in_two_queries(django_assert_ma
     assert totals == {s.pk: queries.default_path_totals(s) for s in sessions}
     assert totals[sessions[3].pk]["path_length"] == 4 and totals[sessions[3].pk]["tokens"] == 6 + 8
     assert queries.list_path_totals([empty]) == {empty.pk: queries.default_path_totals(empty)}
+
+
+@pytest.mark.django_db
+def test_deleting_a_session_deletes_its_figures_without_loading_its_entries():
+    from django.test.utils import CaptureQueriesContext
+
+    session = services.import_bytes(SMALL_SESSION).session
+    other = services.import_bytes(HEADER + _lines([{"type": "label", "id": "l1"}])).session
+    with CaptureQueriesContext(connection) as seen:
+        session.delete()
+    assert not any('FROM "explorer_entry"' in q["sql"] and "SELECT" in q["sql"] for q in seen)
+    assert not RouteFigure.objects.filter(session_id=session.pk).exists()
+    assert RouteFigure.objects.filter(session=other).count() == 1
