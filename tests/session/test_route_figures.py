@@ -165,7 +165,8 @@ def sessions(draw):
                     base["message"]["usage"] = usage
         elif kind == "edit":
             base["type"] = "context_edit"
-            base["targetId"] = f"e{draw(st.integers(0, n))}"  # earlier, later or nowhere
+            target = draw(st.integers(0, n))  # earlier, later or nowhere
+            base["targetId"] = f"e{target}"
             base["replacement"] = draw(
                 st.sampled_from(
                     [
@@ -176,6 +177,10 @@ def sessions(draw):
                     ]
                 )
             )
+            original = entries[target].get("message") if target < i else None
+            if isinstance(original, dict) and draw(st.booleans()):
+                # Undo, as the app writes it: the original content as the replacement.
+                base["replacement"] = {"content": original.get("content")}
         elif kind == "compaction":
             base["type"] = "compaction"
             base["summary"] = draw(TEXTS)
