@@ -358,7 +358,11 @@ def figures_of(session: Any, entry_ids: Iterable[str]) -> dict[str, RouteFigures
     out: dict[str, RouteFigures] = {}
     for k in range(0, len(wanted), 500):
         rows = (
-            RouteFigure.objects.filter(session=session, entry__entry_id__in=wanted[k : k + 500])
+            # Filtered on the entry's session: the planner then looks the ids up in the
+            # entries' (session, id) index and each row by its key, never scanning a session.
+            RouteFigure.objects.filter(
+                entry__session_id=session.pk, entry__entry_id__in=wanted[k : k + 500]
+            )
             .order_by()
             .values_list("entry__entry_id", *FIELDS)
         )
@@ -370,25 +374,30 @@ def figures_of(session: Any, entry_ids: Iterable[str]) -> dict[str, RouteFigures
 def figures_at_tips(sessions: Iterable[Any]) -> dict[int, RouteFigures]:
     """Figures of each session's newest entry (its file's own leaf), in two queries for a
     whole list page (session pk → figures; a session without entries or rows left out)."""
-    from django.db.models import Max, Q
+    from django.db.models import OuterRef, Q, Subquery
 
-    from explorer.models import Entry, RouteFigure
+    from explorer.models import Entry, RouteFigure, Session
 
     pks = [s.pk for s in sessions]
     if not pks:
         return {}
+    # Each session's newest position by its (session, position) index, one step each.
+    newest = Entry.objects.filter(session_id=OuterRef("pk")).order_by("-position")
     tips = (
-        Entry.objects.filter(session_id__in=pks)
+        Session.every.filter(pk__in=pks)
+        .annotate(last=Subquery(newest.values("position")[:1]))
+        .exclude(last=None)
         .order_by()
-        .values_list("session_id")
-        .annotate(last=Max("position"))
+        .values_list("pk", "last")
     )
     wanted = Q()
     for session_pk, last in tips:
-        wanted |= Q(session_id=session_pk, entry__position=last)
+        # On the entry's columns: found by its (session, position) index, then the row by
+        # its key (on the row's own session column the planner scans a session's rows).
+        wanted |= Q(entry__session_id=session_pk, entry__position=last)
     if not wanted:
         return {}
-    rows = RouteFigure.objects.filter(wanted).order_by().values_list("session_id", *FIELDS)
+    rows = RouteFigure.objects.filter(wanted).order_by().values_list("entry__session_id", *FIELDS)
     return {row[0]: from_row(row[1:]) for row in rows}
 
 
