@@ -129,6 +129,7 @@ class FigureWriter:
         self.flush_entries = flush_entries
         self.unflushed = unflushed
         self.recent: OrderedDict[str, RouteFigures] = OrderedDict()
+        self.unwritten: dict[str, RouteFigures] = {}  # queued rows' figures, by id
         self.queued: list[tuple[Any, ...]] = []
         self.waiting: list[int] = []  # positions of entries whose parent is not stored yet
         self.mark = "?" if connection.vendor == "sqlite" else "%s"
@@ -148,6 +149,7 @@ class FigureWriter:
     def _add(self, entry_id: str, position: int, value: dict, parent: RouteFigures | None) -> None:
         figures = next_figures(parent, value, lambda: self._span(value, parent), self._exists)
         self.recent[entry_id] = figures
+        self.unwritten[entry_id] = figures
         if len(self.recent) > KEPT:
             self.recent.popitem(last=False)
         self.queued.append((*to_row(figures), position))
@@ -178,6 +180,7 @@ class FigureWriter:
         finally:
             cursor.close()
         self.queued = []
+        self.unwritten = {}
 
     def finish(self) -> None:
         """Figure the entries that waited for a later parent (or for one that never came:
@@ -210,7 +213,7 @@ class FigureWriter:
     # -- reading back ------------------------------------------------------------------
 
     def _figures(self, entry_id: str) -> RouteFigures | None:
-        known = self.recent.get(entry_id)
+        known = self.recent.get(entry_id) or self.unwritten.get(entry_id)
         if known is not None:
             return known
         columns = ", ".join(f"f.{connection.ops.quote_name(c)}" for c in FIELDS)
@@ -230,9 +233,11 @@ class FigureWriter:
             return cur.fetchone() is not None
 
     def _exists(self, entry_id: str) -> bool:
-        # An entry of the batch not inserted yet is in ``recent`` unless it waits for its
-        # parent: then it counts as not there, which is only slower, never wrong.
-        return entry_id in self.recent or self._stored(entry_id)
+        # Figured already, so it cannot come later on the route of the entry being figured.
+        # A stored entry without figures waits for its parent and may well be a descendant
+        # (an edit naming it then applies to it); one not found counts as not there, which
+        # is only slower, never wrong.
+        return entry_id in self.recent or self._figures(entry_id) is not None
 
     def _entry_rows(self, positions: list[int]) -> list[tuple[int, str, str | None, str]]:
         out: list[tuple[int, str, str | None, str]] = []
@@ -257,20 +262,22 @@ class FigureWriter:
         compaction, first_kept = span_start(parent, entry)
         reach = parent.depth  # to the root, unless a compaction bounds the span
         if compaction is not None:
-            bounds = [parent.depth + 1 if entry.get("type") == "compaction" else None]
-            if entry.get("type") != "compaction":
+            if entry.get("type") == "compaction":
+                low: int | None = parent.depth + 1
+            else:
                 raw = self.unflushed(compaction) if self.unflushed is not None else None
                 line = _parse(raw) if raw is not None else self._lines([compaction]).get(compaction)
                 first = line.get("firstKeptEntryId") if line is not None else None
                 first_kept = first if isinstance(first, str) else None
                 held = self._figures(compaction)
-                bounds = [held.depth if held is not None else None]
+                low = held.depth if held is not None else None  # unknown: walk to the root
+            # A first kept entry above the compaction is an ancestor, so figured already; one
+            # without figures (or deeper) is not on the route and bounds nothing.
             kept = self._figures(first_kept) if first_kept is not None else None
-            if kept is not None:
-                bounds.append(kept.depth)
-            known = [b for b in bounds if b is not None]
-            if known:
-                reach = max(0, parent.depth - min(known))
+            if low is not None:
+                if kept is not None and kept.depth < low:
+                    low = kept.depth
+                reach = max(0, parent.depth - low)
         by_id: dict[str, dict] = {}
         current: str | None = parent_id
         while current is not None and reach >= 0 and self.unflushed is not None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from explorer import files, route_store, services
@@ -146,9 +148,21 @@ class GeneratedSessions(HypothesisTestCase):
         super().tearDownClass()
         assert cls.stored > 20, "the generated sessions were hardly ever stored"
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(sessions())
-    def test_generated(self, entries):
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(sessions(), st.sampled_from([None, (3, 2), (1, 1), (7, 5)]))
+    def test_generated(self, entries, sizes):
+        """``sizes``: (rows per batch, figures kept in memory), small enough that parents'
+        figures and routes are read back from the tables, or None for the defaults."""
+        if sizes is None:
+            self._store(entries)
+            return
+        with (
+            mock.patch.object(files, "_BATCH_ROWS", sizes[0]),
+            mock.patch.object(route_store, "KEPT", sizes[1]),
+        ):
+            self._store(entries)
+
+    def _store(self, entries):
         dicts = [e for e in entries if isinstance(e, dict)]
         ids = [e.get("id") for e in dicts]
         if len(dicts) != len(entries) or not all(isinstance(i, str) for i in ids):
@@ -298,3 +312,32 @@ def test_deleting_a_session_deletes_its_figures_without_loading_its_entries():
     assert not any('FROM "explorer_entry"' in q["sql"] and "SELECT" in q["sql"] for q in seen)
     assert not RouteFigure.objects.filter(session_id=session.pk).exists()
     assert RouteFigure.objects.filter(session=other).count() == 1
+
+
+@pytest.mark.django_db
+def test_entries_waiting_for_a_parent_that_never_comes(monkeypatch):
+    """Found by the generated sessions: an edit waiting for its (missing) parent names an
+    entry stored meanwhile below it, which it hides; a compaction waiting the same way
+    bounds the route read back for a system message below it, with one figure in memory."""
+    monkeypatch.setattr(files, "_BATCH_ROWS", 1)
+    monkeypatch.setattr(route_store, "KEPT", 1)
+    user = lambda eid, parent, text="", role="user": {  # noqa: E731
+        "type": "message", "id": eid, "parentId": parent, "timestamp": "t",
+        "message": {"role": role, "content": text, "timestamp": 1},
+    }  # fmt: skip
+    entries = [
+        user("r0", None, "kept"),
+        {"type": "context_edit", "id": "x1", "parentId": "gone", "targetId": "h2",
+         "replacement": None, "timestamp": "t"},
+        user("h2", "x1", "hidden by x1"),
+        {"type": "compaction", "id": "c3", "parentId": "gone", "summary": "", "timestamp": "t",
+         "firstKeptEntryId": "r0", "tokensBefore": 1,
+         "systemMessage": {"role": "system", "content": "cp", "timestamp": 1}},
+        {"type": "custom_message", "id": "n4", "parentId": "c3", "customType": "note",
+         "content": "", "display": True, "timestamp": "t"},
+        user("s5", "n4", "", role="system"),
+    ]  # fmt: skip
+    session = services.import_bytes(HEADER + _lines(entries)).session
+    assert assert_stored(session) == 6
+    figures = route_store.figures_of(session, ["x1", "h2"])
+    assert figures["h2"].context_tokens == figures["x1"].context_tokens == 0
