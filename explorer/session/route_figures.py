@@ -326,9 +326,13 @@ def route_span(
     parent_id = entry.get("parentId")
     current = lookup(parent_id) if isinstance(parent_id, str) and parent_id else None
     found = False
+    seen: set[Any] = set()
     while current is not None:
-        route.append(current)
         current_id = current.get("id")
+        if current_id in seen:  # a parentId cycle (the store refuses them): the walk stops
+            break
+        seen.add(current_id)
+        route.append(current)
         if not passed and current_id == compaction:
             passed = True
             cut = len(route)
