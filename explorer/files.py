@@ -31,7 +31,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from explorer import conf
+from explorer import conf, route_store
 from explorer.models import Entry, EntryText, ExtraLine, ImportProblem, Leaf, SecretFinding, Session
 from explorer.queries import path_pks
 from explorer.secrets import RULES_VERSION, redact_bytes, redact_for_search, scan_entry
@@ -451,6 +451,10 @@ class _Writer:
         self.buffered = 0
         self.first_position: int | None = None
         self.total = 0
+        # Route figures of each entry, computed as the lines stream (``explorer.route_store``).
+        self.figures = route_store.FigureWriter(
+            session.pk, flush_entries=self.flush, unflushed=self._unflushed
+        )
         mark = "?" if connection.vendor == "sqlite" else "%s"
         table = connection.ops.quote_name(Entry._meta.db_table)
         columns = ", ".join(connection.ops.quote_name(c) for c in _ENTRY_COLUMNS)
@@ -509,6 +513,7 @@ class _Writer:
         ]
         self.rows.append(row)
         self.pending[entry_id] = row
+        self.figures.add(entry_id, parent, position, value if type(value) is dict else {})
         if value is not None:
             self.findings.extend(
                 findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
@@ -523,6 +528,11 @@ class _Writer:
         self.total += size
         if self.buffered >= _BATCH_BYTES or len(self.rows) >= _BATCH_ROWS:
             self.flush()
+
+    def _unflushed(self, entry_id: str) -> str | None:
+        """The raw line of an entry of the batch not inserted yet (for route figures)."""
+        row = self.pending.get(entry_id)
+        return row[8] if row is not None else None
 
     def extra(self, row: ExtraLine) -> None:
         self.extras.append(row)
@@ -544,6 +554,7 @@ class _Writer:
             finally:
                 cursor.close()
             self.rows = []
+            self.figures.write()
             self.pending = {}
             self.buffered = 0
         if self.extras:
@@ -1218,6 +1229,7 @@ def _resolve_pending(session: Session, scan: _Scan) -> None:
 
 def _finish_session(session: Session, scan: _Scan, writer: _Writer) -> None:
     writer.finish_child_counts()
+    writer.figures.finish()
     for entry_id, depth in scan.fixed.items():
         Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
     refresh_counters(session, scan)

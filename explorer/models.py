@@ -686,3 +686,54 @@ class CodexFork(models.Model):
 
     def __str__(self) -> str:
         return f"Codex fork {self.thread_id} of {self.parent_thread_id}"
+
+
+class RouteFigure(models.Model):
+    """The figures of the route from the root to one entry, written with the entry.
+
+    An entry's route never changes (sessions only grow, parents never move), so these are
+    computed once from the parent's row plus the entry (``explorer.session.route_figures``)
+    and never invalidated: a page reads a row instead of walking and parsing a route. A
+    table of its own rather than columns on :class:`Entry`: a migration test at an old state
+    never meets them, and the entry table's rows (with their raw lines) stay as they were.
+    ``explorer.route_store`` writes and reads them.
+    """
+
+    # No cascade from the entry: entries are deleted only with their session, which deletes
+    # these rows too; a cascade here would make Django load every entry of a deleted
+    # session instead of deleting them with one statement.
+    entry = models.OneToOneField(
+        Entry,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="figures",
+    )
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    depth = models.IntegerField(help_text="Entries above this one on its route")
+    turns = models.IntegerField(help_text="User messages on the route")
+    responses = models.IntegerField(help_text="Entries recording a spend on the route")
+    input = models.BigIntegerField()
+    output = models.BigIntegerField()
+    cache_read = models.BigIntegerField()
+    cache_write = models.BigIntegerField()
+    unpriced = models.IntegerField(help_text="Responses without a recorded cost")
+    tokens = models.FloatField(help_text="Provider-reported tokens of every request")
+    cost = models.FloatField(help_text="Provider-recorded cost of every request")
+    tool_calls = models.IntegerField()
+    compaction_id = models.CharField(max_length=200, null=True, blank=True)
+    edit_id = models.CharField(max_length=200, null=True, blank=True)
+    prev_edit_id = models.CharField(max_length=200, null=True, blank=True)
+    role = models.CharField(max_length=64, blank=True, default="")
+    text_size = models.IntegerField(help_text="Characters of the entry's readable text")
+    context_tokens = models.FloatField(
+        null=True, help_text="Projected-context estimate (pisession context); null for NaN"
+    )
+    usage_tokens = models.FloatField(null=True, help_text="Trusted provider usage, if any")
+    trailing = models.FloatField(null=True, help_text="Estimates after that usage; null for NaN")
+    pending_targets = models.TextField(
+        blank=True, default="", help_text="JSON list of edit targets not yet in the session"
+    )
+
+    def __str__(self) -> str:
+        return f"figures of entry {self.entry_id}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer import conf
+from explorer import conf, route_store
 from explorer.files import entry_fields, export_bytes, findings_for, session_name_of
 from explorer.models import Entry, Leaf, SecretFinding, Session
 from explorer.queries.entries import entries_bytes, path_bytes
@@ -181,6 +181,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
         elif fields["type"] == "session_info":
             session.name = session_name_of(value) or ""
     Entry.objects.bulk_create(created)
+    route_store.write_appended(session.pk, created, [value for _p, _l, value in parsed])
     for pk, _depth, before, after in parents.values():
         if after != before:
             Entry.objects.filter(pk=pk).update(child_count=after)

@@ -1,0 +1,343 @@
+"""Stored route figures (``explorer.route_store``) equal the engine's from scratch.
+
+After an import (in batches, grown by a second import, of Pi's files, of generated
+sessions, of Claude Code and Codex files stored in Pi form), after appends (label, context
+edit, turn message) and after migration 0021 filled a session stored at 0020, every stored
+row equals what the engine computes for that entry's route from the stored lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.django import TestCase as HypothesisTestCase
+
+from explorer import files, route_store, services
+from explorer.models import Entry, RouteFigure, Session
+from explorer.session import jsonfmt
+from explorer.session.context import _walk_up, build_entry_index
+from tests.conftest import FIXTURES_DIR, SMALL_SESSION, pi_fixture_files
+from tests.session.test_route_figures import assert_figures, engine_figures, sessions
+
+HEADER = b'{"type":"session","version":3,"id":"s-figures","timestamp":"t","cwd":"/w"}\n'
+
+
+def _stored_entries(session: Session) -> list[dict[str, Any]]:
+    rows = Entry.objects.filter(session=session).order_by("position").values_list("raw", flat=True)
+    return [jsonfmt.loads(raw) for raw in rows]
+
+
+def assert_stored(session: Session) -> int:
+    """Every stored entry has a row, equal to the engine's figures of its route."""
+    entries = _stored_entries(session)
+    index = build_entry_index(entries)
+    stored = route_store.figures_of(session, [e["id"] for e in entries])
+    assert len(stored) == len(entries) == RouteFigure.objects.filter(session=session).count()
+    for entry in entries:
+        path = _walk_up(entry, index)
+        path.reverse()
+        assert_figures(stored[entry["id"]], path)
+    return len(entries)
+
+
+def _lines(entries: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in entries)
+
+
+@pytest.mark.django_db
+def test_the_small_session_and_its_appends():
+    session = services.import_bytes(SMALL_SESSION).session
+    assert assert_stored(session) == 8
+    services.set_label(session, None, "b2c3d4e5", "look")
+    edited = services.add_context_edit(session, None, "b2c3d4e5", {"content": "shorter"})
+    services.append_message(
+        session,
+        None,
+        {"role": "user", "content": "and now?", "timestamp": 1},
+        leaf_id="e5f6a7b8",
+    )
+    assert assert_stored(session) == 11
+    assert edited.entry is not None
+    edit = route_store.figures_at(session, edited.entry.entry_id)
+    assert edit is not None and edit.prev_edit_id == "0a1b2c3d" and edit.edit_id != "0a1b2c3d"
+
+
+@pytest.mark.django_db
+def test_batches_late_parents_and_a_grown_session(monkeypatch):
+    """Small batches (figures read back from the table across them), a parent later in the
+    file, a dangling parent, then the same file grown by a second import."""
+    monkeypatch.setattr(files, "_BATCH_ROWS", 3)
+    monkeypatch.setattr(route_store, "KEPT", 2)
+    msg = lambda i, parent, role="user", **extra: {  # noqa: E731
+        "type": "message", "id": f"m{i}", "parentId": parent, "timestamp": "t",
+        "message": {"role": role, "content": [{"type": "text", "text": "x" * (7 * i)}], **extra},
+    }  # fmt: skip
+    usage = {"input": 40, "output": 3, "cacheRead": 2, "cacheWrite": 0, "cost": {"total": 0.5}}
+    first = [
+        msg(0, None),
+        msg(1, "m0", "assistant", usage=usage, stopReason="stop"),
+        msg(2, "m9"),  # its parent comes later
+        msg(3, "gone"),  # never comes
+        msg(4, "m1"),
+        {"type": "context_edit", "id": "x5", "parentId": "m4", "targetId": "m1",
+         "replacement": None, "timestamp": "t"},
+        msg(6, "x5"),
+        {"type": "compaction", "id": "c7", "parentId": "m6", "summary": "sum",
+         "firstKeptEntryId": "m4", "tokensBefore": 9, "timestamp": "t"},
+        msg(8, "c7", "assistant", usage=usage, stopReason="stop"),
+        msg(9, "m8"),
+    ]  # fmt: skip
+    data = HEADER + _lines(first)
+    session = services.import_bytes(data).session
+    assert assert_stored(session) == 10
+    grown = data + _lines(
+        [msg(10, "m2"), msg(11, "m6"), {"type": "context_edit", "id": "x12", "parentId": "m11",
+                                         "targetId": "m13", "replacement": None},
+         msg(13, "x12"), msg(14, "m13")]
+    )  # fmt: skip
+    services.import_bytes(grown)
+    assert assert_stored(session) == 15
+    m14 = route_store.figures_at(session, "m14")
+    assert m14 is not None and m14.depth == 8 and m14.edit_id == "x12" and m14.prev_edit_id == "x5"
+    spent = route_store.spend_after(session, "m9", "m1")
+    assert spent is not None and spent["cost"] == 0.5 and spent["input"] == 40
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_pi_files(path: Path):
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    assert assert_stored(session) > 100
+
+
+def _agent_files() -> list[Path]:
+    found = sorted((FIXTURES_DIR / "claude-code").rglob("*.jsonl"))[:3]
+    found += sorted((FIXTURES_DIR / "codex").rglob("*.jsonl"))[:3]
+    return found or [FIXTURES_DIR / "missing.jsonl"]
+
+
+@pytest.mark.agent_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", _agent_files(), ids=lambda p: p.name)
+def test_claude_code_and_codex_files_stored_in_pi_form(path: Path):
+    from explorer import agent_import
+
+    result = agent_import.import_agent_file(str(path))
+    sessions = Session.objects.all()
+    assert sessions, result
+    for session in sessions:
+        assert_stored(session)
+
+
+class GeneratedSessions(HypothesisTestCase):
+    """Generated sessions stored by the import: only those the import accepts (unique string
+    ids, no parentId cycle); the rest are refused before any row is written."""
+
+    stored = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.stored > 20, "the generated sessions were hardly ever stored"
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(sessions(), st.sampled_from([None, (3, 2), (1, 1), (7, 5)]))
+    def test_generated(self, entries, sizes):
+        """``sizes``: (rows per batch, figures kept in memory), small enough that parents'
+        figures and routes are read back from the tables, or None for the defaults."""
+        if sizes is None:
+            self._store(entries)
+            return
+        with (
+            mock.patch.object(files, "_BATCH_ROWS", sizes[0]),
+            mock.patch.object(route_store, "KEPT", sizes[1]),
+        ):
+            self._store(entries)
+
+    def _store(self, entries):
+        dicts = [e for e in entries if isinstance(e, dict)]
+        ids = [e.get("id") for e in dicts]
+        if len(dicts) != len(entries) or not all(isinstance(i, str) for i in ids):
+            return
+        if len(set(ids)) != len(ids):
+            return
+        result = services.import_bytes(HEADER + _lines(dicts))
+        if result.session is None or not Entry.objects.filter(session=result.session).exists():
+            return
+        assert_stored(result.session)
+        type(self).stored += 1
+        result.session.delete()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0021_fills_a_session_stored_at_0020():
+    from django.db.migrations.executor import MigrationExecutor
+
+    old = [("explorer", "0020_session_agent")]
+    new = [("explorer", "0021_route_figures")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(old)
+        apps = executor.loader.project_state(old).apps
+        OldSession = apps.get_model("explorer", "Session")
+        OldEntry = apps.get_model("explorer", "Entry")
+        stored = OldSession.objects.create(session_id="s-0020", header_raw="{}")
+        values = [json.loads(line) for line in SMALL_SESSION.decode().splitlines()[1:]]
+        values.insert(
+            2,
+            {
+                "type": "message",
+                "id": "late",
+                "parentId": "later",
+                "message": {"role": "user", "content": "before its parent"},
+            },
+        )
+        values.append({"type": "message", "id": "later", "parentId": "d4e5f6a7",
+                       "message": {"role": "user", "content": "its parent"}})  # fmt: skip
+        OldEntry.objects.bulk_create(
+            OldEntry(
+                session=stored,
+                entry_id=v["id"],
+                parent_id=v.get("parentId"),
+                type=v["type"],
+                position=k + 1,
+                line_no=k + 2,
+                raw=json.dumps(v),
+            )
+            for k, v in enumerate(values)
+        )
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(new)
+        session = Session.objects.get(session_id="s-0020")
+        assert assert_stored(session) == len(values)
+        late = route_store.figures_at(session, "late")
+        assert late is not None and late.depth == engine_figures_depth(values, "late")
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(old)  # and back: the table goes
+        assert "explorer_routefigure" not in connection.introspection.table_names()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+def engine_figures_depth(values: list[dict[str, Any]], leaf: str) -> int:
+    index = build_entry_index(values)
+    path = _walk_up(index[leaf], index)
+    path.reverse()
+    return int(engine_figures(path)["depth"])
+
+
+def _walked_totals(session: Session) -> dict[str, Any]:
+    """``queries.listing._path_totals`` by its walk over the route (the rows set aside)."""
+    from explorer.queries import listing
+
+    kept = list(RouteFigure.objects.filter(session=session))
+    RouteFigure.objects.filter(session=session).delete()
+    try:
+        return listing._path_totals(session)
+    finally:
+        RouteFigure.objects.bulk_create(kept)
+
+
+@pytest.mark.django_db
+def test_the_lists_route_totals_read_one_row_and_agree_with_the_walk(
+    django_assert_max_num_queries,
+):
+    from explorer.queries import listing
+
+    session = services.import_bytes(SMALL_SESSION).session
+    with django_assert_max_num_queries(2):  # the default leaf, its row
+        stored = listing._path_totals(session)
+    assert stored == {"tokens": 1240 + 1312, "cost": 0.0042 + 0.0041, "path_length": 7}
+    assert stored == _walked_totals(session)
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_the_route_totals_of_a_pi_file_agree_with_the_walk(path: Path):
+    from explorer.queries import listing
+
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    stored, walked = listing._path_totals(session), _walked_totals(session)
+    assert stored["tokens"] == walked["tokens"] and stored["path_length"] == walked["path_length"]
+    # The walk adds costs in the order the rows come back, the row in route order.
+    assert stored["cost"] == pytest.approx(walked["cost"], rel=1e-12, abs=0)
+    assert stored["cost"] > 0
+
+
+@pytest.mark.django_db
+def test_a_list_page_reads_every_sessions_totals_in_two_queries(django_assert_max_num_queries):
+    from django.core.cache import cache
+
+    from explorer import queries
+
+    sessions = [services.import_bytes(SMALL_SESSION).session]
+    for k in range(3):
+        grown = HEADER.replace(b"s-figures", f"s-{k}".encode()) + _lines(
+            [{"type": "message", "id": f"u{j}", "parentId": f"u{j - 1}" if j else None,
+              "message": {"role": "assistant", "content": [],
+                          "usage": {"input": j, "output": k, "cost": {"total": 0.1 * j}}}}
+             for j in range(k + 2)]
+        )  # fmt: skip
+        sessions.append(services.import_bytes(grown).session)
+    empty = services.import_bytes(HEADER.replace(b"s-figures", b"s-empty")).session
+    cache.clear()
+    with django_assert_max_num_queries(2):
+        totals = queries.list_path_totals(sessions)
+    assert totals == {s.pk: queries.default_path_totals(s) for s in sessions}
+    assert totals[sessions[3].pk]["path_length"] == 4 and totals[sessions[3].pk]["tokens"] == 6 + 8
+    assert queries.list_path_totals([empty]) == {empty.pk: queries.default_path_totals(empty)}
+
+
+@pytest.mark.django_db
+def test_deleting_a_session_deletes_its_figures_without_loading_its_entries():
+    from django.test.utils import CaptureQueriesContext
+
+    session = services.import_bytes(SMALL_SESSION).session
+    other = services.import_bytes(HEADER + _lines([{"type": "label", "id": "l1"}])).session
+    with CaptureQueriesContext(connection) as seen:
+        session.delete()
+    assert not any('FROM "explorer_entry"' in q["sql"] and "SELECT" in q["sql"] for q in seen)
+    assert not RouteFigure.objects.filter(session_id=session.pk).exists()
+    assert RouteFigure.objects.filter(session=other).count() == 1
+
+
+@pytest.mark.django_db
+def test_entries_waiting_for_a_parent_that_never_comes(monkeypatch):
+    """Found by the generated sessions: an edit waiting for its (missing) parent names an
+    entry stored meanwhile below it, which it hides; a compaction waiting the same way
+    bounds the route read back for a system message below it, with one figure in memory."""
+    monkeypatch.setattr(files, "_BATCH_ROWS", 1)
+    monkeypatch.setattr(route_store, "KEPT", 1)
+    user = lambda eid, parent, text="", role="user": {  # noqa: E731
+        "type": "message", "id": eid, "parentId": parent, "timestamp": "t",
+        "message": {"role": role, "content": text, "timestamp": 1},
+    }  # fmt: skip
+    entries = [
+        user("r0", None, "kept"),
+        {"type": "context_edit", "id": "x1", "parentId": "gone", "targetId": "h2",
+         "replacement": None, "timestamp": "t"},
+        user("h2", "x1", "hidden by x1"),
+        {"type": "compaction", "id": "c3", "parentId": "gone", "summary": "", "timestamp": "t",
+         "firstKeptEntryId": "r0", "tokensBefore": 1,
+         "systemMessage": {"role": "system", "content": "cp", "timestamp": 1}},
+        {"type": "custom_message", "id": "n4", "parentId": "c3", "customType": "note",
+         "content": "", "display": True, "timestamp": "t"},
+        user("s5", "n4", "", role="system"),
+    ]  # fmt: skip
+    session = services.import_bytes(HEADER + _lines(entries)).session
+    assert assert_stored(session) == 6
+    figures = route_store.figures_of(session, ["x1", "h2"])
+    assert figures["h2"].context_tokens == figures["x1"].context_tokens == 0
