@@ -87,13 +87,16 @@ def test_other_writers_write_while_an_import_runs_and_see_no_half_session(
             lambda: list(Session.every.filter(session_id="big-one").values_list("state", "pk"))
         )
         found = _in_thread(lambda: queries.search_entries("quokka")["total"])
-        seen.append((label, visible, hidden, found))
+        # ...though whole batches of its rows are already committed (small batches here).
+        committed = _in_thread(lambda: Entry.objects.filter(session__session_id="big-one").count())
+        seen.append((label, visible, hidden, found, committed))
 
     progress = files.ImportProgress(report=during_import, every=0)
     with files.reporting(progress):
         result = services.import_bytes(_file("big-one", 10 * ROWS))
     assert result.ok and result.added == 10 * ROWS
-    ((label, visible, hidden, found),) = seen
+    ((label, visible, hidden, found, committed),) = seen
+    assert committed >= ROWS and committed % ROWS == 0
     assert found == 0  # its batches are indexed, but search does not list them yet
     assert Entry.objects.filter(session=other, entry_id=label, type="label").exists()
     assert visible is False
