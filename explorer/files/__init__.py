@@ -61,6 +61,7 @@ from explorer.files.scan import (
     session_name_of,
 )
 from explorer.files.store import (
+    refresh_counters,
     sync_default_leaf,
 )
 
@@ -84,6 +85,7 @@ __all__ = [
     "index_new_entries",
     "iter_export",
     "redact_chunks",
+    "refresh_counters",
     "refused",
     "reporting",
     "rescan_session",
