@@ -16,7 +16,9 @@ import os
 from django.db.models import QuerySet
 
 from explorer import codex_context, codex_forks, files, services
-from explorer.files import ImportResult, Problem
+from explorer.files.imports import ImportResult
+from explorer.files.scan import Problem
+from explorer.files.store import _save_problems, _update_warning_count
 from explorer.models import Entry, ImportProblem, Session
 from explorer.session.formats import (
     ForeignSession,
@@ -178,8 +180,8 @@ def _describe(result: ImportResult, foreign: ForeignSession) -> None:
     Session.objects.filter(pk=session.pk).update(name=name, source_original=original)
     if result.created or not result.unchanged:
         ImportProblem.objects.filter(session=session, code__in={p.code for p in findings}).delete()
-        files._save_problems(session, findings)
-        files._update_warning_count(session)
+        _save_problems(session, findings)
+        _update_warning_count(session)
     session.refresh_from_db()
     result.session = session
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from explorer import files, services
-from explorer.files import ImportResult
+from explorer.files.imports import ImportResult
 from explorer.models import CodexFork, Entry, Session
 from explorer.session import jsonfmt
 from explorer.session.formats import ForeignSession, load_foreign_bytes

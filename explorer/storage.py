@@ -12,7 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from explorer import conf, route_store
-from explorer.files import entry_fields, export_bytes, findings_for, session_name_of
+from explorer.files.export import export_bytes
+from explorer.files.findings import findings_for
+from explorer.files.scan import entry_fields, session_name_of
 from explorer.models import Entry, Leaf, SecretFinding, Session
 from explorer.queries.entries import entries_bytes, path_bytes
 from explorer.route_check import on_route

@@ -18,7 +18,7 @@ BATCH = 2000
 def fill_costs(apps, schema_editor):
     """The cost of every stored entry that has one, as ``files.entry_fields`` gives it to
     a new entry (the rule is imported, not copied, so the two cannot drift)."""
-    from explorer.files import entry_fields
+    from explorer.files.scan import entry_fields
     from explorer.session import jsonfmt
 
     Entry = apps.get_model("explorer", "Entry")

@@ -114,14 +114,15 @@ def test_a_byte_order_mark_is_named_in_the_error(db):
 
 
 CYCLE_SCRIPT = """
-from explorer import files
-scan = files._Scan()
+from explorer.files.scan import _Scan
+from explorer.files.store import _resolve_pending
+scan = _Scan()
 ids = ["c%d" % i for i in range(12)]
 for i, e in enumerate(ids):
     scan.ids[e] = ids[(i + 1) % len(ids)]
     scan.first_line[e] = i + 2
     scan.pending_depth.add(e)
-files._resolve_pending(None, scan)
+_resolve_pending(None, scan)
 print([(p.line, p.message) for p in scan.problems])
 """
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
 
 import pytest
 from django.db import connections
+from django.utils import timezone
 
 from explorer import files, queries, services
+from explorer.files import imports, store
 from explorer.models import Entry, EntryText, Session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +27,7 @@ ROWS = 40  # rows per batch here, so a small file makes several batches
 
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch):
-    monkeypatch.setattr(files, "_BATCH_ROWS", ROWS)
+    monkeypatch.setattr(store, "_BATCH_ROWS", ROWS)  # read by the batch writer
 
 
 def _file(session_id: str, count: int, *, duplicate_last: bool = False) -> bytes:
@@ -84,13 +87,16 @@ def test_other_writers_write_while_an_import_runs_and_see_no_half_session(
             lambda: list(Session.every.filter(session_id="big-one").values_list("state", "pk"))
         )
         found = _in_thread(lambda: queries.search_entries("quokka")["total"])
-        seen.append((label, visible, hidden, found))
+        # ...though whole batches of its rows are already committed (small batches here).
+        committed = _in_thread(lambda: Entry.objects.filter(session__session_id="big-one").count())
+        seen.append((label, visible, hidden, found, committed))
 
     progress = files.ImportProgress(report=during_import, every=0)
     with files.reporting(progress):
         result = services.import_bytes(_file("big-one", 10 * ROWS))
     assert result.ok and result.added == 10 * ROWS
-    ((label, visible, hidden, found),) = seen
+    ((label, visible, hidden, found, committed),) = seen
+    assert committed >= ROWS and committed % ROWS == 0
     assert found == 0  # its batches are indexed, but search does not list them yet
     assert Entry.objects.filter(session=other, entry_id=label, type="label").exists()
     assert visible is False
@@ -137,8 +143,8 @@ def _dead_pid() -> int:
 def test_an_import_whose_process_died_is_removed_and_the_file_imports_again():
     data = _file("killed", 3 * ROWS)
     header, index, line, _ = files.find_header(data)
-    stale = files._new_session(header, index, line, None, "", state=Session.IMPORTING,
-                               import_owner=f"{files.socket.gethostname()}:{_dead_pid()}")  # fmt: skip
+    stale = imports._new_session(header, index, line, None, "", state=Session.IMPORTING,
+                                 import_owner=f"{socket.gethostname()}:{_dead_pid()}")  # fmt: skip
     Entry.objects.create(session=stale, entry_id="half", position=1, line_no=2, raw="{}")
     assert not Session.objects.filter(pk=stale.pk).exists()
     result = services.import_bytes(data)  # the next import clears it first
@@ -150,9 +156,9 @@ def test_an_import_whose_process_died_is_removed_and_the_file_imports_again():
 def test_a_running_import_of_the_same_file_is_not_entered_twice():
     data = _file("twice", 2 * ROWS)
     header, index, line, _ = files.find_header(data)
-    files._new_session(header, index, line, None, "", state=Session.IMPORTING,
-                       import_owner=files.import_owner(),
-                       import_heartbeat=files.timezone.now())  # fmt: skip
+    imports._new_session(header, index, line, None, "", state=Session.IMPORTING,
+                         import_owner=files.import_owner(),
+                         import_heartbeat=timezone.now())  # fmt: skip
     result = services.import_bytes(data)
     assert not result.ok and [p.code for p in result.errors] == ["import-running"]
     assert "being imported by another process" in str(result.errors[0])
@@ -169,8 +175,8 @@ def test_serve_setup_removes_unfinished_imports(capsys, monkeypatch):
 
     data = _file("left-over", ROWS)
     header, index, line, _ = files.find_header(data)
-    files._new_session(header, index, line, None, "", state=Session.IMPORTING,
-                       import_owner=f"{files.socket.gethostname()}:{_dead_pid()}")  # fmt: skip
+    imports._new_session(header, index, line, None, "", state=Session.IMPORTING,
+                         import_owner=f"{socket.gethostname()}:{_dead_pid()}")  # fmt: skip
     call_command("serve", "--setup-only", "--no-demo")
     assert "Removed 1 unfinished import" in capsys.readouterr().out
     assert not Session.every.filter(session_id="left-over").exists()

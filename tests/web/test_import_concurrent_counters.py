@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from explorer import files, services
+from explorer.files import store
 from explorer.models import Entry, Session
 from tests.web.test_import_batches import ROWS, _file, _in_thread
 
@@ -20,7 +21,7 @@ COUNTERS = ("entry_count", "leaf_count", "compaction_count", "context_edit_count
 
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch):
-    monkeypatch.setattr(files, "_BATCH_ROWS", ROWS)
+    monkeypatch.setattr(store, "_BATCH_ROWS", ROWS)  # read by the batch writer
 
 
 def _stored(session: Session) -> dict[str, int]:

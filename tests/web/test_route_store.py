@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
-from explorer import files, route_store, services
+from explorer import route_store, services
+from explorer.files import store as files_store
 from explorer.models import Entry, RouteFigure, Session
 from explorer.session import jsonfmt
 from explorer.session.context import _walk_up, build_entry_index
@@ -73,7 +74,7 @@ def test_the_small_session_and_its_appends():
 def test_batches_late_parents_and_a_grown_session(monkeypatch):
     """Small batches (figures read back from the table across them), a parent later in the
     file, a dangling parent, then the same file grown by a second import."""
-    monkeypatch.setattr(files, "_BATCH_ROWS", 3)
+    monkeypatch.setattr(files_store, "_BATCH_ROWS", 3)
     monkeypatch.setattr(route_store, "KEPT", 2)
     msg = lambda i, parent, role="user", **extra: {  # noqa: E731
         "type": "message", "id": f"m{i}", "parentId": parent, "timestamp": "t",
@@ -157,7 +158,7 @@ class GeneratedSessions(HypothesisTestCase):
             self._store(entries)
             return
         with (
-            mock.patch.object(files, "_BATCH_ROWS", sizes[0]),
+            mock.patch.object(files_store, "_BATCH_ROWS", sizes[0]),
             mock.patch.object(route_store, "KEPT", sizes[1]),
         ):
             self._store(entries)
@@ -319,7 +320,7 @@ def test_entries_waiting_for_a_parent_that_never_comes(monkeypatch):
     """Found by the generated sessions: an edit waiting for its (missing) parent names an
     entry stored meanwhile below it, which it hides; a compaction waiting the same way
     bounds the route read back for a system message below it, with one figure in memory."""
-    monkeypatch.setattr(files, "_BATCH_ROWS", 1)
+    monkeypatch.setattr(files_store, "_BATCH_ROWS", 1)
     monkeypatch.setattr(route_store, "KEPT", 1)
     user = lambda eid, parent, text="", role="user": {  # noqa: E731
         "type": "message", "id": eid, "parentId": parent, "timestamp": "t",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from explorer import files, queries, services, storage
+from explorer.files import imports as file_imports
+from explorer.files import scan as file_scan
 from explorer.models import Entry, ExtraLine, Session
 from explorer.session import ids, jsonfmt
 from explorer.session.manager import SessionManager
@@ -283,7 +285,9 @@ def test_a_grown_file_whose_new_lines_were_already_appended_live_adds_nothing_tw
 
 
 def test_big_files_take_the_line_by_line_path_with_the_same_result(tmp_path, monkeypatch):
-    monkeypatch.setattr(files, "FULL_VALIDATION_LIMIT", 100)  # every file counts as big
+    # every file counts as big: read by import_file (which source) and the report (which checks)
+    monkeypatch.setattr(file_imports, "FULL_VALIDATION_LIMIT", 100)
+    monkeypatch.setattr(file_scan, "FULL_VALIDATION_LIMIT", 100)
     odd = (
         SMALL_SESSION
         + b"{broken\n"

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from explorer import diskfull, services
 from explorer.agent_import import import_agent_file, is_agent_file
-from explorer.files import ImportProgress
+from explorer.files.progress import ImportProgress
 
 
 def session_files(path: Path) -> list[Path]:

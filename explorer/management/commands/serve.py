@@ -102,7 +102,7 @@ class Command(BaseCommand):
             os.environ["SESSIONS_LOCAL_SERVE"] = "1"
             os.environ["DEBUG"] = "false"
         call_command("migrate", interactive=False, verbosity=0)
-        from explorer.files import clear_abandoned
+        from explorer.files.progress import clear_abandoned
 
         if gone := clear_abandoned():  # imports a killed process left unfinished
             self.stdout.write(f"Removed {gone} unfinished import(s) of a stopped process.")
