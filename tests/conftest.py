@@ -163,6 +163,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             terminalreporter.write_line(line)
 
 
+def _fixture_stamps() -> dict[Path, tuple[int, int]]:
+    if not FIXTURES_DIR.is_dir():
+        return {}
+    return {
+        p: (p.stat().st_mtime_ns, p.stat().st_size) for p in FIXTURES_DIR.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture(autouse=True)
+def _shared_fixtures_stay_unchanged():
+    """The shared example files are read-only evidence: a test (or the code it drives) that
+    opens one in place with Pi's migrating ``SessionManager.open`` rewrites it, and every
+    later test then reads a different file. Fail the test that did it, not the later ones."""
+    before = _fixture_stamps()
+    yield
+    changed = sorted(str(p) for p, stamp in _fixture_stamps().items() if before.get(p) != stamp)
+    assert not changed, f"this test changed shared fixture files (use a copy): {changed}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _memory_cache():
     from django.test import override_settings
