@@ -22,9 +22,9 @@ from explorer.analysis.timeline import (
     sampled_points,
     timeline_svg_data,
 )
-from explorer.models import RouteFigure, Session
-from explorer.queries.entries import full_path
+from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.routes import LightEntry, light_path
+from explorer.session import jsonfmt
 from explorer.session.describe import finite, provider_context_tokens
 
 TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
@@ -130,7 +130,7 @@ def _read_shown(
     """Parse what the page shows and the rows do not hold: the drawn turns' timestamp and
     provider-reported context, and whether each marked context edit hides or replaces."""
     wanted = [window[p.index] for p in points] + [e for _, e in edits]
-    parsed = {e["id"]: e for e in full_path(session, wanted) if isinstance(e.get("id"), str)}
+    parsed = _lines(session, wanted)
     for p in points:
         entry = parsed.get(p.entry_id)
         if entry is None:
@@ -142,6 +142,36 @@ def _read_shown(
         entry = parsed.get(e.entry_id)
         if entry is not None and entry.get("replacement") is not None:
             marks[at].label = "replace"
+
+
+def _lines(session: Session, light: Sequence[LightEntry]) -> dict[str, dict]:
+    """The parsed lines of ``light`` by entry id, read by their keys.
+
+    Not masked (:func:`~explorer.queries.entries.full_path` is): the tab shows no text of
+    them, only a timestamp, a usage figure and whether an edit replaces, and the masking's
+    findings would cost more to read than these few lines do to parse."""
+    table = connection.ops.quote_name(Entry._meta.db_table)
+    expected = {e.pk: e.entry_id for e in light if e.pk}
+    pks = list(expected)
+    out: dict[str, dict] = {}
+    with connection.cursor() as cur:
+        for k in range(0, len(pks), 500):
+            chunk = pks[k : k + 500]
+            cur.execute(
+                f"SELECT id, session_id, entry_id, raw FROM {table} "
+                f"WHERE id IN ({','.join(['%s'] * len(chunk))})",
+                chunk,
+            )
+            for pk, session_pk, entry_id, raw in cur.fetchall():
+                if session_pk != session.pk or expected.get(pk) != entry_id:
+                    continue
+                try:
+                    value = jsonfmt.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    out[entry_id] = value
+    return out
 
 
 def _now_point(
