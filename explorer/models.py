@@ -734,6 +734,9 @@ class RouteFigure(models.Model):
     pending_targets = models.TextField(
         blank=True, default="", help_text="JSON list of edit targets not yet in the session"
     )
+    every_estimate = models.FloatField(
+        null=True, help_text="Every message of the projected context estimated; null for NaN"
+    )
 
     def __str__(self) -> str:
         return f"figures of entry {self.entry_id}"

@@ -58,6 +58,7 @@ FIELDS = (
     "usage_tokens",
     "trailing",
     "pending_targets",
+    "every_estimate",
 )
 KEPT = 4096  # figures of the most recent entries kept in memory while writing
 
@@ -89,13 +90,16 @@ def to_row(figures: RouteFigures) -> tuple[Any, ...]:
         figures.usage_tokens,
         _nan_to_none(figures.trailing),
         json.dumps(sorted(figures.pending_targets)) if figures.pending_targets else "",
+        _nan_to_none(figures.every_estimate),
     )
 
 
 def from_row(row: Sequence[Any]) -> RouteFigures:
     """The dataclass of a row of :data:`FIELDS` values."""
     values = list(row)
-    for k in (16, 18):  # context_tokens, trailing: null stands for NaN
+    if len(values) == len(FIELDS) - 1:  # a historical table without every_estimate
+        values.append(0.0)
+    for k in (16, 18, 20):  # context_tokens, trailing, every_estimate: null stands for NaN
         if values[k] is None:
             values[k] = float("nan")
     values[19] = frozenset(json.loads(values[19])) if values[19] else frozenset()
@@ -122,8 +126,12 @@ class FigureWriter:
         figure_table: str = "explorer_routefigure",
         flush_entries: Callable[[], None] | None = None,
         unflushed: Callable[[str], str | None] | None = None,
+        fields: Sequence[str] = FIELDS,
     ) -> None:
         self.session_pk = session_pk
+        # The columns the figure table has: a migration's historical table may have only the
+        # first of :data:`FIELDS` (0021's, before 0022 added every_estimate).
+        self.fields = tuple(fields)
         self.entry_table = connection.ops.quote_name(entry_table)
         self.figure_table = connection.ops.quote_name(figure_table)
         self.flush_entries = flush_entries
@@ -167,11 +175,12 @@ class FigureWriter:
         with connection.cursor() as cur:
             cur.execute(sql, [self.session_pk, min(positions), max(positions)])
             pk_at = dict(cur.fetchall())
-        rows = [(pk_at[row[-1]], self.session_pk, *row[:-1]) for row in self.queued]
+        n = len(self.fields)
+        rows = [(pk_at[row[-1]], self.session_pk, *row[:n]) for row in self.queued]
         columns = ", ".join(
-            connection.ops.quote_name(c) for c in ("entry_id", "session_id", *FIELDS)
+            connection.ops.quote_name(c) for c in ("entry_id", "session_id", *self.fields)
         )
-        marks = ", ".join([self.mark] * (len(FIELDS) + 2))
+        marks = ", ".join([self.mark] * (n + 2))
         insert = f"INSERT INTO {self.figure_table} ({columns}) VALUES ({marks})"
         connection.ensure_connection()
         cursor = connection.connection.cursor()
@@ -216,7 +225,7 @@ class FigureWriter:
         known = self.recent.get(entry_id) or self.unwritten.get(entry_id)
         if known is not None:
             return known
-        columns = ", ".join(f"f.{connection.ops.quote_name(c)}" for c in FIELDS)
+        columns = ", ".join(f"f.{connection.ops.quote_name(c)}" for c in self.fields)
         sql = (
             f"SELECT {columns} FROM {self.figure_table} f JOIN {self.entry_table} e "
             f"ON e.id = f.entry_id WHERE e.session_id = %s AND e.entry_id = %s"

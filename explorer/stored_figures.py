@@ -14,10 +14,6 @@ ahead of it, so a cold reader extends by a bounded number of entries. Writing is
 effort: a reader that cannot write (a locked SQLite file, a read-only replica) goes on with
 its answer, and the next one tries again.
 
-The Timeline's turns along the default route are stored the same way (with the route):
-a cold reader of the tip adopts them instead of walking, parsing and estimating the whole
-route, and extends them by what was appended since (``queries._timeline_figures``).
-
 Only sessions of :data:`STORE_FROM` entries or more are stored: below that, building the
 figure costs about what loading it does.
 """

@@ -4,23 +4,15 @@ reported, with compactions and edits marked."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
-
-from explorer.analysis.recorded import RecordedEstimates
-from explorer.session.context import ProjectedEstimates
-from explorer.session.describe import (
-    entry_role,
-    finite,
-    provider_context_tokens,
-)
 
 # --- context-size timeline ---------------------------------------------------------------
 
 
-PENDING_ESTIMATE = -1  # an estimate not computed yet (see `settled`)
+PENDING_ESTIMATE = -1  # an estimate not known
 
 
 @dataclass
@@ -43,104 +35,7 @@ class TimelineMark:
     label: str
 
 
-PENDING = -1  # a turn's projected context not computed yet (see `settled`)
-
-
-@dataclass
-class TimelineState:
-    """Every turn's figures along a route so far, and the running estimate to go on with.
-
-    Sessions only grow: when the route gains entries at its tip, :func:`extend_timeline`
-    feeds just those and every earlier turn's figures stay as they are."""
-
-    run: ProjectedEstimates = field(default_factory=RecordedEstimates)
-    points: list[TimelinePoint] = field(default_factory=list)  # every assistant turn
-    marks: list[TimelineMark] = field(default_factory=list)
-    base: int = 0  # entries fed by :func:`prime_timeline`: before index 0 of points and marks
-
-
-def prime_timeline(state: TimelineState, entries: Iterable[dict]) -> TimelineState:
-    """Feed ``entries``, what of the route before the shown window can still reach the
-    model, into a fresh ``state`` without turns or marks of their own.
-
-    A window's turns are estimated over the same route as Raw vs projected at each of them
-    (the live part before the window, then the window): estimated over the window alone, a
-    turn whose provider usage is not trusted lost the context before the window (2,007
-    tokens on the Timeline against 7,017 on Raw vs projected for the same reply). Indices of
-    the points and marks stay those of the window."""
-    if len(state.run):
-        raise ValueError("prime_timeline feeds a fresh state")
-    for entry in entries:
-        state.run.feed(entry)
-    state.base = len(state.run)
-    return state
-
-
-def extend_timeline(state: TimelineState, entries: Iterable[dict]) -> TimelineState:
-    """Feed ``entries`` (the next entries of the route, in order) into ``state``.
-
-    One walk along the route: each turn's projected context is the engine's estimate of the
-    route up to that reply (:class:`ProjectedEstimates` is proven equal to projecting each
-    prefix), so the cost is the route's length, not turns times prefix."""
-    run = state.run
-    for entry in entries:
-        i = len(run) - state.base
-        run.feed(entry)
-        t = entry.get("type")
-        if t == "compaction":
-            state.marks.append(TimelineMark(i, str(entry.get("id")), "compaction", "compaction"))
-        elif t == "context_edit":
-            label = "hide" if entry.get("replacement") is None else "replace"
-            state.marks.append(TimelineMark(i, str(entry.get("id")), "edit", label))
-        elif t == "branch_summary":
-            state.marks.append(
-                TimelineMark(i, str(entry.get("id")), "branch_summary", "branch summary")
-            )
-        if entry_role(entry) != "assistant":
-            continue
-        ts = entry.get("timestamp")
-        state.points.append(
-            TimelinePoint(
-                i,
-                str(entry.get("id")),
-                PENDING if run.exact else int(finite(run.tokens())),
-                provider_context_tokens(entry),
-                len(state.points) + 1,
-                ts if isinstance(ts, str) else "",
-                PENDING_ESTIMATE if run.exact else int(finite(run.estimate())),
-            )
-        )
-    return state
-
-
-def now_point(state: TimelineState, leaf_id: str) -> TimelinePoint | None:
-    """The context as it is at the route's end when a compaction or context edit came after
-    the last assistant reply, or None. Without it the chart ended at the last reply's
-    figure (24,896) while the context after the trailing compaction was 12,454."""
-    last = state.points[-1].index if state.points else -1
-    if not any(m.index > last and m.kind in ("compaction", "edit") for m in state.marks):
-        return None
-    end = len(state.run) - state.base - 1
-    run = state.run
-    return TimelinePoint(
-        end, leaf_id, int(finite(run.tokens())), None, 0, "", int(finite(run.estimate()))
-    )
-
-
-def settled(state: TimelineState, points: Sequence[TimelinePoint]) -> list[TimelinePoint]:
-    """``points`` with every :data:`PENDING` figure computed (and kept in ``state``).
-
-    A route whose ids are not unique is estimated per prefix by the engine; doing that for
-    every turn would cost turns × route, so only the turns a page shows are computed."""
-    out = []
-    for p in points:
-        if p.projected == PENDING:
-            p.projected = int(finite(state.run.tokens_at(state.base + p.index)))
-        # A turn stored before the estimate was kept has none: computed once, then kept.
-        if getattr(p, "estimate", PENDING_ESTIMATE) == PENDING_ESTIMATE:
-            p.estimate = int(finite(state.run.estimate_at(state.base + p.index)))
-        out.append(p)
-    return out
+PENDING = -1  # a turn's projected context not known (never so for a stored route's)
 
 
 def sampled_points(points: Sequence[TimelinePoint], max_points: int = 240) -> list[TimelinePoint]:
@@ -162,15 +57,6 @@ def peak_of(points: Sequence[TimelinePoint], shown: Sequence[TimelinePoint]) -> 
     ones (settled: a turn left to compute on demand counts once it is drawn)."""
     known = [p.projected for p in points if p.projected != PENDING]
     return max([*known, *(p.projected for p in shown)], default=0)
-
-
-def timeline(
-    path: Sequence[dict], *, max_points: int = 240
-) -> tuple[list[TimelinePoint], list[TimelineMark]]:
-    """Projected context per turn against the provider's reported input tokens (sampled to
-    about ``max_points`` turns), and the compactions, edits and branch summaries."""
-    state = extend_timeline(TimelineState(), path)
-    return settled(state, sampled_points(state.points, max_points)), list(state.marks)
 
 
 def _dotted(points: Sequence[TimelinePoint], limit: int) -> list[TimelinePoint]:

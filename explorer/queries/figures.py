@@ -16,7 +16,6 @@ from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
 from explorer.queries.routes import default_leaf_id, light_path
 from explorer.queries.skeleton import _tree_shape
-from explorer.queries.timeline import _timeline_figures, _timeline_storable, timeline_window
 
 
 def store_figures(session: Session) -> None:
@@ -49,12 +48,8 @@ def _store_figures(session: Session) -> None:
     opening = opening_compaction(session)
     if opening is not None:
         compaction_detail(session, *opening)
-    # The Timeline tab opens on the default route too: its kept turns are stored, when
-    # the route's window is small enough to hold parsed (see STORED_TIMELINE_CHARS).
     leaf = default_leaf_id(session)
     light = light_path(session, leaf)
-    if _timeline_storable(session, light[timeline_window(len(light)) :]):
-        _timeline_figures(session, leaf)
     # The Compare tab opens with the default leaf as A: its route's part of every pair,
     # when its live range is small enough to hold parsed in the import (the rest of what
     # it reads is read a part at a time).
@@ -64,6 +59,5 @@ def _store_figures(session: Session) -> None:
 
 
 # The largest live range (bytes of its lines) whose route figures the import stores: they
-# are worked out from the range parsed whole, about ten times its lines in memory, like the
-# timeline's window (STORED_TIMELINE_CHARS).
+# are worked out from the range parsed whole, about ten times its lines in memory.
 STORED_ROUTE_LIVE_BYTES = 4_000_000

@@ -52,7 +52,7 @@ def _stamped_list(
     holds the stamp it was made under; else a new empty one under the shared stamp (made
     now if the cache holds none).
 
-    What a process keeps per session identity (routes read, timelines built) stays right as
+    What a process keeps per session identity (routes read, alignments built) stays right as
     the session grows, but a cleared or replaced shared cache must make every worker forget
     it at once: the stamp in the shared cache is what they all check. At most
     :data:`ROUTE_SESSIONS_KEPT` sessions are kept, the least recently used dropped."""

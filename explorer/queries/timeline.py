@@ -1,60 +1,36 @@
-"""The Timeline tab: the sampled context-size figures of a route, kept per process and
-stored with the session so a later visit extends rather than recomputes.
+"""The Timeline tab: the context size at every turn of a route, read from the route
+figures stored with each entry (:mod:`explorer.route_store`).
+
+Each turn's projected figure (the engine's, = ``pisession context --leaf``) and its
+"every message estimated" figure are columns of the entry's row, computed once when the
+entry arrived: the tab reads the window's index rows and figure rows, and parses only the
+bodies of the turns it draws (their timestamp and provider-reported context) and of the
+context edits it marks (hide or replace). Nothing is kept between requests.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from explorer import stored_figures
+from django.db import connection
+
 from explorer.analysis.timeline import (
-    TimelineState,
-    extend_timeline,
-    now_point,
+    TimelineMark,
+    TimelinePoint,
     peak_of,
-    prime_timeline,
     sampled_points,
-    settled,
     timeline_svg_data,
 )
-from explorer.models import Entry, Session
-from explorer.queries.entries import context_path, full_path
-from explorer.queries.keep import _identity_key, _last_position, _stamped_list, cached, mask_key
-from explorer.queries.routes import (
-    LightEntry,
-    _remember_route,
-    _session_routes,
-    default_leaf_id,
-    light_path,
-)
-from explorer.session.gcpause import gc_paused
-
-# ---------------------------------------------------------------------------------------------
-# The context-size timeline
+from explorer.models import Entry, RouteFigure, Session
+from explorer.queries.routes import LightEntry, light_path
+from explorer.session import jsonfmt
+from explorer.session.describe import finite, provider_context_tokens
 
 TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
-# The window's start moves in steps this long, so an append at the tip extends the kept
-# figures instead of shifting every prefix by one entry.
+# The window's start moves in steps this long, so a route growing at its tip keeps the
+# same x axis (and the same figures at the same places) for up to a step.
 TIMELINE_STEP = 1000
-TIMELINES_KEPT = 4  # routes whose timeline a process keeps per session
-
-
-@dataclass
-class _KeptTimeline:
-    start: int  # the window's first index on the route
-    fed: int  # light entries of the window read so far
-    last_id: str  # the last of them
-    state: TimelineState
-    stored: int = -1  # the position of the stored copy as far as this process knows
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_TIMELINES: OrderedDict[str, tuple[str, list]] = OrderedDict()
-_TIMELINES_LOCK = threading.Lock()
 
 
 def timeline_window(route_length: int) -> int:
@@ -68,187 +44,152 @@ def timeline_window(route_length: int) -> int:
 def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     """The Timeline tab's figures (its page, htmx partial and JSON all use this).
 
-    Cached per session version; after an append at the tip, the per-process copy of the
-    route's turns (:func:`_timeline_state`) is extended by the appended entries only."""
-    # "timeline-3": each turn has its estimate too, and a "now" point may end the chart
-    return cached(session, f"timeline-3:{cursor or ''}", lambda: _timeline_figures(session, cursor))
-
-
-# The stored tier of a big session's timeline (:mod:`explorer.stored_figures`): the kept
-# turns of the default route with the route itself, written by the import and again by a
-# reader of the tip once it is STORE_LAG positions ahead. A worker without a copy of its own
-# adopts them and extends them by what was appended since, instead of building them.
-_TIMELINE_STATE = "timeline-state"
-
-
-def _timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
-    """The figures of the route to ``cursor``, from the turns kept in this process, or
-    stored with a big session, or built.
-
-    A cold reader of a 50,000-entry session's tip used to walk the whole route up, parse
-    every entry of it and run the estimate along it: three costs proportional to the
-    route, which made its first request twice a small session's. The stored turns are one
-    row, loaded in about the time of one of those three; after an append they are extended
-    in this process like its own, so the first request after it stays cheap too."""
-    store = bool(cursor) and stored_figures.wanted(session)
-    # The stored turns hold masked entries: named by what the masking showed in clear and
-    # by the secret rules the findings were made with (a copy outlives a rescan).
-    variant = f"{mask_key(session)}:{getattr(session, 'secrets_rules', '')}"
-    if store:
-        _adopt_stored_timeline(session, variant)
+    Every turn of the window comes from its stored row (projected, every message
+    estimated); only the drawn turns' lines are parsed (at most about 240, for their time
+    and provider-reported context), so a cold request costs the same on a long route as
+    on a short one, bar the index rows of the route itself."""
     light = light_path(session, cursor)
-    kept = _timeline_state(session, light)
-    if store and cursor == default_leaf_id(session):
-        _store_timeline(session, light, kept, variant)
-    with kept.lock:
-        every = kept.state.points
-        points = settled(kept.state, sampled_points(every))
-        peak, turns = peak_of(every, points), len(every)
-        now = now_point(kept.state, light[-1].entry_id) if light else None
-        now_info = None
-        if now is not None:  # a compaction or edit after the last reply: the context now
-            kind = next(m.kind for m in reversed(kept.state.marks) if m.kind != "branch_summary")
-            now_info = {
-                "entry_id": now.entry_id, "projected": now.projected, "estimate": now.estimate,
-                "kind": "compaction" if kind == "compaction" else "context edit",
-            }  # fmt: skip
-        marks = list(kept.state.marks)
-        length = len(kept.state.run) - kept.state.base
+    start = timeline_window(len(light))
+    window = light[start:]
+    rows = _figure_rows(session, window)
+    every: list[TimelinePoint] = []
+    marks: list[TimelineMark] = []
+    edits: list[tuple[int, LightEntry]] = []
+    for i, e in enumerate(window):
+        if e.type == "compaction":
+            marks.append(TimelineMark(i, e.entry_id, "compaction", "compaction"))
+        elif e.type == "context_edit":
+            marks.append(TimelineMark(i, e.entry_id, "edit", "hide"))
+            edits.append((len(marks) - 1, e))
+        elif e.type == "branch_summary":
+            marks.append(TimelineMark(i, e.entry_id, "branch_summary", "branch summary"))
+        row = rows.get(e.pk)
+        if row is None or row[0] != "assistant":
+            continue
+        every.append(
+            TimelinePoint(i, e.entry_id, _whole(row[1]), None, len(every) + 1, "", _whole(row[2]))
+        )
+    points = sampled_points(every)
+    _read_shown(session, window, points, marks, edits)
+    now = _now_point(window, rows, points, marks)
+    now_info = None
+    if now is not None:  # a compaction or edit after the last reply: the context now
+        kind = next(m.kind for m in reversed(marks) if m.kind != "branch_summary")
+        now_info = {
+            "entry_id": now.entry_id, "projected": now.projected, "estimate": now.estimate,
+            "kind": "compaction" if kind == "compaction" else "context edit",
+        }  # fmt: skip
     return {
-        # The chart ends at the context now; ``points`` stay the turns (``now_point`` apart).
-        "chart": timeline_svg_data([*points, now] if now else points, marks, length),
+        # The chart ends at the context now; ``points`` stay the turns (``now`` apart).
+        "chart": timeline_svg_data([*points, now] if now else points, marks, len(window)),
         "points": points,
         "marks": marks,
-        "clipped": kept.start,
+        "clipped": start,
         "now_point": now_info,
-        # Every turn of the route, not only the drawn ones (at most about 240).
-        "peak": peak,
-        "turns": turns,
+        # Every turn of the window, not only the drawn ones (at most about 240).
+        "peak": peak_of(every, points),
+        "turns": len(every),
         "path_length": len(light),
     }
 
 
-# The most characters of JSON a route's window may hold for its kept turns to be stored.
-# The turns hold every entry of the window parsed (the running estimate needs them to go
-# on), about twelve times the lines' size in memory, and their stored row is the pickle of
-# that: a 50,000-entry session's 984-entry route is 2 M characters; a big file's route of
-# multi-MB tool results would make the import hold, and write, hundreds of MB (the import
-# must stay within a quarter of the file's size). Above it, a reader builds the turns.
-STORED_TIMELINE_CHARS = 4_000_000
+def _whole(value: float | None) -> int:
+    """A stored figure as the chart counts it (null, i.e. NaN, is 0)."""
+    return int(finite(float("nan") if value is None else value))
 
 
-def _timeline_storable(session: Session, window: Sequence[LightEntry]) -> bool:
-    """Whether the kept turns of ``window`` are small enough to store (one sum over the
-    window's rows; no line is read into Python)."""
-    from django.db.models import Sum
-    from django.db.models.functions import Length
-
-    pks = [e.pk for e in window]
-    if not pks or 0 in pks:
-        return False
-    chars = 0
-    for k in range(0, len(pks), 900):
-        part = Entry.objects.filter(session=session, pk__in=pks[k : k + 900])
-        chars += part.aggregate(n=Sum(Length("raw")))["n"] or 0
-        if chars > STORED_TIMELINE_CHARS:
-            return False
-    return True
-
-
-def _adopt_stored_timeline(session: Session, variant: str) -> None:
-    """Take the stored kept turns (and their route) into this process when it keeps none
-    for the session: :func:`_timeline_state` then extends them like its own, and the
-    route is reused by :func:`light_path` (a tip a few entries below it walks those few).
-    What does not fit (a branch elsewhere, a window that moved) is built as before."""
-    kept = _session_timelines(session)
-    with _TIMELINES_LOCK:
-        if kept:
-            return
-    found = stored_figures.load(session, f"{_TIMELINE_STATE}|{variant}", _last_position(session))
-    if found is None:
-        return
-    upto, (rows, start, fed, last_id, state) = found
-    route = [LightEntry(*r) for r in rows]
-    if not fed or start + fed != len(route) or route[-1].entry_id != last_id:
-        return
-    _remember_route(_session_routes(session), route)
-    with _TIMELINES_LOCK:
-        if not kept:
-            kept.append(_KeptTimeline(start, fed, last_id, state, stored=upto))
+def _figure_rows(
+    session: Session, window: Sequence[LightEntry]
+) -> dict[int, tuple[str, float | None, float | None]]:
+    """(role, context_tokens, every_estimate) of the window's entries by entry key: the
+    figure rows looked up by their key (the entry's), a few hundred at a time."""
+    table = connection.ops.quote_name(RouteFigure._meta.db_table)
+    pks = [e.pk for e in window if e.pk]
+    out: dict[int, tuple[str, float | None, float | None]] = {}
+    with connection.cursor() as cur:
+        for k in range(0, len(pks), 500):
+            chunk = pks[k : k + 500]
+            cur.execute(
+                f"SELECT entry_id, session_id, role, context_tokens, every_estimate FROM {table} "
+                f"WHERE entry_id IN ({','.join(['%s'] * len(chunk))})",
+                chunk,
+            )
+            for pk, session_pk, role, projected, estimate in cur.fetchall():
+                if session_pk == session.pk:
+                    out[pk] = (role, projected, estimate)
+    return out
 
 
-def _store_timeline(
+def _read_shown(
     session: Session,
-    light: Sequence[LightEntry],
-    kept: _KeptTimeline,
-    variant: str,
+    window: Sequence[LightEntry],
+    points: Sequence[TimelinePoint],
+    marks: list[TimelineMark],
+    edits: Sequence[tuple[int, LightEntry]],
 ) -> None:
-    """Store the tip's kept turns and route when the stored copy is
-    :data:`~explorer.stored_figures.STORE_LAG` positions behind (or missing), so a cold
-    reader loads them instead of building them from the route (a reader of another
-    branch builds its own: the stored copy is the tip's)."""
-    last = _last_position(session)
-    state_name = f"{_TIMELINE_STATE}|{variant}"
-    with kept.lock:  # the state must not be extended while it is pickled
-        if kept.start + kept.fed != len(light) or not light or light[-1].entry_id != kept.last_id:
-            return  # extended meanwhile by a longer route: that reader stores it
-        if kept.stored < 0:
-            kept.stored = stored_figures.position(session, state_name)
-        if last - kept.stored < stored_figures.STORE_LAG:
-            return
-        if not _timeline_storable(session, light[kept.start :]):
-            kept.stored = last  # asked again after the next STORE_LAG positions
-            return
-        rows = [
-            (e.entry_id, e.parent_id, e.type, e.role, e.position, e.size, e.child_count)
-            + (e.target_id, e.pk)
-            for e in light
-        ]
-        value = (rows, kept.start, kept.fed, kept.last_id, kept.state)
-        if stored_figures.store(session, state_name, last, value):
-            kept.stored = last
+    """Parse what the page shows and the rows do not hold: the drawn turns' timestamp and
+    provider-reported context, and whether each marked context edit hides or replaces."""
+    wanted = [window[p.index] for p in points] + [e for _, e in edits]
+    parsed = _lines(session, wanted)
+    for p in points:
+        entry = parsed.get(p.entry_id)
+        if entry is None:
+            continue
+        p.reported = provider_context_tokens(entry)
+        ts = entry.get("timestamp")
+        p.timestamp = ts if isinstance(ts, str) else ""
+    for at, e in edits:
+        entry = parsed.get(e.entry_id)
+        if entry is not None and entry.get("replacement") is not None:
+            marks[at].label = "replace"
 
 
-def _session_timelines(session: Session) -> list[_KeptTimeline]:
-    # Tied to a stamp in the shared cache like the routes: a cleared cache forgets them too.
-    key = _identity_key(session, f"timeline|{mask_key(session)}")
-    return _stamped_list(_TIMELINES, _TIMELINES_LOCK, key)
+def _lines(session: Session, light: Sequence[LightEntry]) -> dict[str, dict]:
+    """The parsed lines of ``light`` by entry id, read by their keys.
+
+    Not masked (:func:`~explorer.queries.entries.full_path` is): the tab shows no text of
+    them, only a timestamp, a usage figure and whether an edit replaces, and the masking's
+    findings would cost more to read than these few lines do to parse."""
+    table = connection.ops.quote_name(Entry._meta.db_table)
+    expected = {e.pk: e.entry_id for e in light if e.pk}
+    pks = list(expected)
+    out: dict[str, dict] = {}
+    with connection.cursor() as cur:
+        for k in range(0, len(pks), 500):
+            chunk = pks[k : k + 500]
+            cur.execute(
+                f"SELECT id, session_id, entry_id, raw FROM {table} "
+                f"WHERE id IN ({','.join(['%s'] * len(chunk))})",
+                chunk,
+            )
+            for pk, session_pk, entry_id, raw in cur.fetchall():
+                if session_pk != session.pk or expected.get(pk) != entry_id:
+                    continue
+                try:
+                    value = jsonfmt.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    out[entry_id] = value
+    return out
 
 
-def _timeline_state(session: Session, light: Sequence[LightEntry]) -> _KeptTimeline:
-    """Every turn of the route's window, extended from a kept shorter route when this one
-    continues it (same window start, the kept last entry at the same place), else built.
-
-    A route is determined by its last entry, so a kept route whose last entry sits at the
-    same index here is this route's prefix, and its figures stay right."""
-    start = timeline_window(len(light))
-    kept = _session_timelines(session)
-    with _TIMELINES_LOCK:
-        candidates = list(kept)
-    for item in reversed(candidates):
-        with item.lock:  # checked under the lock: another request may be extending it
-            end = item.start + item.fed
-            if not (item.start == start and item.fed and end <= len(light)):
-                continue
-            if light[end - 1].entry_id != item.last_id:
-                continue
-            new = light[end:]
-            if new:
-                with gc_paused():
-                    extend_timeline(item.state, full_path(session, new))
-                item.fed += len(new)
-                item.last_id = new[-1].entry_id
-        return item
-    window = light[start:]
-    # What is parsed and estimated here is kept (the state holds the route's entries and
-    # their messages): the collector's passes over it as it grows are paused.
-    with gc_paused():
-        state = TimelineState()
-        if start:  # the window's turns go on from the context the route before it leaves
-            prime_timeline(state, context_path(session, light[:start])[0])
-        state = extend_timeline(state, full_path(session, window))
-    item = _KeptTimeline(start, len(window), window[-1].entry_id if window else "", state)
-    with _TIMELINES_LOCK:
-        kept.append(item)
-        del kept[:-TIMELINES_KEPT]
-    return item
+def _now_point(
+    window: Sequence[LightEntry],
+    rows: dict[int, tuple[str, float | None, float | None]],
+    points: Sequence[TimelinePoint],
+    marks: Sequence[TimelineMark],
+) -> TimelinePoint | None:
+    """The context as it is at the route's end when a compaction or context edit came after
+    the last assistant reply, or None. Without it the chart ended at the last reply's
+    figure (24,896) while the context after the trailing compaction was 12,454."""
+    last = points[-1].index if points else -1
+    if not window or not any(m.index > last and m.kind in ("compaction", "edit") for m in marks):
+        return None
+    leaf = window[-1]
+    row = rows.get(leaf.pk)
+    if row is None:
+        return None
+    return TimelinePoint(
+        len(window) - 1, leaf.entry_id, _whole(row[1]), None, 0, "", _whole(row[2])
+    )

@@ -28,6 +28,7 @@ from .describe import cost_of, entry_role, entry_text, tool_calls_of, total_toke
 from .messages import session_entry_to_context_messages
 from .tokens import (
     calculate_context_tokens,
+    estimate_every_message,
     estimate_projected_context,
     estimate_tokens,
     get_assistant_usage,
@@ -91,6 +92,10 @@ class RouteFigures:
     usage_tokens: float | None
     trailing: float
     pending_targets: frozenset[str]
+    # Every message of the projected context estimated, no provider usage trusted
+    # (``estimate_every_message`` of the projection's messages; NaN possible): the Timeline's
+    # "estimate" line, one basis before and after compactions and edits.
+    every_estimate: float = 0.0
 
     @property
     def usage(self) -> dict[str, int]:
@@ -134,14 +139,17 @@ def _spend(entry: dict[str, Any]) -> tuple[int, int, int, int, int, int]:
 
 def _estimate_afresh(
     route: Sequence[dict[str, Any]], entry: dict[str, Any]
-) -> tuple[float, float | None, float]:
-    """(tokens, trusted usage tokens or None, trailing) of the span plus the entry, by the
-    engine itself (``estimate_projected_context``, what ``pisession context`` prints)."""
+) -> tuple[float, float | None, float, float]:
+    """(tokens, trusted usage tokens or None, trailing, every message estimated) of the
+    span plus the entry, by the engine itself (``estimate_projected_context``, what
+    ``pisession context`` prints, and ``estimate_every_message`` of the same projection)."""
     path = [*route, entry]
-    estimate = estimate_projected_context(projection_from_path(path), path)
+    projection = projection_from_path(path)
+    estimate = estimate_projected_context(projection, path)
+    every = estimate_every_message(projection.messages).tokens
     if estimate.last_usage_index is not None:
-        return estimate.tokens, estimate.usage_tokens, estimate.trailing_tokens
-    return estimate.tokens, None, estimate.tokens
+        return estimate.tokens, estimate.usage_tokens, estimate.trailing_tokens, every
+    return estimate.tokens, None, estimate.tokens, every
 
 
 def next_figures(
@@ -193,12 +201,15 @@ def next_figures(
                 afresh = True  # the engine trusts no usage of an entry without an id
     afresh = afresh or force
     if afresh:
-        tokens, usage_tokens, trailing = _estimate_afresh(span(), entry)
+        tokens, usage_tokens, trailing, every = _estimate_afresh(span(), entry)
     else:
         usage_tokens = base.usage_tokens if base else None
         trailing = base.trailing if base else 0
         tokens = base.context_tokens if base else 0
+        every = base.every_estimate if base else 0
         for m in messages:
+            # No system message here (that is estimated afresh): each message adds its own.
+            every = every + estimate_tokens(m)
             usage = get_assistant_usage(m)
             if usage is not None:
                 usage_tokens, trailing = calculate_context_tokens(usage), 0
@@ -232,6 +243,7 @@ def next_figures(
         usage_tokens=usage_tokens,
         trailing=trailing,
         pending_targets=pending,
+        every_estimate=every,
     )
 
 

@@ -36,10 +36,10 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if wants_json(request):
         keys = ("cursor", "points", "marks", "now_point", "clipped", "peak", "turns", "path_length")
         return json_page(plain({k: ctx[k] for k in keys}))
-    # The chart is the same for every reader of this cursor: drawn once per version ("2:"
-    # since a clipped route's turns are estimated over their whole route).
+    # The chart is the same for every reader of this cursor: drawn once per version ("4:"
+    # since its figures are the stored route figures).
     chart = {**ctx, "session": session}
     ctx["timeline_html"] = shared_fragment(
-        session, f"3:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
+        session, f"4:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
     )
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

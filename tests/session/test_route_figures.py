@@ -25,7 +25,7 @@ from explorer.session.describe import cost_of, tool_calls_of, total_tokens_of
 from explorer.session.formats.cli import stats_record_pi
 from explorer.session.manager import SessionManager
 from explorer.session.route_figures import RouteFigures, figures_of_entries, figures_of_route
-from explorer.session.tokens import estimate_projected_context_tokens
+from explorer.session.tokens import estimate_every_message, estimate_projected_context_tokens
 from tests.conftest import pi_fixture_files
 from tests.session.test_projection_properties import TEXTS, _message
 
@@ -78,6 +78,8 @@ def engine_figures(path: list[dict[str, Any]]) -> dict[str, Any]:
         "edit_id": edits[-1] if edits else None,
         "prev_edit_id": edits[-2] if len(edits) > 1 else None,
         "context_tokens": estimate_projected_context_tokens(projection_from_path(path), path),
+        # The Timeline's "estimate" line: every message of the projection estimated.
+        "every_estimate": estimate_every_message(projection_from_path(path).messages).tokens,
     }
 
 
@@ -95,7 +97,12 @@ def assert_figures(figures: RouteFigures, path: list[dict[str, Any]]) -> None:
         "edit_id": figures.edit_id,
         "prev_edit_id": figures.prev_edit_id,
         "context_tokens": figures.context_tokens,
+        "every_estimate": figures.every_estimate,
     }
+    assert _same(got.pop("every_estimate"), want.pop("every_estimate")), (
+        path[-1].get("id"),
+        figures.every_estimate,
+    )
     assert _same(got.pop("context_tokens"), want.pop("context_tokens")), (
         path[-1].get("id"),
         figures.context_tokens,

@@ -171,10 +171,19 @@ def test_a_pi_session_continued_from_the_route_keeps_pis_rule(tmp_path, editor_c
     assert roles == ["compactionSummary", "user"]
 
 
-def test_timeline_follows_the_recorded_context(tmp_path, viewer_client):
-    """The Timeline's estimate at each reply is Raw vs projected's at that reply: after a
-    Codex compaction both count the recorded history (one projection, two walks)."""
+def test_timeline_after_a_codex_compaction_is_the_engines_figure(tmp_path):
+    """The Timeline's projected figure at each reply after a Codex compaction is the
+    engine's (``pisession context --leaf``, stored with the entry), not Raw vs projected's.
+
+    It once followed the recorded history like Raw vs projected (34 tokens there against
+    the engine's 32 at the last reply here); since the tab reads the stored route figures,
+    which are the engine's on the stored lines (a stored line never carries the recorded
+    history), the engine's answer is what it shows."""
     from explorer import queries
+    from explorer.models import Entry
+    from explorer.session import jsonfmt
+    from explorer.session.context import projection_from_path
+    from explorer.session.tokens import estimate_projected_context_tokens
 
     path, _ = codex_session(tmp_path / "p", turns=10, compact_at=(4,), rollback_at=2, big_at=0)
     call_command("import_sessions", str(path))
@@ -183,11 +192,12 @@ def test_timeline_follows_the_recorded_context(tmp_path, viewer_client):
     figures = queries.timeline_figures(session, leaf)
     after = [p for p in figures["points"] if p.index > next(m.index for m in figures["marks"])]
     assert after
+    raw = dict(Entry.objects.filter(session=session).values_list("entry_id", "raw"))
+    light = queries.light_path(session, leaf)
     for point in after:
-        view = viewer_client.get(
-            f"/sessions/{session.pk}/context/?leaf={point.entry_id}&format=json"
-        ).json()
-        assert point.projected == view["projected_tokens"], point
+        route = [jsonfmt.loads(raw[e.entry_id]) for e in light[: point.index + 1]]
+        engine = estimate_projected_context_tokens(projection_from_path(route), route)
+        assert point.projected == int(engine), point
 
 
 def test_a_joined_forks_own_compaction_shows_its_recorded_history(tmp_path, viewer_client):

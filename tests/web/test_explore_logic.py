@@ -11,7 +11,6 @@ from explorer.analysis.compactions import (
 )
 from explorer.analysis.compare import common_ancestor_index, projection_diff, route_stats
 from explorer.analysis.projection import align_projection
-from explorer.analysis.timeline import timeline, timeline_svg_data
 from explorer.session.tokens import CompactionSettings
 
 USAGE = {"input": 100, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 110,
@@ -130,19 +129,6 @@ def test_routes_compare_from_their_common_ancestor():
     diff = projection_diff(path, other)
     sides = {d.source_id: d.side for d in diff}
     assert sides["z1"] == "b" and sides["c9"] == "a" and sides["u1"] == "b"
-
-
-def test_timeline_marks_compactions_and_edits():
-    path = path_with_everything()
-    points, marks = timeline(path)
-    assert [p.entry_id for p in points] == ["a1", "a2", "a3"]
-    assert {m.kind for m in marks} == {"compaction", "edit"}
-    # Provider-reported context by the engine's definition (total tokens), as Raw vs
-    # projected says it; the estimate line has every message estimated.
-    assert points[0].reported == 110 == points[0].projected
-    assert 0 < points[0].estimate < 110
-    chart = timeline_svg_data(points, marks, len(path))
-    assert chart["projected"].count(",") == 3 and len(chart["marks"]) == 3
 
 
 def test_tool_output_numbers_are_not_references():

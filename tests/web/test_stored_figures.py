@@ -31,7 +31,6 @@ NAMES = {
     "leaves",
     "labels",
     "opening-graph",  # drawn by the views on ``session_imported`` (``store_opening_graph``)
-    "timeline-state",
 }
 
 
