@@ -24,6 +24,7 @@ def fill_figures(apps, schema_editor):
             session_pk,
             entry_table=Entry._meta.db_table,
             figure_table=RouteFigure._meta.db_table,
+            segments=False,  # their tables come with 0022
         )
         after = -1
         while True:
