@@ -30,7 +30,7 @@ from typing import Any
 
 from django.db import connection
 
-__all__ = ["SegmentWriter", "rebuild_segments", "segment_children"]
+__all__ = ["SegmentTree", "SegmentWriter", "rebuild_segments", "segment_children"]
 
 
 @dataclass(eq=False, slots=True)
@@ -379,3 +379,114 @@ def segment_children(session: Any) -> tuple[dict[str, list[str]], list[str]]:
         {p: [c for _k, c in sorted(kids)] for p, kids in children.items()},
         [r for _k, r in sorted(roots)],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRow:
+    head_position: int
+    parent: int | None
+    parent_offset: int | None
+    length: int
+
+
+class SegmentTree:
+    """A session's segments, read in one query (about one row per branch): routes as lists
+    of (segment, last offset) and subtree sizes, without a row per entry."""
+
+    def __init__(self, session: Any) -> None:
+        from explorer.models import Segment
+
+        self.session = session
+        self.rows: dict[int, SegmentRow] = {
+            pk: SegmentRow(*rest)
+            for pk, *rest in Segment.objects.filter(session=session)
+            .order_by()
+            .values_list("pk", "head_position", "parent_segment_id", "parent_offset", "length")
+        }
+        self.hanging: dict[int, list[tuple[int, int]]] = {}  # segment → (offset, child)
+        for pk, row in self.rows.items():
+            if row.parent is not None and row.parent_offset is not None:
+                self.hanging.setdefault(row.parent, []).append((row.parent_offset, pk))
+        self._totals: dict[int, tuple[int, int]] = {}
+
+    def place(self, entry_id: str) -> tuple[int, int] | None:
+        """(segment, offset) of an entry (None: unknown, or in no segment)."""
+        from explorer.models import SegmentEntry
+
+        row = (
+            SegmentEntry.objects.filter(session=self.session, entry__entry_id=entry_id)
+            .values_list("segment_id", "offset")
+            .first()
+        )
+        if row is None or row[0] is None:
+            return None
+        return row[0], row[1]
+
+    def route(self, entry_id: str) -> list[tuple[int, int]]:
+        """The route from its root to ``entry_id``: (segment, last offset on the route), root
+        first; empty for an entry in no segment."""
+        spot = self.place(entry_id)
+        out: list[tuple[int, int]] = []
+        while spot is not None:
+            out.append(spot)
+            row = self.rows[spot[0]]
+            spot = (
+                (row.parent, row.parent_offset)
+                if row.parent is not None and row.parent_offset is not None
+                else None
+            )
+        out.reverse()
+        return out
+
+    def route_ids(self, entry_id: str) -> list[str]:
+        """The ids on the route to ``entry_id``, root first (one query over its segments)."""
+        from django.db.models import Q
+
+        from explorer.models import SegmentEntry
+
+        route = self.route(entry_id)
+        if not route:
+            return []
+        wanted = Q()
+        for seg, upto in route:
+            wanted |= Q(segment_id=seg, offset__lte=upto)
+        found = {
+            (s, o): eid
+            for s, o, eid in SegmentEntry.objects.filter(wanted).values_list(
+                "segment_id", "offset", "entry__entry_id"
+            )
+        }
+        return [found[(seg, k)] for seg, upto in route for k in range(upto + 1)]
+
+    def total(self, seg: int) -> tuple[int, int]:
+        """(entries, leaves) of a segment's subtree, from its head."""
+        known = self._totals.get(seg)
+        if known is not None:
+            return known
+        # Children first, without recursion (a tree can be thousands of branches deep).
+        stack = [seg]
+        while stack:
+            top = stack[-1]
+            pending = [c for _o, c in self.hanging.get(top, ()) if c not in self._totals]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            entries, leaves = self.rows[top].length, 1  # the tail is a leaf
+            for _o, c in self.hanging.get(top, ()):
+                ce, cl = self._totals[c]
+                entries += ce
+                leaves += cl
+            self._totals[top] = (entries, leaves)
+        return self._totals[seg]
+
+    def size_at(self, seg: int, offset: int) -> tuple[int, int]:
+        """(entries, leaves) of the subtree of the entry at (``seg``, ``offset``): what
+        ``TreeShape.sizes`` holds for it."""
+        entries, leaves = self.rows[seg].length - offset, 1
+        for o, c in self.hanging.get(seg, ()):
+            if o >= offset:
+                ce, cl = self.total(c)
+                entries += ce
+                leaves += cl
+        return entries, leaves

@@ -76,7 +76,28 @@ def assert_segments(session: Session) -> int:
         if seg.parent_segment_id is not None:
             parent = Segment.objects.get(pk=seg.parent_segment_id)
             assert seg.parent_offset is not None and 0 <= seg.parent_offset < parent.length
+    assert_routes_and_sizes(session, placed)
     return len(placed)
+
+
+def assert_routes_and_sizes(session: Session, placed: set[str]) -> None:
+    """Every placed entry's route read from its segments is its walk up the parent links,
+    and its subtree's (entries, leaves) from the segments is the shape's."""
+    rows = list(
+        Entry.objects.filter(session=session)
+        .order_by("position")
+        .values_list("entry_id", "parent_id")
+    )
+    shape = TreeShape.build(rows)
+    tree = segment_store.SegmentTree(session)
+    for eid in placed:
+        walk = [eid]
+        while walk[-1] in shape.parent:
+            walk.append(shape.parent[walk[-1]])
+        walk.reverse()
+        assert tree.route_ids(eid) == walk
+        spot = tree.place(eid)
+        assert spot is not None and tree.size_at(*spot) == shape.sizes[eid]
 
 
 def _branches(session: Session) -> int:
