@@ -169,6 +169,12 @@ def test_a_grown_import_and_a_late_parent(monkeypatch):
     services.import_bytes(grown)
     session.refresh_from_db()
     assert assert_segments(session) == 9
+    # The parent m5 named arrives: m5 stops being a root (its segments are made again).
+    assert Segment.objects.filter(session=session, missing_parent="gone").exists()
+    services.import_bytes(grown + _lines([msg(9, "m8") | {"id": "gone"}]))
+    assert assert_segments(session) == 10
+    assert not Segment.objects.filter(session=session, missing_parent__isnull=False).exists()
+    assert segment_store.segment_children(session)[1] == ["m0"]
 
 
 def _store_rows(records: list[tuple[str, str | None]], name: str = "s-raw") -> Session:
