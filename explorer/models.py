@@ -740,3 +740,53 @@ class RouteFigure(models.Model):
 
     def __str__(self) -> str:
         return f"figures of entry {self.entry_id}"
+
+
+class Segment(models.Model):
+    """A run of entries each the child of the one before: the tree kept as its chains.
+
+    Written with the entries (``explorer.segment_store``) and never moved: an entry joins its
+    parent's segment when the parent is the tail, else heads a new one hanging at
+    (``parent_segment``, ``parent_offset``). A route is then a short list of segments, and
+    the tree's shape is read from these rows, about one per branch, not one per entry.
+    """
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    head = models.ForeignKey(
+        Entry, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    head_position = models.IntegerField(help_text="File position of the first entry")
+    parent_segment = models.ForeignKey(
+        "self", null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    parent_offset = models.IntegerField(null=True, help_text="The parent's place in its segment")
+    length = models.IntegerField(help_text="Entries in the segment")
+    missing_parent = models.CharField(
+        max_length=200, null=True, blank=True, help_text="A root's parent id, never stored"
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "head_position"], name="segment_session_head")]
+
+    def __str__(self) -> str:
+        return f"segment {self.pk} of session {self.session_id}"
+
+
+class SegmentEntry(models.Model):
+    """An entry's place in the tree's segments (none: a repeated id's later line, or an
+    entry whose parents loop, which the tree leaves out)."""
+
+    entry = models.OneToOneField(
+        Entry, on_delete=models.DO_NOTHING, db_constraint=False, primary_key=True, related_name="+"
+    )
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    segment = models.ForeignKey(
+        Segment, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    offset = models.IntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["segment", "offset"], name="segmententry_seg_off")]
+
+    def __str__(self) -> str:
+        return f"entry {self.entry_id} at {self.segment_id}:{self.offset}"

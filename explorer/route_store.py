@@ -24,6 +24,7 @@ from typing import Any
 
 from django.db import connection
 
+from explorer.segment_store import SegmentWriter
 from explorer.session import jsonfmt
 from explorer.session.route_figures import RouteFigures, next_figures, route_span, span_start
 
@@ -127,11 +128,15 @@ class FigureWriter:
         flush_entries: Callable[[], None] | None = None,
         unflushed: Callable[[str], str | None] | None = None,
         fields: Sequence[str] = FIELDS,
+        segments: bool = True,
     ) -> None:
         self.session_pk = session_pk
         # The columns the figure table has: a migration's historical table may have only the
         # first of :data:`FIELDS` (0021's, before 0022 added every_estimate).
         self.fields = tuple(fields)
+        # The tree's segments go with the figures (``explorer.segment_store``); off for
+        # migrations 0021 and 0022, whose tables come before theirs.
+        self.segments = SegmentWriter(session_pk) if segments else None
         self.entry_table = connection.ops.quote_name(entry_table)
         self.figure_table = connection.ops.quote_name(figure_table)
         self.flush_entries = flush_entries
@@ -146,6 +151,8 @@ class FigureWriter:
 
     def add(self, entry_id: str, parent_id: str | None, position: int, value: dict) -> None:
         """Figure the entry stored (or queued) at ``position``."""
+        if self.segments is not None:
+            self.segments.add(entry_id, parent_id, position)
         parent: RouteFigures | None = None
         if parent_id is not None:
             parent = self._figures(parent_id)
@@ -165,6 +172,8 @@ class FigureWriter:
     def write(self) -> None:
         """Insert the queued rows (their entries must be in the entry table): the entries'
         keys in one read of the batch's position range, then one plain insert."""
+        if self.segments is not None:
+            self.segments.write()
         if not self.queued:
             return
         positions = [row[-1] for row in self.queued]
@@ -218,6 +227,8 @@ class FigureWriter:
                 self.write()
                 break
             waiting = later
+        if self.segments is not None:
+            self.segments.finish()
 
     # -- reading back ------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ def fill_figures(apps, schema_editor):
             figure_table=RouteFigure._meta.db_table,
             # The columns this migration creates (0022 added every_estimate after them).
             fields=[f for f in FIELDS if f != "every_estimate"],
+            segments=False,  # their tables come with 0023
         )
         after = -1
         while True:

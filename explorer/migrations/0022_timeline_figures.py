@@ -26,6 +26,7 @@ def refill_figures(apps, schema_editor):
             session_pk,
             entry_table=Entry._meta.db_table,
             figure_table=RouteFigure._meta.db_table,
+            segments=False,  # their tables come with 0023
         )
         after = -1
         while True:
