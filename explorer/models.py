@@ -734,6 +734,9 @@ class RouteFigure(models.Model):
     pending_targets = models.TextField(
         blank=True, default="", help_text="JSON list of edit targets not yet in the session"
     )
+    big_usage = models.TextField(
+        blank=True, default="", help_text="JSON of the exact usage sums past a BIGINT, else empty"
+    )
     every_estimate = models.FloatField(
         null=True, help_text="Every message of the projected context estimated; null for NaN"
     )

@@ -18,6 +18,7 @@ the historical tables. Readers (:func:`figures_at`, :func:`figures_of`,
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -59,6 +60,7 @@ FIELDS = (
     "usage_tokens",
     "trailing",
     "pending_targets",
+    "big_usage",
     "every_estimate",
 )
 KEPT = 4096  # figures of the most recent entries kept in memory while writing
@@ -68,30 +70,63 @@ def _nan_to_none(value: float) -> float | None:
     return None if value != value else value
 
 
+# The widest integer a BIGINT column holds (SQLite and PostgreSQL alike).
+_INT64 = 2**63 - 1
+
+
+def _whole(value: int) -> int:
+    """An integer for a BIGINT column: clamped (the exact usage goes to ``big_usage``)."""
+    return max(-_INT64, min(_INT64, value))
+
+
+def _real(value: float | None) -> float | None:
+    """A number for a float column: NaN as null, an integer past a double as ±infinity
+    (a crafted usage of 400 digits must not stop an import)."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf if value > 0 else -math.inf
+    return _nan_to_none(number)
+
+
+def _big_usage(figures: RouteFigures) -> str:
+    """The exact usage sums when one is past a BIGINT (JSON), else ``""``."""
+    usage = (figures.input, figures.output, figures.cache_read, figures.cache_write)
+    return json.dumps(usage) if any(abs(v) > _INT64 for v in usage) else ""
+
+
+def _id(value: str | None) -> str | None:
+    """An id as the entry table stores it: lone surrogates and NUL made visible."""
+    return jsonfmt.visible(value) if value else value
+
+
 def to_row(figures: RouteFigures) -> tuple[Any, ...]:
     """The column values of :data:`FIELDS` (NaN as null: SQLite cannot store it)."""
     return (
         figures.depth,
         figures.turns,
         figures.responses,
-        figures.input,
-        figures.output,
-        figures.cache_read,
-        figures.cache_write,
+        _whole(figures.input),
+        _whole(figures.output),
+        _whole(figures.cache_read),
+        _whole(figures.cache_write),
         figures.unpriced,
-        figures.tokens,
-        figures.cost,
+        _real(figures.tokens),
+        _real(figures.cost),
         figures.tool_calls,
-        figures.compaction_id,
-        figures.edit_id,
-        figures.prev_edit_id,
-        figures.role,
+        _id(figures.compaction_id),
+        _id(figures.edit_id),
+        _id(figures.prev_edit_id),
+        _id(figures.role),
         figures.text_size,
-        _nan_to_none(figures.context_tokens),
-        figures.usage_tokens,
-        _nan_to_none(figures.trailing),
+        _real(figures.context_tokens),
+        _real(figures.usage_tokens),
+        _real(figures.trailing),
         json.dumps(sorted(figures.pending_targets)) if figures.pending_targets else "",
-        _nan_to_none(figures.every_estimate),
+        _big_usage(figures),
+        _real(figures.every_estimate),
     )
 
 
@@ -100,10 +135,13 @@ def from_row(row: Sequence[Any]) -> RouteFigures:
     values = list(row)
     if len(values) == len(FIELDS) - 1:  # a historical table without every_estimate
         values.append(0.0)
-    for k in (16, 18, 20):  # context_tokens, trailing, every_estimate: null stands for NaN
+    for k in (16, 18, 21):  # context_tokens, trailing, every_estimate: null stands for NaN
         if values[k] is None:
             values[k] = float("nan")
     values[19] = frozenset(json.loads(values[19])) if values[19] else frozenset()
+    big = values.pop(20)
+    if big:  # usage past a BIGINT column: the exact sums
+        values[3:7] = json.loads(big)
     return RouteFigures(*values)
 
 
@@ -382,6 +420,7 @@ def figures_of(session: Any, entry_ids: Iterable[str]) -> dict[str, RouteFigures
     from explorer.models import RouteFigure
 
     wanted = list(dict.fromkeys(i for i in entry_ids if i))
+    asked = {jsonfmt.visible(i): i for i in wanted}
     out: dict[str, RouteFigures] = {}
     for k in range(0, len(wanted), 500):
         rows = (
@@ -394,7 +433,8 @@ def figures_of(session: Any, entry_ids: Iterable[str]) -> dict[str, RouteFigures
             .values_list("entry__entry_id", *FIELDS)
         )
         for row in rows:
-            out[row[0]] = from_row(row[1:])
+            # The column holds an id's visible form: answer under the id asked for.
+            out[asked.get(row[0], row[0])] = from_row(row[1:])
     return out
 
 

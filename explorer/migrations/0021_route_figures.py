@@ -119,6 +119,14 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 (
+                    "big_usage",
+                    models.TextField(
+                        blank=True,
+                        default="",
+                        help_text="JSON of the exact usage sums past a BIGINT, else empty",
+                    ),
+                ),
+                (
                     "session",
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,

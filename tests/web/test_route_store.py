@@ -356,3 +356,29 @@ def test_entries_waiting_for_a_parent_that_never_comes(monkeypatch):
     assert assert_stored(session) == 6
     figures = route_store.figures_of(session, ["x1", "h2"])
     assert figures["h2"].context_tokens == figures["x1"].context_tokens == 0
+
+
+@pytest.mark.django_db
+def test_usage_past_a_bigint_and_ids_with_lone_surrogates_are_stored_exactly():
+    """A crafted usage of 30 digits and an id holding a lone surrogate: the import stores
+    them (no overflow, no encoding error) and the figures read back equal the engine's."""
+    huge = 10**30
+    reply = {
+        "type": "message",
+        "id": "r\ud83d1",
+        "parentId": "e5f6a7b8",
+        "timestamp": "2025-03-04T05:12:00.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "big"}],
+            "usage": {"input": huge, "output": 3, "cacheRead": 0, "cacheWrite": 0},
+            "timestamp": 1741065120000,
+        },
+    }
+    line = json.dumps(reply, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+    session = services.import_bytes(SMALL_SESSION + line).session
+    assert assert_stored(session) == 9
+    row = RouteFigure.objects.get(session=session, entry__entry_id="r\ufffd1")
+    assert row.input == 2**63 - 1 and json.loads(row.big_usage)[0] >= huge
+    [figures] = route_store.figures_of(session, ["r\ud83d1"]).values()
+    assert figures.input >= huge and isinstance(figures.input, int)
