@@ -8,9 +8,6 @@ from explorer import stored_figures
 from explorer.models import Session
 from explorer.queries import leaves
 from explorer.queries.compactions import compaction_detail, opening_compaction
-from explorer.queries.compare import _line_sizes, route_figure_set
-from explorer.queries.costs import entry_costs
-from explorer.queries.entries import context_light
 from explorer.queries.integrity import integrity_sections, unmatched_tool_results
 from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
@@ -41,7 +38,6 @@ def _store_figures(session: Session) -> None:
         integrity_sections(session)
     with one_step_at_a_time():
         unmatched_tool_results(session)
-        entry_costs(session)
         leaves._newest_leaves(session, leaves.LEAVES_KEPT)
         current_labels(session)
     # The Compactions tab opens on the default route's newest compaction, whose detail
@@ -55,15 +51,3 @@ def _store_figures(session: Session) -> None:
     light = light_path(session, leaf)
     if _timeline_storable(session, light[timeline_window(len(light)) :]):
         _timeline_figures(session, leaf)
-    # The Compare tab opens with the default leaf as A: its route's part of every pair,
-    # when its live range is small enough to hold parsed in the import (the rest of what
-    # it reads is read a part at a time).
-    live = context_light(session, light)[0] if leaf else []
-    if leaf and sum(_line_sizes(live).values()) <= STORED_ROUTE_LIVE_BYTES:
-        route_figure_set(session, leaf)
-
-
-# The largest live range (bytes of its lines) whose route figures the import stores: they
-# are worked out from the range parsed whole, about ten times its lines in memory, like the
-# timeline's window (STORED_TIMELINE_CHARS).
-STORED_ROUTE_LIVE_BYTES = 4_000_000
