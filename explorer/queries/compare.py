@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from django.db import connection
+
 from explorer import route_store
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
@@ -72,11 +74,26 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     ancestor = route_a[k].entry_id if k >= 0 else None
     tail_a, tail_b = route_a[k + 1 :], route_b[k + 1 :]
     shown_a, shown_b = tail_a[-ROUTE_SHOWN:], tail_b[-ROUTE_SHOWN:]
-    projected_a, estimate_a = _context_of(session, route_a)
-    projected_b, estimate_b = _context_of(session, route_b)
+    # Each entry's stored cost and route tool calls, for both routes in one read.
+    stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
+    live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
+    # Every line the page needs parsed, in one read: the listed ones, both contexts and
+    # the replies after the ancestor that called tools (for the files they name).
     data = load_entries(
-        session, [*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])]
+        session,
+        [
+            *(e.entry_id for e in (*shown_a, *shown_b, *live_a, *live_b)),
+            *([ancestor] if ancestor else []),
+            *_calling(route_a, k, stored),
+            *_calling(route_b, k, stored),
+        ],
     )
+    ends = [r[-1].entry_id for r in (route_a, route_b) if r]
+    figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
+    stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures)
+    stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures)
+    projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
+    projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
     diff = diff_rows(projected_a, projected_b)
     lines = collapse_shared(diff)
     return {
@@ -89,8 +106,8 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
         "route_b": _route_rows(shown_b, data),
         "len_a": len(tail_a),
         "len_b": len(tail_b),
-        "stats_a": asdict(stats_after_ancestor(session, route_a, k)),
-        "stats_b": asdict(stats_after_ancestor(session, route_b, k)),
+        "stats_a": asdict(stats_a),
+        "stats_b": asdict(stats_b),
         # Raw vs projected's figure: the engine's estimate, stored with each entry.
         "projected_a": estimate_a,
         "projected_b": estimate_b,
@@ -101,53 +118,84 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
             # of the shared ones, those equal in content from different entries
             "content": sum(1 for d in diff if d.source_b),
         },
-        **_compare_costs(session, a, b, cursor, route_a, route_b),
+        **_compare_costs(session, a, b, cursor, route_a, route_b, stored),
     }
 
 
-def stats_after_ancestor(session: Session, route: Sequence[LightEntry], k: int) -> Any:
+def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float, int]]:
+    """Position → (the entry's stored cost, its route's tool calls) of the entries at
+    ``positions``: index columns and route figures only, no line read. Raw SQL: a Django
+    filter of 500 positions costs more to build than SQLite takes to answer it."""
+    entries, figures = Entry._meta.db_table, RouteFigure._meta.db_table
+    wanted = sorted(positions)
+    out: dict[int, tuple[float, int]] = {}
+    with connection.cursor() as cursor:
+        for i in range(0, len(wanted), CHUNK):
+            part = wanted[i : i + CHUNK]
+            marks = ",".join(["%s"] * len(part))
+            cursor.execute(
+                f"SELECT e.position, e.cost, f.tool_calls FROM {entries} e "  # noqa: S608
+                f"LEFT JOIN {figures} f ON f.entry_id = e.id "
+                f"WHERE e.session_id = %s AND e.position IN ({marks})",
+                [session.pk, *part],
+            )
+            for position, cost, calls in cursor.fetchall():
+                out[position] = (cost or 0.0, calls)
+    return out
+
+
+def _calling(
+    route: Sequence[LightEntry], k: int, stored: dict[int, tuple[float, int]]
+) -> list[str]:
+    """Ids of the entries after index ``k`` of ``route`` that called tools: where the
+    route's stored tool-call count goes up from the entry before."""
+    before = stored.get(route[k].position, (0.0, 0))[1] if k >= 0 else 0
+    out: list[str] = []
+    for e in route[k + 1 :]:
+        now = stored.get(e.position, (0.0, 0))[1]
+        now = before if now is None else now
+        if now > before:
+            out.append(e.entry_id)
+        before = now
+    return out
+
+
+def stats_after_ancestor(
+    session: Session,
+    route: Sequence[LightEntry],
+    k: int,
+    stored: dict[int, tuple[float, int]] | None = None,
+    parsed: dict[str, dict] | None = None,
+    figures: dict[str, Any] | None = None,
+) -> Any:
     """``analysis.compare.RouteStats`` of ``route``'s entries after index ``k`` (-1: all).
 
     Counts and integer sums are the leaf's stored prefix sums minus the ancestor's; the cost
     is the entries' stored costs added in route order from zero, as the engine adds them
     (a subtraction of two float prefix sums can differ in the last bits). Only the replies
-    that called tools are parsed, for the files they name."""
+    that called tools are parsed, for the files they name. ``stored``: what
+    :func:`_stored_rows` gives for the route, and ``parsed`` the lines of its
+    :func:`_calling` replies, ``figures`` the route figures of its last entry and the
+    ancestor, when the caller read them already."""
     from explorer.analysis.compare import RouteStats
     from explorer.session.describe import file_uses, files_of_uses
 
     tail = list(route[k + 1 :])
     if not tail:
         return RouteStats(0, 0, 0.0, 0.0, 0, [], [])
+    if stored is None:
+        stored = _stored_rows(session, {e.position for e in route})
     ends = [tail[-1].entry_id, *([route[k].entry_id] if k >= 0 else [])]
-    figures = route_store.figures_of(session, ends)
+    if figures is None:
+        figures = route_store.figures_of(session, ends)
     leaf = figures.get(tail[-1].entry_id)
     base = figures.get(route[k].entry_id) if k >= 0 else None
-    positions = [e.position for e in tail]
-    costs: dict[int, float] = {}
-    calls: dict[int, int] = {}
-    for i in range(0, len(positions), CHUNK):
-        part = positions[i : i + CHUNK]
-        costs.update(
-            Entry.objects.filter(session=session, position__in=part)
-            .order_by()
-            .values_list("position", "cost")
-        )
-        calls.update(
-            RouteFigure.objects.filter(entry__session_id=session.pk, entry__position__in=part)
-            .order_by()
-            .values_list("entry__position", "tool_calls")
-        )
     cost = 0.0
-    for p in positions:
-        cost += costs.get(p, 0.0)
-    before = base.tool_calls if base is not None else 0
-    calling: list[str] = []
     for e in tail:
-        now = calls.get(e.position, before)
-        if now > before:
-            calling.append(e.entry_id)
-        before = now
-    parsed = load_entries(session, calling)
+        cost += stored.get(e.position, (0.0, 0))[0]
+    calling = _calling(route, k, stored)
+    if parsed is None:
+        parsed = load_entries(session, calling)
     files = files_of_uses(u for eid in calling for u in file_uses(parsed.get(eid, {})))
     return RouteStats(
         entries=len(tail),
@@ -160,21 +208,25 @@ def stats_after_ancestor(session: Session, route: Sequence[LightEntry], k: int) 
     )
 
 
-def _context_of(session: Session, route: Sequence[LightEntry]) -> tuple[list[Any], int]:
+def _context_of(
+    route: Sequence[LightEntry],
+    live: Sequence[LightEntry],
+    data: dict[str, dict],
+    figures: dict[str, Any],
+) -> tuple[list[Any], int]:
     """The messages the model sees at the end of ``route`` (``analysis.compare``'s
-    projected rows, for the difference) and the engine's estimate of them: the one stored
-    with the entry, except where a compaction carries the context its agent recorded (a
-    Codex session: ``analysis.recorded``), which the stored figure does not follow."""
+    projected rows, for the difference) from its live range ``live`` parsed in ``data``,
+    and the engine's estimate of them (``figures``: the route figures by entry id): the one stored with the entry, except where a
+    compaction carries the context its agent recorded (a Codex session:
+    ``analysis.recorded``), which the stored figure does not follow."""
     from explorer.analysis.compare import projected_rows
     from explorer.analysis.projection import projected_estimate
     from explorer.analysis.recorded import projection_of, recorded_of
 
-    live, _ = context_light(session, list(route))
-    data = load_entries(session, [e.entry_id for e in live])
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_of(path)
     rows = projected_rows(path, projection)
-    stored = route_store.figures_at(session, route[-1].entry_id) if route else None
+    stored = figures.get(route[-1].entry_id) if route else None
     recorded = bool(projection.entries) and recorded_of(projection.entries[0].source_entry)
     value = stored.context_tokens if stored is not None else math.nan
     if recorded or value != value:
@@ -189,21 +241,17 @@ def _compare_costs(
     cursor: str | None,
     route_a: Sequence[LightEntry],
     route_b: Sequence[LightEntry],
+    stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     known = next((r for r in (route_a, route_b) if cursor and r and r[-1].entry_id == cursor), None)  # fmt: skip
     on_cursor = [e.entry_id for e in (known if known is not None else light_path(session, cursor))]
     keep = set(on_cursor)
     off = {e.position for e in (*route_a, *route_b) if e.entry_id not in keep}
-    costs: list[float] = []
-    wanted = sorted(off)
-    for i in range(0, len(wanted), CHUNK):
-        costs += Entry.objects.filter(
-            session=session, position__in=wanted[i : i + CHUNK]
-        ).values_list("cost", flat=True)
     return {
         "cursor": cursor,
         "a_abandoned": a not in keep,
         "b_abandoned": b not in keep,
-        "wasted": math.fsum(costs),
+        # Exactly rounded: the same figure whatever order the set gives.
+        "wasted": math.fsum([stored.get(p, (0.0, 0))[0] for p in off]),
         "abandoned_total": abandoned_cost(session, cursor, on_cursor),
     }
