@@ -9,6 +9,7 @@ projection difference aligns."""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import asdict
 
 import pytest
@@ -202,3 +203,26 @@ def test_a_cold_compare_parses_only_what_it_lists_or_aligns(branched, monkeypatc
     assert parsed and set(parsed) <= allowed
     outside = {e.entry_id for r in (la, lb) for e in r} - allowed
     assert outside  # the routes hold lines the Compare did not parse
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_a_whole_route_s_figures_are_pisession_s(path):
+    """Against an id no entry has, a side is its whole route: its cost is what ``pisession
+    stats`` records for that leaf (the command line run as a process) and its projected
+    figure the engine's estimate of the route (``pisession context --leaf``)."""
+    from explorer.session.context import projection_from_path
+    from explorer.session.tokens import estimate_projected_context_tokens
+    from tests.session.test_agent_generated import pisession
+
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    lines = pisession("stats", path, "--all-leaves", "--json").stdout.splitlines()
+    engine = {r["leafId"]: r for r in map(json.loads, lines)}
+    assert engine
+    for leaf, record in engine.items():
+        shown = queries.compare_routes(session, leaf, "no-such-id", leaf)
+        assert shown["stats_a"]["cost"] == record["cost"]["recorded"], leaf
+        branch = queries.full_path(session, queries.light_path(session, leaf))
+        assert shown["stats_a"]["entries"] == len(branch), leaf
+        estimate = estimate_projected_context_tokens(projection_from_path(branch), branch)
+        assert shown["projected_a"] == int(estimate), leaf
