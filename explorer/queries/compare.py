@@ -19,7 +19,6 @@ from explorer import route_store
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, load_entries
-from explorer.queries.keep import cached
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session.describe import entry_role, entry_title
 
@@ -38,14 +37,10 @@ CHUNK = 500  # ids or positions per IN query
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
     """Two routes from their common ancestor with every figure the Compare page shows.
 
-    The page, its partial and its JSON all read this. Kept per session version only (the
-    whole answer, in the shared cache): every figure comes from stored rows, so a cold
-    request does the same reads as a warm one's first."""
-    return cached(
-        session,
-        f"compare-3:{a}:{b}:{cursor or ''}",
-        lambda: _compare_routes(session, a, b, cursor),
-    )
+    The page, its partial and its JSON all read this. Nothing is kept: every figure comes
+    from stored rows and the few lines the page lists or aligns, so a cold request does
+    what a warm one does."""
+    return _compare_routes(session, a, b, cursor)
 
 
 def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict[str, str]]:
