@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import conf, queries
-from explorer.analysis.compare import off_route_cost
 from explorer.analysis.projection import align_projection, projected_estimate
 
 # The loops the page used to write its routes and its projection difference with.
@@ -105,14 +104,3 @@ def test_compare_shows_the_projected_figures_raw_vs_projected_shows(make_session
         path, _ = queries.context_path(session, queries.light_path(session, leaf))
         assert projected_estimate(path) == align_projection(path).projected_tokens
     assert result["projected_a"] > 0
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.dictionaries(st.text(max_size=3), st.floats(0, 10, allow_nan=False), max_size=12),
-    st.lists(st.text(max_size=3), max_size=6),
-)
-def test_the_abandoned_total_is_the_sum_over_every_costed_entry_off_the_route(costs, route):
-    by_set = off_route_cost(list(costs), route, costs)  # through the set of the ids
-    assert off_route_cost(costs, route, costs) == by_set
-    assert by_set == pytest.approx(sum(c for i, c in costs.items() if i not in set(route)))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import asdict
 
 import pytest
 
@@ -21,8 +20,6 @@ from explorer.analysis.compare import (
     common_ancestor_index,
     listed_lines,
     projection_diff,
-    route_figures,
-    stats_after,
 )
 from explorer.analysis.projection import projected_estimate
 from explorer.session.describe import cost_of, files_touched, tool_calls_of, total_tokens_of
@@ -120,15 +117,6 @@ def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched):
     # The edits show: the edited route's context differs from its parent's in two lines.
     counts = queries.compare_routes(branched, leaves[1], edited, leaves[0])["diff_counts"]
     assert counts["a"] == 2 and counts["b"] == 1, counts
-
-
-def test_a_tail_s_figures_are_the_sum_of_its_entries_to_the_last_bit(branched):
-    leaf = queries.default_leaf_id(branched)
-    path = queries.full_path(branched, queries.light_path(branched, leaf))
-    figures = route_figures(path)
-    assert figures.spends and any(s.files for s in figures.spends)
-    for k in range(-1, len(path)):
-        assert asdict(stats_after(figures, k)) == _stats(path[k + 1 :]), k
 
 
 def test_an_id_no_entry_has_compares_as_an_empty_route(branched):
