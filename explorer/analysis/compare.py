@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import math
-from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -48,72 +46,19 @@ class RouteStats:
     files_modified: list[str]
 
 
-@dataclass(frozen=True)
-class Spend:
-    """What one entry adds to its route's figures: the spend it records and the tools it
-    called. Only entries that record usage or call tools have one (assistant messages and
-    the costed entry types), so a route's figures can be read without its other lines."""
-
-    index: int  # the entry's place on the route, 0 for the root
-    tokens: float
-    cost: float
-    tool_calls: int
-    files: tuple[tuple[str, str], ...]  # ``describe.file_uses``: (kind, path) in call order
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Pickled as its fields (kept with every route's figures): quicker than its state.
-        return (Spend, (self.index, self.tokens, self.cost, self.tool_calls, self.files))
-
-
-def spend_of(index: int, entry: dict) -> Spend | None:
-    """The entry's :class:`Spend`, or None when it adds nothing."""
-    calls = len(tool_calls_of(entry))
-    tokens, cost = total_tokens_of(entry), cost_of(entry)
-    if not (calls or tokens or cost):
-        return None
-    return Spend(index, tokens, cost, calls, tuple(file_uses(entry)))
-
-
-@dataclass
-class RouteFigures:
-    """A whole route (root to one entry) as :func:`stats_after` needs it: enough to give
-    the figures of any tail of it, such as the part after a common ancestor, in time that
-    depends on that tail's spends alone. Kept per entry (a route never changes), so a pair
-    of routes compared is two of these, not two tails parsed again."""
-
-    length: int
-    message_at: list[int] = field(default_factory=list)  # route indexes of message entries
-    spends: list[Spend] = field(default_factory=list)  # in route order
-
-
-def stats_after(figures: RouteFigures, k: int) -> RouteStats:
-    """The figures of the route's entries after index ``k`` (-1: the whole route). The
-    sums run over the same values in the same order as over the parsed entries, so they
-    agree to the last bit with adding up every entry of the tail."""
-    spends = figures.spends[bisect_right([s.index for s in figures.spends], k) :]
-    files = files_of_uses(u for s in spends for u in s.files)
+def route_stats(entries: Sequence[dict]) -> RouteStats:
+    """:class:`RouteStats` of parsed entries in route order, added up entry by entry (the
+    reference the Compare tab's stored figures are tested against)."""
+    files = files_of_uses(u for e in entries for u in file_uses(e))
     return RouteStats(
-        entries=max(0, figures.length - k - 1),
-        messages=len(figures.message_at) - bisect_right(figures.message_at, k),
-        tokens=sum((s.tokens for s in spends), 0.0),
-        cost=sum((s.cost for s in spends), 0.0),
-        tool_calls=sum(s.tool_calls for s in spends),
+        entries=len(entries),
+        messages=sum(1 for e in entries if e.get("type") == "message"),
+        tokens=sum((total_tokens_of(e) for e in entries), 0.0),
+        cost=sum((cost_of(e) for e in entries), 0.0),
+        tool_calls=sum(len(tool_calls_of(e)) for e in entries),
         files_read=files["read"],
         files_modified=files["modified"],
     )
-
-
-def route_figures(entries: Sequence[dict]) -> RouteFigures:
-    """:class:`RouteFigures` of parsed entries in route order."""
-    return RouteFigures(
-        length=len(entries),
-        message_at=[i for i, e in enumerate(entries) if e.get("type") == "message"],
-        spends=[s for i, e in enumerate(entries) if (s := spend_of(i, e)) is not None],
-    )
-
-
-def route_stats(entries: Sequence[dict]) -> RouteStats:
-    return stats_after(route_figures(entries), -1)
 
 
 @dataclass
@@ -256,21 +201,3 @@ def listed_lines(lines: Sequence[dict[str, Any]], limit: int) -> list[dict[str, 
         if not took:
             break
     return [{**lines[i], "n": i + 1} for i in sorted(kept)]
-
-
-def off_route_cost(
-    entry_ids: Iterable[str], route_ids: Iterable[str], costs: Mapping[str, float]
-) -> float:
-    """Cost of the entries among ``entry_ids`` that lie on no route to the cursor.
-
-    Wasted work is what the chosen cursor's route does not use: a shared trunk still on that
-    route is not wasted, whichever two leaves are compared. ``route_ids`` is root→cursor.
-    ``entry_ids`` may be ``costs`` itself (the abandoned total: 20,000 costed entries on the
-    benchmark's big session, a third of a cold Compare when summed through a set of them).
-    """
-    keep = set(route_ids)
-    # An exactly rounded sum (``fsum``) does not depend on the order of the set below, which
-    # changes from process to process: every worker gives the same figure to the last bit.
-    if entry_ids is costs:  # every costed entry (all abandoned branches): no set made
-        return math.fsum([c for i, c in costs.items() if i not in keep])
-    return math.fsum([costs[i] for i in set(entry_ids) - keep if i in costs])

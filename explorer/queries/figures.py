@@ -8,13 +8,9 @@ from explorer import stored_figures
 from explorer.models import Session
 from explorer.queries import leaves
 from explorer.queries.compactions import compaction_detail, opening_compaction
-from explorer.queries.compare import _line_sizes, route_figure_set
-from explorer.queries.costs import entry_costs
-from explorer.queries.entries import context_light
 from explorer.queries.integrity import integrity_sections, unmatched_tool_results
 from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
-from explorer.queries.routes import default_leaf_id, light_path
 from explorer.queries.skeleton import _tree_shape
 
 
@@ -40,7 +36,6 @@ def _store_figures(session: Session) -> None:
         integrity_sections(session)
     with one_step_at_a_time():
         unmatched_tool_results(session)
-        entry_costs(session)
         leaves._newest_leaves(session, leaves.LEAVES_KEPT)
         current_labels(session)
     # The Compactions tab opens on the default route's newest compaction, whose detail
@@ -48,16 +43,3 @@ def _store_figures(session: Session) -> None:
     opening = opening_compaction(session)
     if opening is not None:
         compaction_detail(session, *opening)
-    leaf = default_leaf_id(session)
-    light = light_path(session, leaf)
-    # The Compare tab opens with the default leaf as A: its route's part of every pair,
-    # when its live range is small enough to hold parsed in the import (the rest of what
-    # it reads is read a part at a time).
-    live = context_light(session, light)[0] if leaf else []
-    if leaf and sum(_line_sizes(live).values()) <= STORED_ROUTE_LIVE_BYTES:
-        route_figure_set(session, leaf)
-
-
-# The largest live range (bytes of its lines) whose route figures the import stores: they
-# are worked out from the range parsed whole, about ten times its lines in memory.
-STORED_ROUTE_LIVE_BYTES = 4_000_000

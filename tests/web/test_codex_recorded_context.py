@@ -251,3 +251,32 @@ def test_an_append_without_a_compaction_reads_no_history_again(tmp_path, monkeyp
 
     monkeypatch.setattr(codex_context, "_engine_session", no_read)
     assert set(codex_context.recorded_histories(session)) == {"L3"}
+
+
+def test_compare_projects_the_recorded_history_at_each_entry(tmp_path, viewer_client):
+    """Compare's projected figure of a Codex route after a compaction is Raw vs projected's
+    (the recorded history), not the stored route figure, which follows Pi's rule (the
+    summary alone): the two differ between a compaction and the next reply (whose reported
+    usage then counts), so the separate Codex path is what Compare shows there."""
+    from explorer import conf, queries, route_store
+    from explorer.models import Entry
+
+    path, _ = codex_session(tmp_path / "p", turns=14, compact_at=(5, 10), rollback_at=3, big_at=0)
+    call_command("import_sessions", str(path))
+    session = Session.objects.get()
+    leaf = queries.default_leaf_id(session)
+    window, reserve = conf.window_and_reserve()
+    differs = 0
+    for eid in Entry.objects.filter(session=session).values_list("entry_id", flat=True):
+        shown = queries.compare_routes(session, eid, leaf, leaf)
+        summary = queries.context_summary(session, eid, window, reserve)
+        assert shown["projected_a"] == summary["projected_tokens"], eid
+        stored = route_store.figures_at(session, eid)
+        assert stored is not None
+        differs += stored.context_tokens != shown["projected_a"]
+    assert differs  # where the recorded history outweighs the one-message summary
+    page = viewer_client.get(f"/sessions/{session.pk}/compare/?a=L69&b={leaf}&format=json")
+    assert (
+        page.json()["result"]["projected_a"]
+        == queries.context_summary(session, "L69", window, reserve)["projected_tokens"]
+    )

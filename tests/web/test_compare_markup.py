@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import conf, queries
-from explorer.analysis.compare import off_route_cost
 from explorer.analysis.projection import align_projection, projected_estimate
 
 # The loops the page used to write its routes and its projection difference with.
@@ -105,39 +104,3 @@ def test_compare_shows_the_projected_figures_raw_vs_projected_shows(make_session
         path, _ = queries.context_path(session, queries.light_path(session, leaf))
         assert projected_estimate(path) == align_projection(path).projected_tokens
     assert result["projected_a"] > 0
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.dictionaries(st.text(max_size=3), st.floats(0, 10, allow_nan=False), max_size=12),
-    st.lists(st.text(max_size=3), max_size=6),
-)
-def test_the_abandoned_total_is_the_sum_over_every_costed_entry_off_the_route(costs, route):
-    by_set = off_route_cost(list(costs), route, costs)  # through the set of the ids
-    assert off_route_cost(costs, route, costs) == by_set
-    assert by_set == pytest.approx(sum(c for i, c in costs.items() if i not in set(route)))
-
-
-@pytest.mark.django_db
-def test_a_route_read_once_gives_what_reading_it_by_id_gives(make_session, monkeypatch):
-    """A route's figures read its lines in one pass by primary key (``_route_figure_set``);
-    an id on two rows (or a row without a key) takes the way by id: the two agree."""
-    session = make_session()
-    choices = [c["id"] for c in queries.leaf_choices(session)]
-    light = queries.light_path(session, choices[-1])
-    once = queries._route_figure_set(session, light)
-    reads: list[int] = []
-    real = queries._load_by_pk
-    monkeypatch.setattr(
-        queries.compare, "_load_by_pk", lambda s, light: reads.append(len(light)) or real(s, light)
-    )
-    assert queries._route_figure_set(session, light) == once
-    assert len(reads) == 1  # one read of what the figures need
-    # Without keys the lines are read by id.
-    from dataclasses import replace
-
-    reads.clear()
-    keyless = [replace(e, pk=0) for e in light]
-    alone = queries._route_figure_set(session, keyless)
-    assert reads == [] and alone.figures == once.figures and alone.projected == once.projected
-    assert alone.newest == once.newest and alone.estimate == once.estimate

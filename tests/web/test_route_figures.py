@@ -1,29 +1,29 @@
-"""Compare works a pair out from each route's kept figures (``queries.route_figure_set``):
-what it shows must be what parsing both tails and both live ranges whole gives, for every
-kind of pair (siblings, a leaf and its own ancestor, the same leaf twice, different roots),
-and the import stores the default leaf's figures so a first Compare reads only the other
-route."""
+"""Compare reads stored rows (``queries.compare``): the common ancestor from the two
+routes' index rows, each side's figures after it from the stored route figures and entry
+costs, the projected estimates stored with each leaf. What it shows must be what parsing
+both tails and both live ranges whole gives (the engine's figures), for every kind of pair
+(siblings, a leaf and its own ancestor, the same leaf twice, different roots, Pi's own
+files); and a cold Compare parses no line outside what the page lists and what the
+projection difference aligns."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict
+import json
 
 import pytest
 
 from benchmarks.gen_session import generate_session
-from explorer import queries, stored_figures
+from explorer import queries, services
 from explorer.analysis.compare import (
     collapse_shared,
     common_ancestor_index,
     listed_lines,
     projection_diff,
-    route_figures,
-    stats_after,
 )
 from explorer.analysis.projection import projected_estimate
-from explorer.models import Entry
 from explorer.session.describe import cost_of, files_touched, tool_calls_of, total_tokens_of
+from tests.conftest import pi_fixture_files
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +55,8 @@ def _reference(session, a: str, b: str) -> dict:
         "ancestor": la[k].entry_id if k >= 0 else None,
         "len_a": len(ra),
         "len_b": len(rb),
-        "route_a": queries._route_rows(la[k + 1 :], data),
-        "route_b": queries._route_rows(lb[k + 1 :], data),
+        "route_a": queries._route_rows(la[k + 1 :][-queries.ROUTE_SHOWN :], data),
+        "route_b": queries._route_rows(lb[k + 1 :][-queries.ROUTE_SHOWN :], data),
         "stats_a": _stats(ra),
         "stats_b": _stats(rb),
         "projected_a": projected_estimate(pa),
@@ -94,11 +94,9 @@ def _edited(session, leaf: str) -> str:
     return replaced.entry.entry_id
 
 
-@pytest.mark.parametrize("part_bytes", [queries.PARSE_PART_BYTES, 1, 3000])
-def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched, part_bytes, monkeypatch):
-    """Whatever size of part the lines outside the live range are read in (one line at a
-    time, a few, or all of them), the pair is the same."""
-    monkeypatch.setattr(queries.compare, "PARSE_PART_BYTES", part_bytes)
+def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched):
+    """Siblings, edited routes, a leaf and its own ancestor, the same leaf twice: the
+    figures read from stored rows are the engine's from both routes parsed whole."""
     leaves = [c["id"] for c in queries.leaf_choices(branched)]
     assert len(leaves) >= 6
     edited = _edited(branched, leaves[1])
@@ -121,15 +119,6 @@ def test_every_pair_shows_what_parsing_both_routes_whole_shows(branched, part_by
     assert counts["a"] == 2 and counts["b"] == 1, counts
 
 
-def test_a_tail_s_figures_are_the_sum_of_its_entries_to_the_last_bit(branched):
-    leaf = queries.default_leaf_id(branched)
-    path = queries.full_path(branched, queries.light_path(branched, leaf))
-    figures = route_figures(path)
-    assert figures.spends and any(s.files for s in figures.spends)
-    for k in range(-1, len(path)):
-        assert asdict(stats_after(figures, k)) == _stats(path[k + 1 :]), k
-
-
 def test_an_id_no_entry_has_compares_as_an_empty_route(branched):
     leaf = queries.default_leaf_id(branched)
     shown = queries.compare_routes(branched, leaf, "no-such-id", leaf)
@@ -138,101 +127,90 @@ def test_an_id_no_entry_has_compares_as_an_empty_route(branched):
     assert shown["len_a"] == len(queries.light_path(branched, leaf))
 
 
-def _first_compare_after_import(make_session, tmp_path, monkeypatch):
-    """A big session imported, then its first Compare in a new worker (cache cleared):
-    the pair of its default leaf and another, the shown figures and the routes built."""
-    from django.core.cache import cache
+def _pairs(session, n: int = 6) -> list[tuple[str, str]]:
+    leaves = [c["id"] for c in queries.leaf_choices(session)][:n]
+    route = queries.light_path(session, leaves[0])
+    inner = route[len(route) // 2].entry_id
+    return [*itertools.combinations(leaves, 2), (leaves[0], inner), (inner, leaves[0])]
 
-    from explorer import shared_copies
 
-    n = stored_figures.STORE_FROM + 300
-    path = generate_session(tmp_path / "big.jsonl", entries=n, branch_points=20, seed=3)
+@pytest.mark.pi_fixtures
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_pairs_of_pi_s_own_files_show_the_engine_s_figures(path):
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    for a, b in _pairs(session):
+        shown = queries.compare_routes(session, a, b, a)
+        want = _reference(session, a, b)
+        assert {k: shown[k] for k in want} == want, (a, b)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_pairs_of_generated_sessions_show_the_engine_s_figures(make_session, tmp_path, seed):
+    path = generate_session(
+        tmp_path / "g.jsonl", entries=600, branch_points=10, seed=seed, compact_after=40_000
+    )
     session = make_session(path.read_bytes())
-    leaves = [c["id"] for c in queries.leaf_choices(session)]
-    a, b = queries.default_leaf_id(session), leaves[len(leaves) // 2]
-    assert a != b
-    shared_copies.flush()
-    cache.clear()
-    built: list[str] = []
-    real = queries._route_figure_set
-    monkeypatch.setattr(
-        queries.compare,
-        "_route_figure_set",
-        lambda s, light: built.append(light[-1].entry_id if light else "") or real(s, light),
-    )
-    shown = queries.compare_routes(session, a, b, a)
-    monkeypatch.undo()
-    return session, a, b, shown, built
+    for a, b in _pairs(session, 5):
+        shown = queries.compare_routes(session, a, b, b)
+        want = _reference(session, a, b)
+        assert {k: shown[k] for k in want} == want, (seed, a, b)
 
 
-def test_the_import_stores_the_default_leaf_s_figures(make_session, tmp_path, monkeypatch):
-    """A big session's first Compare after its import works out only the other route; the
-    default leaf's was stored by the import."""
-    session, a, b, shown, built = _first_compare_after_import(make_session, tmp_path, monkeypatch)
-    assert built == [b]
-    want = _reference(session, a, b)
-    assert {k: shown[k] for k in want} == want
-
-
-def test_parts_keep_the_order_and_stay_within_the_budget():
-    sizes = dict(enumerate([5, 5, 20, 1, 1, 1, 9], 1))
-    rows = [queries.LightEntry(f"e{i}", None, "message", "", i, 0, 0, "", i + 1) for i in range(7)]
-    parts = list(queries._parts_by_size(rows, sizes, 10))
-    assert [e for p in parts for e in p] == rows
-    assert [[sizes[e.pk] for e in p] for p in parts] == [[5, 5], [20], [1, 1, 1], [9]]
-    assert list(queries._parts_by_size([], sizes, 10)) == []
-
-
-def test_line_sizes_are_the_stored_bytes_of_each_line(branched):
-    light = queries.light_path(branched, queries.default_leaf_id(branched))
-    sizes = queries._line_sizes(light)
-    raw = dict(Entry.objects.filter(pk__in=[e.pk for e in light]).values_list("pk", "raw"))
-    assert sizes == {pk: len(line.encode()) for pk, line in raw.items()} and len(sizes) == len(
-        light
-    )
-
-
-def test_a_live_range_too_big_to_hold_parsed_is_not_stored_at_import(
-    make_session, tmp_path, monkeypatch
-):
-    """The import bounds its memory: the default leaf's figures are stored only when its
-    live range is small enough to parse whole; the first Compare then builds both routes,
-    with the same answer."""
-    monkeypatch.setattr(queries.figures, "STORED_ROUTE_LIVE_BYTES", 0)
-    session, a, b, shown, built = _first_compare_after_import(make_session, tmp_path, monkeypatch)
-    assert sorted(built) == sorted([a, b])
-    want = _reference(session, a, b)
-    assert {k: shown[k] for k in want} == want
-
-
-def test_after_an_append_the_process_keeps_both_routes_sets(branched, monkeypatch):
-    """A Compare after each append (its figures are per session version) takes both route
-    sets from this process's copies, not from the shared cache (two unpickles of about
-    200 KB on a big session); a cleared cache disowns the copies."""
+def test_a_cold_compare_parses_only_what_it_lists_or_aligns(branched, monkeypatch):
+    """Every line a cold Compare parses is one it lists (the newest ROUTE_SHOWN of each
+    tail, the ancestor), one the projection difference aligns (each leaf's live range) or
+    a reply whose tool calls name the files: no tool result or message outside those."""
     from django.core.cache import cache
 
-    from explorer import services
+    from explorer.queries import entries
 
     leaves = [c["id"] for c in queries.leaf_choices(branched)]
     a, b = leaves[0], leaves[3]
-    first = queries.compare_routes(branched, a, b, a)
-    read: list[str] = []
-    real = queries.kept_below
-    monkeypatch.setattr(
-        queries.compare,
-        "kept_below",
-        lambda s, name, eid, build: (
-            (read.append(eid) if name == queries._ROUTE_FIGURES else None)
-            or real(s, name, eid, build)
-        ),
-    )
-    services.rename_session(branched, None, "after", leaf_id=queries.default_leaf_id(branched))
-    branched.refresh_from_db()
-    again = queries.compare_routes(branched, a, b, a)
-    assert read == []
-    assert {k: again[k] for k in ("stats_a", "stats_b", "diff", "route_a", "route_b")} == {
-        k: first[k] for k in ("stats_a", "stats_b", "diff", "route_a", "route_b")
-    }
+    monkeypatch.setattr(queries.compare, "ROUTE_SHOWN", 5)
+    parsed: list[str] = []
+    real = entries.jsonfmt.loads
+
+    def loads(raw, *args, **kwargs):
+        value = real(raw, *args, **kwargs)
+        if isinstance(value, dict):
+            parsed.append(str(value.get("id")))
+        return value
+
     cache.clear()
+    monkeypatch.setattr(entries.jsonfmt, "loads", loads)
     queries.compare_routes(branched, a, b, a)
-    assert sorted(read) == sorted([a, b])
+    monkeypatch.undo()
+    la, lb = queries.light_path(branched, a), queries.light_path(branched, b)
+    k = common_ancestor_index([e.entry_id for e in la], [e.entry_id for e in lb])
+    allowed = {la[k].entry_id} if k >= 0 else set()
+    for route in (la, lb):
+        allowed |= {e.entry_id for e in route[k + 1 :][-5:]}
+        allowed |= {e.entry_id for e in queries.context_light(branched, route)[0]}
+        tail = queries.full_path(branched, route[k + 1 :])
+        allowed |= {e["id"] for e in tail if tool_calls_of(e)}
+    assert parsed and set(parsed) <= allowed
+    outside = {e.entry_id for r in (la, lb) for e in r} - allowed
+    assert outside  # the routes hold lines the Compare did not parse
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_a_whole_route_s_figures_are_pisession_s(path):
+    """Against an id no entry has, a side is its whole route: its cost is what ``pisession
+    stats`` records for that leaf (the command line run as a process) and its projected
+    figure the engine's estimate of the route (``pisession context --leaf``)."""
+    from explorer.session.context import projection_from_path
+    from explorer.session.tokens import estimate_projected_context_tokens
+    from tests.session.test_agent_generated import pisession
+
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    lines = pisession("stats", path, "--all-leaves", "--json").stdout.splitlines()
+    engine = {r["leafId"]: r for r in map(json.loads, lines)}
+    assert engine
+    for leaf, record in engine.items():
+        shown = queries.compare_routes(session, leaf, "no-such-id", leaf)
+        assert shown["stats_a"]["cost"] == record["cost"]["recorded"], leaf
+        branch = queries.full_path(session, queries.light_path(session, leaf))
+        assert shown["stats_a"]["entries"] == len(branch), leaf
+        estimate = estimate_projected_context_tokens(projection_from_path(branch), branch)
+        assert shown["projected_a"] == int(estimate), leaf

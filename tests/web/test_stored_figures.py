@@ -27,7 +27,6 @@ NAMES = {
     "integrity-findings",
     "integrity-report",
     "integrity-tools",
-    "costs",
     "leaves",
     "labels",
     "opening-graph",  # drawn by the views on ``session_imported`` (``store_opening_graph``)
@@ -88,10 +87,11 @@ def test_an_import_stores_every_figure_up_to_its_last_entry(make_session, store_
     rows = dict(StoredFigure.objects.filter(session=session).values_list("name", "upto"))
     prefix = f"{stored_figures.FORMAT}:"
     assert all(name.startswith(prefix) for name in rows)
-    # Per-entry figures (the default leaf's route figures, for Compare) are named by their
-    # key and hold no position: they depend on the entry's ancestors only.
+    # No per-entry figures: the Compare tab's route figures, once drawn here for the default
+    # leaf, are read from the stored route rows (``RouteFigure``) now, and this session has
+    # no compaction whose detail the Compactions tab would keep.
     below = {n for n in rows if n.removeprefix(prefix).startswith(stored_figures.BELOW)}
-    assert len(below) == 1 and {rows[n] for n in below} == {0}
+    assert below == set()
     whole = {n: upto for n, upto in rows.items() if n not in below}
     assert {name.removeprefix(prefix).split("|")[0] for name in whole} == NAMES
     assert set(whole.values()) == {queries.last_position(session)}
@@ -223,8 +223,8 @@ def test_masked_figures_keep_one_stored_copy_per_kind(make_session, store_small)
 def test_an_older_copy_never_replaces_a_newer_one(make_session, store_small):
     session = make_session()
     last = queries.last_position(session)
-    assert stored_figures.store(session, "costs", last - 1, {"stale": 1.0})
-    row = StoredFigure.objects.get(session=session, name=f"{stored_figures.FORMAT}:costs")
+    assert stored_figures.store(session, "skeleton", last - 1, {"stale": 1.0})
+    row = StoredFigure.objects.get(session=session, name=f"{stored_figures.FORMAT}:skeleton")
     assert row.upto == last and pickle.loads(row.data) != {"stale": 1.0}
 
 
