@@ -7,7 +7,6 @@ from __future__ import annotations
 from explorer import stored_figures
 from explorer.models import Session
 from explorer.queries import leaves
-from explorer.queries.compactions import compaction_detail, opening_compaction
 from explorer.queries.compare import _line_sizes, route_figure_set
 from explorer.queries.costs import entry_costs
 from explorer.queries.entries import context_light
@@ -44,11 +43,6 @@ def _store_figures(session: Session) -> None:
         entry_costs(session)
         leaves._newest_leaves(session, leaves.LEAVES_KEPT)
         current_labels(session)
-    # The Compactions tab opens on the default route's newest compaction, whose detail
-    # depends only on what lies above it: stored now, it is ready for every later reader.
-    opening = opening_compaction(session)
-    if opening is not None:
-        compaction_detail(session, *opening)
     # The Timeline tab opens on the default route too: its kept turns are stored, when
     # the route's window is small enough to hold parsed (see STORED_TIMELINE_CHARS).
     leaf = default_leaf_id(session)
