@@ -10,7 +10,7 @@ from typing import Any
 from explorer import codex_context, route_store
 from explorer.models import Session
 from explorer.queries.entries import load_entries
-from explorer.queries.keep import kept_below
+from explorer.queries.keep import kept_below, kept_by, mask_key
 from explorer.queries.routes import LightEntry, entry_exists, light_path
 from explorer.session.describe import entry_title
 
@@ -180,13 +180,28 @@ def _previous_summary(
     session: Session, light: Sequence[LightEntry], ci: int, summary: str
 ) -> dict[str, Any] | None:
     """The compaction before the one at ``ci`` on the route, its summary beside this one's:
-    a word diff and the references of the earlier summary that this one dropped. It lies
-    above the compaction, so it belongs in the detail kept below it."""
-    from explorer.analysis.summary_diff import dropped_references, word_diff
+    a word diff and the references of the earlier summary that this one dropped.
 
+    The one part of the detail still kept between requests (the shared cache, under the two
+    compactions and the masking): a word diff of two long summaries costs more than the
+    rest of the page, and depends on nothing else, since both lie above the compaction."""
     prev = next((j for j in range(ci - 1, -1, -1) if light[j].type == "compaction"), None)
     if prev is None:
         return None
+    shown = (mask_key(session), light[prev].entry_id, light[ci].entry_id)
+    return kept_by(
+        session,
+        "previous-summary-1",
+        shown,
+        lambda: _compare_summaries(session, light, ci, prev, summary),
+    )
+
+
+def _compare_summaries(
+    session: Session, light: Sequence[LightEntry], ci: int, prev: int, summary: str
+) -> dict[str, Any]:
+    from explorer.analysis.summary_diff import dropped_references, word_diff
+
     entry = load_entries(session, [light[prev].entry_id]).get(light[prev].entry_id, {})
     before = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     report = dropped_references(before, summary, (e.entry_id for e in light[: ci + 1]))
