@@ -14,7 +14,6 @@ class ExplorerConfig(AppConfig):
 
         from explorer.permissions import sync_admin_staff
         from explorer.services.imports import session_imported
-        from explorer.views.compaction_view import store_opening_detail
         from explorer.views.tree import store_opening_graph
 
         m2m_changed.connect(
@@ -22,5 +21,4 @@ class ExplorerConfig(AppConfig):
             sender=get_user_model().groups.through,
             dispatch_uid="explorer.sync_admin_staff",
         )
-        session_imported.connect(store_opening_detail, dispatch_uid="explorer.opening_detail")
         session_imported.connect(store_opening_graph, dispatch_uid="explorer.opening_graph")

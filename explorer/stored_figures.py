@@ -45,8 +45,8 @@ STORE_LAG = 512  # positions a reader's copy may be ahead of the stored one befo
 # copy on the way to its answer, while an import may hold the lock for minutes: it must not
 # wait the connection's 30 s for a copy the next reader can write as well.
 READER_WAIT_MS = 50
-# Figures that depend on one entry's ancestors (``queries.kept_below``: a compaction's
-# detail, a compared pair of routes) are stored per entry, so a session would gain a row
+# Figures that depend on one entry's ancestors (``queries.kept_below``: a branch
+# summary's detail, a compared pair of routes) are stored per entry, so a session would gain a row
 # for every pair ever compared: the most recently written this many are kept per session,
 # and a dropped one is built again when asked for (it can never be wrong, only missing).
 BELOW_KEPT = 64

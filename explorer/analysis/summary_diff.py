@@ -53,14 +53,38 @@ def word_diff(old: str, new: str) -> list[tuple[Op, str]]:
         else:
             out.append((op, text))
 
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    # Lines first, then words within each changed stretch of lines: a word matcher over two
+    # whole summaries of thousands of words (every space a token) cost half a second a page;
+    # a summary is rewritten a paragraph at a time, so the lines that stay are found first.
+    a_lines, b_lines = _lines(a), _lines(b)
+    by_line = difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in by_line.get_opcodes():
+        old_words = [t for line in a_lines[i1:i2] for t in line]
+        new_words = [t for line in b_lines[j1:j2] for t in line]
         if tag == "equal":
-            put("same", a[i1:i2])
-        else:
-            put("removed", a[i1:i2])
-            put("added", b[j1:j2])
+            put("same", old_words)
+            continue
+        matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+        for op, k1, k2, m1, m2 in matcher.get_opcodes():
+            if op == "equal":
+                put("same", old_words[k1:k2])
+            else:
+                put("removed", old_words[k1:k2])
+                put("added", new_words[m1:m2])
     return out
+
+
+def _lines(tokens: list[str]) -> list[tuple[str, ...]]:
+    """``tokens`` cut into lines (a token holding a line break ends one)."""
+    lines: list[tuple[str, ...]] = []
+    start = 0
+    for k, t in enumerate(tokens):
+        if "\n" in t:
+            lines.append(tuple(tokens[start : k + 1]))
+            start = k + 1
+    if start < len(tokens):
+        lines.append(tuple(tokens[start:]))
+    return lines
 
 
 def identifiers(text: str) -> list[str]:

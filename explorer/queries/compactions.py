@@ -7,46 +7,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.core.cache import cache
-
-from explorer import codex_context
+from explorer import codex_context, route_store
 from explorer.models import Session
 from explorer.queries.entries import load_entries
-from explorer.queries.keep import TREE_CACHE_SECONDS, _upto_key, kept_below, mask_key
-from explorer.queries.routes import LightEntry, default_leaf_id, entry_exists, light_path
+from explorer.queries.keep import kept_below, kept_by, mask_key
+from explorer.queries.routes import LightEntry, entry_exists, light_path
 from explorer.session.describe import entry_title
-
-
-def opening_compaction(session: Session) -> tuple[list[LightEntry], dict[str, Any]] | None:
-    """The default route and its newest compaction (an item of :func:`route_compactions`),
-    which the Compactions tab opens on; None when the route has none."""
-    light = light_path(session, default_leaf_id(session))
-    listed = route_compactions(session, light)
-    return (light, listed[-1]) if listed else None
-
 
 # ---------------------------------------------------------------------------------------------
 # Compactions on a route
 
-REPLACED_SHOWN = 150  # the newest replaced entries listed and checked against the summary
-COMPACTIONS_LOOKBACK = 8  # kept lists looked for, newest compaction first, before a fresh build
-
-
-# The kept lists' cache name; a new name whenever what an item holds changes meaning, so no
-# worker reads a list kept under the old meaning (the counts of replaced entries, once).
-_COMPACTIONS_UPTO = "compactions-upto-2"
-# 3: "tokens after" is the engine's estimate; 4: the compaction's figures, not the entries.
-_COMPACTION_DETAIL = "compaction-detail-6"  # 5: the previous summary; 6: recorded context
+REPLACED_SHOWN = 150  # the newest replaced entries checked against the summary
+DETAIL_WINDOW = 150  # replaced or kept entries listed at once; the rest a window at a time
+DETAIL_WINDOW_MAX = 1000  # the largest window a reader may ask for
 _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 
 
 def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
     """Every compaction on the route ``light``, oldest first, as the Compactions tab lists it.
 
-    The list up to a compaction is kept (shared cache, per session identity) under that
-    compaction's id; the list of a route is the one kept for its newest compaction, plus
-    any compaction after the newest kept one. An append that adds no compaction costs a
-    scan of the route's types and one cache read, whatever the number of compactions.
+    Read from the route's index columns (types and ids, no body) and the compaction lines
+    themselves, which are the only bodies parsed: nothing is kept between requests, since
+    a route's compactions are a handful of short lines whatever the session's size.
     """
     from explorer.analysis.compactions import (
         extend_compaction_ranges,
@@ -58,22 +40,11 @@ def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dic
     comps = [i for i, t in enumerate(types) if t == "compaction"]
     if not comps:
         return []
-    mask = mask_key(session)
-    items: list[dict[str, Any]] = []
-    start, done = 0, 0
-    for j in range(len(comps) - 1, max(-1, len(comps) - 1 - COMPACTIONS_LOOKBACK), -1):
-        hit = cache.get(_upto_key(session, mask, _COMPACTIONS_UPTO, light[comps[j]].entry_id))
-        if hit is not None:
-            items, start = list(hit[0]), hit[1]
-            done = j + 1
-            break
-    new = comps[done:]
-    if not new:
-        return items
-    data = load_entries(session, [light[i].entry_id for i in new])
+    data = load_entries(session, [light[i].entry_id for i in comps])
     index = {e.entry_id: i for i, e in enumerate(light)}
-    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in new]
-    ranges, start = extend_compaction_ranges(fks, index, start)
+    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in comps]
+    ranges, _start = extend_compaction_ranges(fks, index, 0)
+    items: list[dict[str, Any]] = []
     for ci, begin, fk in ranges:
         comp = data.get(light[ci].entry_id, {})
         items.append(
@@ -90,52 +61,94 @@ def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dic
                 "timestamp": comp.get("timestamp", ""),
             }
         )
-    cache.set(
-        _upto_key(session, mask, _COMPACTIONS_UPTO, items[-1]["id"]),
-        (items, start),
-        TREE_CACHE_SECONDS,
-    )
     return items
 
 
+def detail_windows(
+    item: dict[str, Any],
+    *,
+    replaced_before: int | None = None,
+    kept_after: int = 0,
+    limit: int = DETAIL_WINDOW,
+) -> dict[str, int]:
+    """The windows of a compaction's two lists a request shows: the replaced entries
+    ``[replaced_from, replaced_to)`` (the newest ``limit`` before ``replaced_before``, the
+    newest of all unless asked) and the kept ones ``[kept_from, kept_to)`` (``limit`` from
+    ``kept_after``). Positions count within each list, oldest first."""
+    n_replaced, n_kept = item["replaced_count"], item["kept_count"]
+    hi = n_replaced if replaced_before is None else max(0, min(replaced_before, n_replaced))
+    lo = max(0, min(kept_after, n_kept))
+    return {
+        "replaced_from": max(0, hi - limit),
+        "replaced_to": hi,
+        "kept_from": lo,
+        "kept_to": min(n_kept, lo + limit),
+    }
+
+
 def compaction_detail(
-    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
+    session: Session,
+    light: Sequence[LightEntry],
+    item: dict[str, Any],
+    *,
+    replaced_before: int | None = None,
+    kept_after: int = 0,
+    limit: int = DETAIL_WINDOW,
 ) -> dict[str, Any]:
-    """One compaction (an item of :func:`route_compactions` on ``light``) beside what it
-    replaced and kept, with the survival check: kept per compaction like the list, since
-    none of it changes when the route grows below the compaction."""
-    return kept_below(
-        session, _COMPACTION_DETAIL, item["id"], lambda: _compaction_detail(session, light, item)
-    )
+    """One compaction (an item of :func:`route_compactions` on ``light``) beside a window of
+    what it replaced and kept (:func:`detail_windows`), with the survival check.
 
-
-def _compaction_detail(
-    session: Session, light: Sequence[LightEntry], item: dict[str, Any]
-) -> dict[str, Any]:
-    from explorer.analysis.compactions import compaction_info, survival_for
+    Only the entries listed, the newest replaced ones the check reads, the compaction and
+    the one before it are parsed. "Tokens after" is the route figure stored with the
+    compaction (the engine's estimate there, ``pisession context --leaf``); a Codex
+    compaction carrying the context its agent recorded is estimated from that context and
+    the kept entries instead (:func:`explorer.analysis.recorded.projection_of`)."""
+    from explorer.analysis.compactions import kept_indices, replaced_indices, survival_of
+    from explorer.analysis.projection import projected_context_tokens
+    from explorer.analysis.recorded import recorded_of
+    from explorer.session.describe import finite
 
     ci, start, fk = item["index"], item["start"], item["first_kept_index"]
-    end = fk if fk is not None else ci
-    lo = max(start, end - REPLACED_SHOWN)
-    ids = [e.entry_id for e in light[lo : ci + 1]]
-    data = load_entries(session, ids)
-    sub = [data[i] for i in ids if i in data]
-    info = compaction_info(sub, ci - lo, 0, (fk - lo) if fk is not None else None)
-    summary = info.entry.get("summary")
+    types = [e.type for e in light]
+    replaced_at = replaced_indices(types, (ci, start, fk))
+    kept_at = list(kept_indices((ci, start, fk)))
+    win = detail_windows(item, replaced_before=replaced_before, kept_after=kept_after, limit=limit)
+    listed_replaced = replaced_at[win["replaced_from"] : win["replaced_to"]]
+    listed_kept = kept_at[win["kept_from"] : win["kept_to"]]
+    checked = replaced_at[-REPLACED_SHOWN:]
+    wanted = {*listed_replaced, *listed_kept, *checked, ci}
+    data = load_entries(session, [light[j].entry_id for j in sorted(wanted)])
+
+    def entries(at: Sequence[int]) -> list[dict]:
+        return [data[light[j].entry_id] for j in at if light[j].entry_id in data]
+
+    comp = data.get(light[ci].entry_id, {})
+    summary = comp.get("summary")
+    summary = summary if isinstance(summary, str) else None
+    if recorded_of(comp) is not None:  # a Codex compaction: its recorded context
+        head = load_entries(session, [light[j].entry_id for j in kept_at])
+        route = [head[light[j].entry_id] for j in kept_at if light[j].entry_id in head]
+        tokens_after = projected_context_tokens([*route, comp])
+    else:
+        stored = route_store.figures_at(session, light[ci].entry_id)
+        tokens_after = int(finite(stored.context_tokens)) if stored is not None else 0
+    details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
+
+    def paths(name: str) -> list[str]:
+        value = details.get(name)
+        return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+
     return {
-        # The figures the tab shows, not the whole CompactionInfo: its replaced and kept
-        # entries are whole lines (300 KB for 150 of them), and this dict is pickled into
-        # the cache and the stored figures by the first reader of every compaction.
         "figures": {
-            "id": info.entry.get("id"),
-            "first_kept": info.entry.get("firstKeptEntryId"),
-            "summary": summary if isinstance(summary, str) else None,
-            "tokens_before": info.tokens_before,
-            "tokens_after": info.tokens_after,
-            "read_files": info.read_files,
-            "modified_files": info.modified_files,
-            "off_path": info.off_path,
-            **codex_context.recorded_figures(info.entry),  # a Codex compaction's history
+            "id": comp.get("id"),
+            "first_kept": comp.get("firstKeptEntryId"),
+            "summary": summary,
+            "tokens_before": finite(comp.get("tokensBefore")),
+            "tokens_after": tokens_after,
+            "read_files": paths("readFiles"),
+            "modified_files": paths("modifiedFiles"),
+            "off_path": item["off_path"],
+            **codex_context.recorded_figures(comp),  # a Codex compaction's history
         },
         "replaced": [
             {
@@ -146,17 +159,20 @@ def _compaction_detail(
                 if isinstance(e.get("message"), dict)
                 else "",
             }
-            for e in info.replaced
+            for e in entries(listed_replaced)
         ],
         "kept": [
             {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
-            for e in info.kept
+            for e in entries(listed_kept)
         ],
-        "hidden_before": item["replaced_count"] - len(info.replaced),
-        "report": survival_for(info),
-        "previous": _previous_summary(
-            session, light, ci, summary if isinstance(summary, str) else ""
-        ),
+        **win,
+        "replaced_count": item["replaced_count"],
+        "kept_count": item["kept_count"],
+        "hidden_before": win["replaced_from"],  # replaced entries before the window
+        "checked_count": len(checked),
+        "unchecked_count": len(replaced_at) - len(checked),  # older than the check reads
+        "report": survival_of(entries(checked), summary or ""),
+        "previous": _previous_summary(session, light, ci, summary or ""),
     }
 
 
@@ -164,13 +180,28 @@ def _previous_summary(
     session: Session, light: Sequence[LightEntry], ci: int, summary: str
 ) -> dict[str, Any] | None:
     """The compaction before the one at ``ci`` on the route, its summary beside this one's:
-    a word diff and the references of the earlier summary that this one dropped. It lies
-    above the compaction, so it belongs in the detail kept below it."""
-    from explorer.analysis.summary_diff import dropped_references, word_diff
+    a word diff and the references of the earlier summary that this one dropped.
 
+    The one part of the detail still kept between requests (the shared cache, under the two
+    compactions and the masking): a word diff of two long summaries costs more than the
+    rest of the page, and depends on nothing else, since both lie above the compaction."""
     prev = next((j for j in range(ci - 1, -1, -1) if light[j].type == "compaction"), None)
     if prev is None:
         return None
+    shown = (mask_key(session), light[prev].entry_id, light[ci].entry_id)
+    return kept_by(
+        session,
+        "previous-summary-1",
+        shown,
+        lambda: _compare_summaries(session, light, ci, prev, summary),
+    )
+
+
+def _compare_summaries(
+    session: Session, light: Sequence[LightEntry], ci: int, prev: int, summary: str
+) -> dict[str, Any]:
+    from explorer.analysis.summary_diff import dropped_references, word_diff
+
     entry = load_entries(session, [light[prev].entry_id]).get(light[prev].entry_id, {})
     before = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     report = dropped_references(before, summary, (e.entry_id for e in light[: ci + 1]))
@@ -193,7 +224,7 @@ def branch_summary_detail(
     """A branch summary on ``light`` beside the route it summarised (from its ``fromId`` up
     to the common ancestor with the route it was left on), with the survival check
     compactions have. The summarised route was written before the summary and never
-    changes, so the detail is kept below the summary like a compaction's. None: not a
+    changes, so the detail is kept below the summary. None: not a
     branch summary on this route."""
     index = next((i for i, e in enumerate(light) if e.entry_id == summary_id), None)
     if index is None or light[index].type != "branch_summary":

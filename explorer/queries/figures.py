@@ -7,7 +7,6 @@ from __future__ import annotations
 from explorer import stored_figures
 from explorer.models import Session
 from explorer.queries import leaves
-from explorer.queries.compactions import compaction_detail, opening_compaction
 from explorer.queries.integrity import integrity_sections, unmatched_tool_results
 from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
@@ -38,8 +37,3 @@ def _store_figures(session: Session) -> None:
         unmatched_tool_results(session)
         leaves._newest_leaves(session, leaves.LEAVES_KEPT)
         current_labels(session)
-    # The Compactions tab opens on the default route's newest compaction, whose detail
-    # depends only on what lies above it: stored now, it is ready for every later reader.
-    opening = opening_compaction(session)
-    if opening is not None:
-        compaction_detail(session, *opening)

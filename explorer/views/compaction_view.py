@@ -6,11 +6,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from django.http import Http404, HttpResponse
-from django.utils.safestring import SafeString
+from django.http import Http404, HttpResponse, QueryDict
 from django.views.decorators.http import require_GET
 
-from explorer import params, queries, stored_figures
+from explorer import params, queries
 from explorer.analysis.compactions import list_window
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.rendering import render_markdown
@@ -35,11 +34,10 @@ def compactions_panel(
     """The route's compactions (and the stretch of them listed), with a builder of the
     chosen one's detail.
 
-    Nothing here is cached per session version: the route, the list and the detail are
-    each kept as they grow (the process's routes, the list kept per compaction, the
-    detail kept below its compaction), so the first request after an append pays a few
-    cache reads instead of writing the whole panel again. The detail is read only when
-    asked: a page shows its rendering, which is kept below the compaction as well."""
+    Nothing here is kept between requests: the list reads the route's index columns and
+    its compaction lines, the detail only the window of entries it lists (``rbefore``,
+    ``kafter``, ``limit``: :func:`queries.detail_windows`). The detail is built only when
+    asked."""
     asked = request.GET.get("c") or None
     light = queries.light_path(session, cursor)
     listed = queries.route_compactions(session, light)
@@ -47,7 +45,7 @@ def compactions_panel(
     chosen = asked or (listed[-1]["id"] if listed and not branch_asked else None)
     items = [{**c, "chosen": c["id"] == chosen} for c in listed]
     picked = next((c for c in items if c["chosen"]), None)
-    detail = functools.cache(lambda: _detail(session, light, picked))  # built once if asked
+    detail = functools.cache(lambda: _detail(request, session, light, picked))  # once if asked
     panel = {
         "compactions": items,
         **_list_window(items, request.GET.get("older")),
@@ -66,44 +64,46 @@ def branch_detail(session, light, summary_id: str) -> dict[str, Any] | None:
     return {**found, "summary_html": render_markdown(found["summary"] or "")}
 
 
-def _detail(session, light, picked: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The detail of ``picked`` (an item of the list, None: no compaction chosen) as the
-    partial and the JSON answer read it."""
+def _detail(
+    request: HtmxHttpRequest, session, light, picked: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The detail of ``picked`` (an item of the list, None: no compaction chosen) with the
+    windows of its lists the request asks for, as the partial and the JSON answer read it."""
     if picked is None:
         return None
-    detail = dict(queries.compaction_detail(session, light, picked))
+    q = request.GET
+    big = 2**31 - 1
+    detail = dict(
+        queries.compaction_detail(
+            session,
+            light,
+            picked,
+            replaced_before=params.int_param(q.get("rbefore"), big, 0, big)
+            if q.get("rbefore")
+            else None,
+            kept_after=params.int_param(q.get("kafter"), 0, 0, big),
+            limit=params.int_param(
+                q.get("limit"), queries.DETAIL_WINDOW, 1, queries.DETAIL_WINDOW_MAX
+            ),
+        )
+    )
     detail["summary_html"] = render_markdown(detail["figures"]["summary"] or "")
     detail["item"] = picked
+    detail["kept_left"] = detail["kept_count"] - detail["kept_to"]
+    detail["replaced_more"] = _more_query(request, picked["id"], "rbefore", detail["replaced_from"])
+    detail["kept_more"] = _more_query(request, picked["id"], "kafter", detail["kept_to"])
     return detail
 
 
-def _detail_html(session, shown: str, detail: Callable[[], dict[str, Any] | None]) -> SafeString:
-    """The drawn detail of compaction ``shown``, kept below it (``detail`` is called only
-    when no reader drew it yet)."""
-    return shared_fragment(
-        session,
-        "detail-4",  # 4: a Codex compaction's recorded context
-        DETAIL_PARTIAL,
-        lambda: {"session": session, "detail": detail()},
-        below=shown,
-    )
-
-
-def store_opening_detail(sender: Any = None, *, session, **kwargs: Any) -> None:
-    """Draw the detail the tab opens on (the default route's newest compaction) and keep
-    it, on ``services.session_imported`` (after :func:`queries.store_figures`; connected
-    in ``ExplorerConfig.ready``, so the writer never imports a view): a big session's drawing
-    is stored with it like the detail itself, so the first reader loads it instead of
-    drawing 150 replaced entries (what made the first visit of a big session's tab cost
-    twice a small one's). A session under the stored figures' bound is left alone."""
-    if not stored_figures.wanted(session):
-        return
-    with stored_figures.patiently():
-        opening = queries.opening_compaction(session)
-        if opening is not None:
-            light, newest = opening
-            picked = {**newest, "chosen": True}
-            _detail_html(session, picked["id"], lambda: _detail(session, light, picked))
+def _more_query(request: HtmxHttpRequest, chosen: str, name: str, value: int) -> str:
+    """The request's query asking for the next window of one list (``name=value``)."""
+    query = QueryDict(mutable=True)
+    query[name] = str(value)  # first: a list item's own link is the one starting "?c="
+    for key in ("leaf", "limit"):  # what else the window depends on: nothing more
+        if request.GET.get(key):
+            query[key] = request.GET[key]
+    query["c"] = chosen
+    return query.urlencode()
 
 
 def _list_window(items: list[dict[str, Any]], older: str | None) -> dict[str, Any]:
@@ -116,12 +116,27 @@ def _list_window(items: list[dict[str, Any]], older: str | None) -> dict[str, An
     return {"shown_compactions": items[lo:hi], "older_count": lo, "older_page": min(lo, LIST_SHOWN)}
 
 
-def _json_data(ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
+def _json_data(request: HtmxHttpRequest, ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     """The JSON answer: every compaction of the route (not only the listed stretch), and the
-    chosen one's detail with its figures instead of rendered HTML."""
+    chosen one's detail with its figures instead of rendered HTML; its replaced and kept
+    lists are windows, ``replaced_next`` / ``kept_next`` the addresses of the next ones
+    (None when the list is done)."""
+    links = {}
+    if ctx["detail"]:
+        d = ctx["detail"]
+
+        def link(query: str, more: bool) -> str | None:
+            url = f"{request.path}?{query}&format=json"
+            return request.build_absolute_uri(url) if more else None
+
+        links = {
+            "replaced_next": link(d["replaced_more"], d["replaced_from"] > 0),
+            "kept_next": link(d["kept_more"], d["kept_left"] > 0),
+        }
     detail = dict(ctx["detail"] or {})
     figures = detail.pop("figures", None)
-    detail.pop("summary_html", None)
+    for name in ("summary_html", "kept_left", "replaced_more", "kept_more"):
+        detail.pop(name, None)
     if figures is not None:
         for name in ("summary", "tokens_before", "tokens_after", "read_files", "modified_files"):
             detail[name] = figures[name]
@@ -135,6 +150,7 @@ def _json_data(ctx: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     previous = detail.pop("previous", None)
     if detail:
         detail["previous"] = None
+    detail.update(links)
     if previous is not None:
         detail["previous"] = {
             "id": previous["id"],
@@ -172,12 +188,9 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         ctx["detail"] = detail_of() if chosen_branch is None else None
         if chosen_branch is not None:
             ctx["branch_detail"] = branch_detail(session, light, chosen_branch)
-        return json_page(plain(_json_data(ctx, cursor)))
+        return json_page(plain(_json_data(request, ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
-    # The detail is the same for every reader: drawn once per compaction (it shows only
-    # what lies above the compaction, which appends do not change), or, when the route has
-    # none, once per cursor and session version. Read only when it is not drawn yet.
     shown = next((c["id"] for c in panel["compactions"] if c["chosen"]), None)
     if chosen_branch is not None:
         # Kept below the branch summary: the route it summarised never changes.
@@ -189,15 +202,11 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             below=chosen_branch,
         )
     elif shown is not None:
-        ctx["detail_html"] = _detail_html(session, shown, detail_of)
+        ctx["detail"] = detail_of()  # only the windows it lists are read: nothing kept
+        partial = request.GET.get("partial")
+        if partial in ("replaced-rows", "kept-rows") and request.htmx:  # an "N more" control
+            return render_panel(request, TEMPLATE, partial, ctx)
     else:
-        none = not panel["compactions"]  # nothing to choose: say so, not "choose one"
-        name = f"{cursor or ''}:{request.GET.get('c') or ''}:{int(none)}"
-        ctx["none_on_route"] = none
-        ctx["detail_html"] = shared_fragment(
-            session,
-            name,
-            DETAIL_PARTIAL,
-            {"session": session, "detail": None, "none_on_route": none},
-        )
+        ctx["none_on_route"] = not panel["compactions"]  # nothing to choose: say so
+        ctx["detail"] = None
     return render_panel(request, TEMPLATE, "compaction-detail", ctx)

@@ -25,7 +25,8 @@ from explorer.views.jsonapi import json_page, wants_json
 TEMPLATE = "explorer/context.html"
 WINDOWS = (32_000, 128_000, 200_000, 400_000, 1_000_000)
 FOLDED_PAGE = 200
-ROWS_SHOWN = 150  # newest rows shown at first; earlier ones on request
+ROWS_SHOWN = 150  # newest rows shown at first; earlier ones on request, a window at a time
+ROWS_MAX = 1000  # the largest window a reader may ask for (``limit``)
 
 
 def _int(value: str | None, default: int, lo: int, hi: int) -> int:
@@ -63,18 +64,20 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     window, reserve = form.values()
     summary = queries.context_summary(session, cursor, window, reserve)
     rows = summary["rows"]
-    hidden_rows = 0 if request.GET.get("all") == "1" else max(0, len(rows) - ROWS_SHOWN)
+    lo, hi = row_window(request, len(rows))
     show_folded = request.GET.get("folded") == "1"
     start = summary["folded_count"]
     offset = _int(request.GET.get("offset"), 0, 0, max(start, 0))
     return {
         "view": summary,
         "form_errors": form.error_messages(),
-        "rows_html": _rows_html(
-            request, session, f"{cursor}:{window}:{reserve}", rows[hidden_rows:]
-        ),
+        "rows_html": _rows_html(request, session, f"{cursor}:{window}:{reserve}:{lo}", rows[lo:hi]),
         "row_count": len(rows),
-        "hidden_rows": hidden_rows,
+        "hidden_rows": lo,
+        "rows_from": lo,
+        "rows_to": hi,
+        "earlier_query": _window_query(request, lo) if lo else None,
+        "newest_query": _window_query(request, None) if hi < len(rows) else None,
         "folded_count": start,
         "folded_rows": _folded_rows(session, cursor, start, offset)
         if show_folded and start
@@ -89,6 +92,46 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
         "leaves": archives.pick(session, _leaf_choices(request, session), False)["choices"],
         "path_length": summary["path_length"],
         "edited_count": summary["edited_count"],
+    }
+
+
+def row_window(request: HtmxHttpRequest, count: int) -> tuple[int, int]:
+    """The rows ``[lo, hi)`` of the live range a request shows: ``limit`` rows (150 unless
+    asked, at most :data:`ROWS_MAX`) ending before row ``before`` (the newest unless asked).
+    The page, its partials and the JSON list only this window, so their bytes do not grow
+    with the route; the figures still cover every row."""
+    limit = _int(request.GET.get("limit"), ROWS_SHOWN, 1, ROWS_MAX)
+    hi = _int(request.GET.get("before"), count, 0, count)
+    return max(0, hi - limit), hi
+
+
+def _window_query(request: HtmxHttpRequest, before: int | None) -> str:
+    """The request's query with the window ending before row ``before`` (None: the newest)."""
+    query = request.GET.copy()
+    for name in ("before", "format", "all", "partial", "folded", "offset"):
+        query.pop(name, None)
+    if before is not None:
+        query["before"] = str(before)
+    return query.urlencode()
+
+
+def _json_answer(request: HtmxHttpRequest, ctx: dict[str, Any]) -> dict[str, Any]:
+    """The JSON: every figure, the window of rows (``rows_from``..``rows_to`` of
+    ``row_count``) and the address of the earlier window (``next``, None at the first row)."""
+    view, lo, hi = ctx["view"], ctx["rows_from"], ctx["rows_to"]
+    following = None
+    if lo:
+        query = request.GET.copy()
+        query["before"], query["format"] = str(lo), "json"
+        following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    return {
+        **view,
+        "rows": view["rows"][lo:hi],
+        "row_count": ctx["row_count"],
+        "rows_from": lo,
+        "rows_to": hi,
+        "next": following,
+        "errors": ctx["form_errors"],
     }
 
 
@@ -110,6 +153,7 @@ def _shared_panel(request: HtmxHttpRequest) -> bool:
     return not (
         wants_json(request)
         or request.GET.get("folded") == "1"
+        or request.GET.get("partial") == "earlier-rows"
         or can_edit(request.user)
         or ContextWindowForm(request.GET).errors
         or route_share(request) is not None  # its leaf picker offers the one route
@@ -124,13 +168,18 @@ def context_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     ctx = session_frame(request, session, "context", cursor)
     if _shared_panel(request):  # a viewer's panel: the same for every viewer of this query
         q = request.GET
-        name = f"{cursor}:{q.get('leaf')}:{q.get('window')}:{q.get('reserve')}:{q.get('all')}"
+        name = (
+            f"{cursor}:{q.get('leaf')}:{q.get('window')}:{q.get('reserve')}"
+            f":{q.get('before')}:{q.get('limit')}"
+        )
         build = lambda: ctx | context_panel(request, session, cursor) | {"request": request}  # noqa: E731
         ctx["panel_html"] = shared_fragment(session, name, f"{TEMPLATE}#context-panel", build)
         return render_panel(request, TEMPLATE, "context-panel", ctx)
     ctx.update(context_panel(request, session, cursor))
     status = 400 if ctx["form_errors"] else 200
     if wants_json(request):
-        return json_page({**ctx["view"], "errors": ctx["form_errors"]}, status=status)
+        return json_page(_json_answer(request, ctx), status=status)
     partial = "folded-rows" if request.GET.get("folded") == "1" else "context-panel"
+    if request.GET.get("partial") == "earlier-rows" and request.htmx and not ctx["form_errors"]:
+        partial = "earlier-rows"  # the "N more" control: the earlier window, then its own
     return render_panel(request, TEMPLATE, partial, ctx, status=status)

@@ -296,7 +296,7 @@ def test_a_false_positive_makes_the_kept_rows_stale_at_once(
     data, _, secrets = build_session()
     session = make_session(data)
     key = secrets["aws-access-key"]
-    url = reverse("explorer:context", args=[session.pk]) + "?all=1"
+    url = reverse("explorer:context", args=[session.pk]) + "?limit=1000"
     assert key not in _section(viewer_client.get(url).content.decode(), "align-table")
     finding = SecretFinding.objects.filter(session=session, kind="aws-access-key").first()
     status_url = reverse("explorer:finding_status", args=[session.pk, finding.pk])

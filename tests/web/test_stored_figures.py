@@ -267,37 +267,6 @@ def _compacted(header_id: str, name: str) -> Session:
     return crafted.imported(crafted.session_bytes(crafted.header(header_id), entries), name)
 
 
-def test_the_import_stores_the_detail_the_compactions_tab_opens_on(store_small, monkeypatch):
-    from explorer.analysis import compactions
-
-    session = _compacted("5d2c7b8e-1f3a-4c6b-9e0d-7a8b9c0d1e2f", "compacted.jsonl")
-    light = queries.light_path(session, queries.default_leaf_id(session))
-    newest = queries.route_compactions(session, light)[-1]
-    _cold_worker()
-    monkeypatch.setattr(compactions, "compaction_info", _no_build)
-    assert queries.compaction_detail(session, light, newest)["figures"]["id"] == newest["id"]
-
-
-def test_the_import_stores_the_drawn_detail_the_compactions_tab_opens_on(
-    store_small, viewer_client, monkeypatch
-):
-    from django.urls import reverse
-
-    from explorer.views import compaction_view
-
-    session = _compacted("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a", "drawn.jsonl")
-    url = reverse("explorer:compactions", args=[session.pk])
-    _cold_worker()
-    monkeypatch.setattr(compaction_view, "_detail", _no_build)
-    body = viewer_client.get(url).content.decode()
-    assert 'id="compaction-detail"' in body and "what came before" in body
-    # Without the stored drawing the first reader draws it (here: fails to).
-    StoredFigure.objects.filter(session=session).delete()
-    _cold_worker()
-    with pytest.raises(AssertionError, match="although the import stored it"):
-        viewer_client.get(url)
-
-
 def test_a_kept_compaction_detail_holds_its_figures_not_the_replaced_lines(store_small):
     """The detail is pickled into the cache and the stored figures by its first reader: the
     replaced entries' whole lines (hundreds of kilobytes on a long route) must not ride along."""

@@ -102,3 +102,16 @@ def test_a_branch_summary_beside_the_route_it_summarised(viewer_client):
     assert "references found in the summarised route" in page
     assert viewer_client.get(url, {"leaf": "u4", "b": "b1"}).status_code == 404  # off route
     assert viewer_client.get(url, {"leaf": "u5", "b": "u5"}).status_code == 404
+
+
+def test_word_diff_of_many_lines_gives_both_sides_back():
+    """Lines are matched first, then words within the changed stretch: each side still
+    reads back exactly, and a word changed inside a line is marked alone."""
+    old = "".join(f"line {n} keeps src/f{n}.py\n" for n in range(300)) + "tail"
+    new = old.replace("line 150 keeps src/f150.py", "line 150 keeps src/g150.py")
+    new = new.replace("line 7 keeps", "line 7 now keeps") + "\nmore"
+    diff = word_diff(old, new)
+    assert "".join(t for op, t in diff if op != "added") == old
+    assert "".join(t for op, t in diff if op != "removed") == new
+    assert ("removed", "src/f150.py") in diff and ("added", "src/g150.py") in diff
+    assert any(op == "added" and t.strip() == "now" for op, t in diff)
