@@ -133,8 +133,6 @@ def to_row(figures: RouteFigures) -> tuple[Any, ...]:
 def from_row(row: Sequence[Any]) -> RouteFigures:
     """The dataclass of a row of :data:`FIELDS` values."""
     values = list(row)
-    if len(values) == len(FIELDS) - 1:  # a historical table without every_estimate
-        values.append(0.0)
     for k in (16, 18, 21):  # context_tokens, trailing, every_estimate: null stands for NaN
         if values[k] is None:
             values[k] = float("nan")
@@ -165,15 +163,12 @@ class FigureWriter:
         figure_table: str = "explorer_routefigure",
         flush_entries: Callable[[], None] | None = None,
         unflushed: Callable[[str], str | None] | None = None,
-        fields: Sequence[str] = FIELDS,
         segments: bool = True,
     ) -> None:
         self.session_pk = session_pk
-        # The columns the figure table has: a migration's historical table may have only the
-        # first of :data:`FIELDS` (0021's, before 0022 added every_estimate).
-        self.fields = tuple(fields)
+        self.fields = FIELDS
         # The tree's segments go with the figures (``explorer.segment_store``); off for
-        # migrations 0021 and 0022, whose tables come before theirs.
+        # migration 0021, whose tables come before theirs.
         self.segments = SegmentWriter(session_pk) if segments else None
         self.entry_table = connection.ops.quote_name(entry_table)
         self.figure_table = connection.ops.quote_name(figure_table)

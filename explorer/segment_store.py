@@ -17,7 +17,7 @@ their head's position.
 
 Written by :class:`SegmentWriter`, which ``route_store.FigureWriter`` drives alongside the
 figures (the import's batches, appends, a grown import) in the same transaction; migration
-``0023_segments`` fills stored sessions with it. Raw SQL on table names it is given, so the
+``0022_segments`` fills stored sessions with it. Raw SQL on table names it is given, so the
 migration runs it on the historical tables. The one case that would move stored entries (an
 append bringing the parent a stored root named and waited for) rebuilds the session's
 segments from its entry rows.

@@ -13,7 +13,7 @@ BATCH = 1000  # entries read, figured and written at a time (under route_store.K
 
 def fill_figures(apps, schema_editor):
     """Figures of every stored entry, session by session, in file order."""
-    from explorer.route_store import FIELDS, FigureWriter
+    from explorer.route_store import FigureWriter
     from explorer.session import jsonfmt
 
     Session = apps.get_model("explorer", "Session")
@@ -24,9 +24,7 @@ def fill_figures(apps, schema_editor):
             session_pk,
             entry_table=Entry._meta.db_table,
             figure_table=RouteFigure._meta.db_table,
-            # The columns this migration creates (0022 added every_estimate after them).
-            fields=[f for f in FIELDS if f != "every_estimate"],
-            segments=False,  # their tables come with 0023
+            segments=False,  # their tables come with 0022
         )
         after = -1
         while True:
@@ -124,6 +122,13 @@ class Migration(migrations.Migration):
                         blank=True,
                         default="",
                         help_text="JSON of the exact usage sums past a BIGINT, else empty",
+                    ),
+                ),
+                (
+                    "every_estimate",
+                    models.FloatField(
+                        help_text="Every message of the projected context estimated; null for NaN",
+                        null=True,
                     ),
                 ),
                 (

@@ -2,7 +2,7 @@
 folds (``explorer.session.graph.TreeShape`` built from the entries' ids and parents).
 
 After imports (in small batches, with late and dangling parents, grown by a second import),
-after appends, after migration 0023 filled sessions stored at 0022, and for raw entry rows
+after appends, after migration 0022 filled sessions stored at 0021, and for raw entry rows
 with self-parents and parent loops (which the import refuses but the tree handles), the children lists and roots read back from the segments equal the shape's, for
 every entry reachable from a root; the others (entries in or under a loop) have no segment.
 """
@@ -273,18 +273,18 @@ class GeneratedSessions(HypothesisTestCase):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_migration_0023_fills_sessions_stored_at_0022():
+def test_migration_0022_fills_sessions_stored_at_0021():
     from django.db.migrations.executor import MigrationExecutor
 
-    old = [("explorer", "0022_timeline_figures")]
-    new = [("explorer", "0023_segments")]
+    old = [("explorer", "0021_route_figures")]
+    new = [("explorer", "0022_segments")]
     executor = MigrationExecutor(connection)
     try:
         executor.migrate(old)
         apps = executor.loader.project_state(old).apps
         OldSession = apps.get_model("explorer", "Session")
         OldEntry = apps.get_model("explorer", "Entry")
-        stored = OldSession.objects.create(session_id="s-0022", header_raw="{}")
+        stored = OldSession.objects.create(session_id="s-0021", header_raw="{}")
         rows = [("a", None), ("b", "a"), ("c", "a"), ("late", "d"), ("d", "b"), ("e", "gone"),
                 ("x", "y"), ("y", "x"), ("z", "x"), ("f", "b")]  # fmt: skip
         OldEntry.objects.bulk_create(
@@ -295,7 +295,7 @@ def test_migration_0023_fills_sessions_stored_at_0022():
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(new)
-        session = Session.objects.get(session_id="s-0022")
+        session = Session.objects.get(session_id="s-0021")
         assert assert_segments(session) == 7  # a b c late d e f; not the loop x y, nor z
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()

@@ -27,7 +27,7 @@ def fill_segments(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("explorer", "0022_timeline_figures"),
+        ("explorer", "0021_route_figures"),
     ]
 
     operations = [
