@@ -275,14 +275,14 @@ class FigureWriter:
             f"ON e.id = f.entry_id WHERE e.session_id = %s AND e.entry_id = %s"
         )
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id])
+            cur.execute(sql, [self.session_pk, _id(entry_id)])
             row = cur.fetchone()
         return from_row(row) if row is not None else None
 
     def _stored(self, entry_id: str) -> bool:
         sql = f"SELECT 1 FROM {self.entry_table} WHERE session_id = %s AND entry_id = %s"
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id])
+            cur.execute(sql, [self.session_pk, _id(entry_id)])
             return cur.fetchone() is not None
 
     def _exists(self, entry_id: str) -> bool:
@@ -360,7 +360,7 @@ class FigureWriter:
             SELECT entry_id FROM walk
         """
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id, self.session_pk, reach])
+            cur.execute(sql, [self.session_pk, _id(entry_id), self.session_pk, reach])
             ids = [r[0] for r in cur.fetchall()]
         return self._lines(ids)
 
@@ -374,7 +374,7 @@ class FigureWriter:
                 f"WHERE session_id = %s AND entry_id IN ({', '.join(['%s'] * len(chunk))})"
             )
             with connection.cursor() as cur:
-                cur.execute(sql, [self.session_pk, *chunk])
+                cur.execute(sql, [self.session_pk, *map(_id, chunk)])
                 for (raw,) in cur.fetchall():
                     value = _parse(raw)
                     if isinstance(value.get("id"), str):

@@ -30,6 +30,8 @@ from typing import Any
 
 from django.db import connection
 
+from explorer.session.jsonfmt import visible
+
 __all__ = ["SegmentTree", "SegmentWriter", "rebuild_segments", "segment_children"]
 
 
@@ -227,7 +229,7 @@ class SegmentWriter:
             f"AND position < %s"
         )
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id, position])
+            cur.execute(sql, [self.session_pk, visible(entry_id), position])
             return cur.fetchone() is not None
 
     def _stored(self, entry_id: str) -> bool:
@@ -235,7 +237,7 @@ class SegmentWriter:
             return False  # every entry of this session went through this writer
         sql = f"SELECT 1 FROM {self.entries} WHERE session_id = %s AND entry_id = %s"
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id])
+            cur.execute(sql, [self.session_pk, visible(entry_id)])
             return cur.fetchone() is not None
 
     def _lookup(self, entry_id: str) -> tuple[_Seg, int] | None:
@@ -249,7 +251,7 @@ class SegmentWriter:
             f"WHERE e.session_id = %s AND e.entry_id = %s ORDER BY e.position"
         )
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, entry_id])
+            cur.execute(sql, [self.session_pk, visible(entry_id)])
             row = cur.fetchone()
         if row is None:
             return None  # not stored (or not written yet: then it is in ``where``)
