@@ -447,13 +447,44 @@ def fold_tree(
     else:
         listed = list(nodes.values()) if isinstance(nodes, Mapping) else nodes
         by_id, children, roots = _children_map(listed)
+    starts = [root_id] if root_id and root_id in by_id else roots
+    sizes = shape.sizes if shape is not None else _subtree_sizes(starts, children)
+    return fold_walk(
+        by_id,
+        children,
+        roots,
+        starts,
+        sizes,
+        active_path=active_path,
+        cursor_id=cursor_id,
+        expanded=expanded,
+        pinned=pinned,
+        max_nodes=max_nodes,
+    )
+
+
+def fold_walk(
+    by_id: Mapping[str, GraphNode],
+    children: Mapping[str, list[str]],
+    roots: list[str],
+    starts: list[str],
+    sizes: Mapping[str, tuple[int, int]],
+    *,
+    active_path: Iterable[str] = (),
+    cursor_id: str | None = None,
+    expanded: Iterable[str] = (),
+    pinned: Iterable[str] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> FoldedGraph:
+    """The walk of :func:`fold_tree` once the tree is known: ``children`` and ``sizes`` are
+    read only for the entries the walk reaches (and the starts it closes), ``by_id`` only
+    for those and the active path, so lazy mappings (``explorer.session.segfold``) fold a
+    large tree reading only what is drawn. ``len(by_id)`` is the total shown."""
     active = set(active_path)
     expanded_set = set(expanded)
     keep = set(pinned)
     if cursor_id:
         keep.add(cursor_id)
-    starts = [root_id] if root_id and root_id in by_id else roots
-    sizes = shape.sizes if shape is not None else _subtree_sizes(starts, children)
 
     root_set = set(roots)
 
