@@ -158,3 +158,61 @@ class GeneratedSessions(HypothesisTestCase):
         segment_store.rebuild_segments(session.pk)
         assert_folds(session, budgets=(2, 6, 80))
         session.delete()
+
+
+def _cold() -> None:
+    """A new worker: no shared cache, no copies of its own."""
+    from django.core.cache import cache
+
+    from explorer import queries, shared_copies
+
+    shared_copies.flush()
+    cache.clear()
+    queries._GROWN.clear()
+
+
+def _long_session() -> Session:
+    """2,000 entries: a long route with user turns, two side branches."""
+    msg = lambda i, parent, role="assistant": {  # noqa: E731
+        "type": "message", "id": f"m{i}", "parentId": parent, "timestamp": "t",
+        "message": {"role": role, "content": f"text {i}", "timestamp": 1},
+    }  # fmt: skip
+    entries = [msg(0, None, "user")]
+    entries += [msg(i, f"m{i - 1}", "user" if i % 10 == 0 else "assistant") for i in range(1, 1900)]
+    entries += [msg(1900 + k, "m50" if k == 0 else f"m{1899 + k}") for k in range(50)]
+    entries += [msg(1950 + k, "m700" if k == 0 else f"m{1949 + k}") for k in range(50)]
+    return services.import_bytes(HEADER + _lines(entries)).session
+
+
+@pytest.mark.parametrize("url", ["explorer:session_detail", "explorer:graph_svg"])
+def test_a_cold_tree_request_writes_nothing_and_parses_only_what_it_shows(
+    viewer_client, monkeypatch, url
+):
+    from django.urls import reverse
+
+    from explorer.queries import entries as entry_queries
+
+    session = _long_session()
+    _cold()
+    parsed: list[str] = []
+    real = entry_queries._parse_into
+    monkeypatch.setattr(
+        entry_queries, "_parse_into", lambda out, eid, *a: parsed.append(eid) or real(out, eid, *a)
+    )
+    from explorer.queries import skeleton
+
+    def no_skeleton(*args: object) -> None:
+        raise AssertionError("the whole skeleton was read")
+
+    monkeypatch.setattr(skeleton, "_skeleton_rows", no_skeleton)
+    with CaptureQueriesContext(connection) as queries:
+        response = viewer_client.get(reverse(url, args=[session.pk]))
+    assert response.status_code == 200
+    sqls = [q["sql"].lstrip().upper() for q in queries.captured_queries]
+    writes = [s for s in sqls if s.startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert writes == []
+    # The stored lines parsed are the shown entries' (titles of the drawn items, the short
+    # side chains the text tree lists), not the route's 1,900 nor the session's 2,000; an
+    # entry inside the route's folded run is not read. (The SVG alone may come from the
+    # drawing stored at the import: then nothing is parsed.)
+    assert len(parsed) <= 300 and "m305" not in parsed
