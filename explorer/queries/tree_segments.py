@@ -26,13 +26,11 @@ def segment_tree(
             "pk", "head__entry_id", "head_position", "parent_segment_id", "parent_offset", "length"
         )
     }
-    # Entries in no segment are a repeated id's later records or entries under a parent
-    # loop: rare, and only then are ids counted and repeated ids' last records read.
-    unplaced = SegmentEntry.objects.filter(session=session, segment__isnull=True).exists()
-    if unplaced:
-        total = Entry.objects.filter(session=session).values("entry_id").distinct().count()
-    else:
-        total = sum(s.length for s in segments.values())
+    # The entry table's (session, id) key keeps ids unique, so the fold's total (its node
+    # count) is the session's entries; the segments hold them all unless parents loop.
+    total = sum(s.length for s in segments.values())
+    if total != session.entry_count:
+        total = Entry.objects.filter(session=session).count()
 
     def load(segs: Sequence[int]) -> dict[int, list[tuple[GraphNode, int]]]:
         rows = (
@@ -43,29 +41,24 @@ def segment_tree(
                 "entry__role", "entry__position",
             )
         )  # fmt: skip
-        listed = list(rows)
-        last: dict[str, tuple[str, str | None, str, str | None]] = {}
-        if unplaced:
-            # A repeated id is drawn as its last record (as a dict of the nodes holds it).
-            for eid, parent, kind, role, _p in (
-                Entry.objects.filter(session=session, entry_id__in={r[1] for r in listed})
-                .order_by("position")
-                .values_list("entry_id", "parent_id", "type", "role", "position")
-            ):
-                last[eid] = (eid, parent, kind, role)
         out: dict[int, list[tuple[GraphNode, int]]] = {}
-        for seg, eid, parent, kind, role, position in listed:
-            eid, parent, kind, role = last.get(eid, (eid, parent, kind, role))
+        for seg, eid, parent, kind, role, position in rows:
             node = GraphNode(eid, parent, kind, role or None, labels.get(eid), flags=marks_of(eid))
             out.setdefault(seg, []).append((node, position))
         return out
 
     def place(entry_id: str) -> tuple[int, int] | None:
+        # The entry's row by the (session, entry id) key, then its member row by the entry:
+        # a join ordered by position made SQLite walk the session's members.
+        pks = list(
+            Entry.objects.filter(session=session, entry_id=entry_id).values_list("pk", flat=True)[
+                :1
+            ]
+        )
+        if not pks:
+            return None
         row = (
-            SegmentEntry.objects.filter(session=session, entry__entry_id=entry_id)
-            .order_by("entry__position")
-            .values_list("segment_id", "offset")
-            .first()
+            SegmentEntry.objects.filter(entry_id=pks[0]).values_list("segment_id", "offset").first()
         )
         if row is None or row[0] is None:
             return None
