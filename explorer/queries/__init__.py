@@ -157,10 +157,8 @@ from explorer.queries.secrets import (
     session_findings,
 )
 from explorer.queries.skeleton import (
-    _graph_nodes,
     _skeleton,
     _skeleton_rows,
-    _tree_shape,
 )
 from explorer.queries.timeline import (
     TIMELINE_MAX_PATH,
@@ -177,7 +175,6 @@ from explorer.queries.tree import (
     TREE_BUDGET,
     chain_entries,
     folded_tree,
-    keep_tree_figures,
     path_after,
     path_before,
     path_flags,
@@ -203,7 +200,6 @@ __all__ = [
     "_ROUTES",
     "_context_summary",
     "_first_hit_ids",
-    "_graph_nodes",
     "_hit_ids",
     "_identity_key",
     "_load_by_pk",
@@ -216,7 +212,6 @@ __all__ = [
     "_text_id_span",
     "_text_matches",
     "_through_cache",
-    "_tree_shape",
     "_walk_up",
     "allowed_fingerprints",
     "archive_stamp",
@@ -259,7 +254,6 @@ __all__ = [
     "import_progress_key",
     "integrity_sections",
     "keep_later",
-    "keep_tree_figures",
     "kept_below",
     "kept_by",
     "kept_read",

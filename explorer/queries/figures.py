@@ -10,7 +10,7 @@ from explorer.queries import leaves
 from explorer.queries.integrity import integrity_sections, unmatched_tool_results
 from explorer.queries.keep import one_step_at_a_time
 from explorer.queries.labels import current_labels
-from explorer.queries.skeleton import _tree_shape
+from explorer.queries.skeleton import _skeleton
 
 
 def store_figures(session: Session) -> None:
@@ -30,7 +30,7 @@ def _store_figures(session: Session) -> None:
     # step's, not their sum (issue 28: about 2 KB per entry, all of it kept after the import,
     # where a reader in another process loads the stored copies anyway).
     with one_step_at_a_time():
-        _tree_shape(session)  # the skeleton with it
+        _skeleton(session)
     with one_step_at_a_time():
         integrity_sections(session)
     with one_step_at_a_time():

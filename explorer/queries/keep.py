@@ -331,9 +331,8 @@ def grown(
     would cost more than reading it again.
 
     ``shared=False`` is for figures a worker builds again for no more than unpickling them
-    would cost (the skeleton, read from its covering index, and the graph nodes and the
-    tree shape derived from it in memory): only their stamp is shared, never the megabytes
-    a first request would otherwise pickle and compress into the cache.
+    would cost (the skeleton, read from its covering index): only their stamp is shared,
+    never the megabytes a first request would otherwise pickle and compress into the cache.
 
     ``stored=True`` adds the tier under both (:mod:`explorer.stored_figures`): a worker
     that has neither copy loads the one stored with a big session (by its import, or by a

@@ -5,7 +5,7 @@ chains folded between branch points, and the nodes of the JSON tree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
@@ -15,10 +15,12 @@ from explorer.queries.entries import load_entries
 from explorer.queries.keep import cached
 from explorer.queries.labels import current_labels
 from explorer.queries.routes import _LIGHT_COLS, LightEntry, default_leaf_id, light_path
-from explorer.queries.skeleton import _graph_nodes, _skeleton, _tree_shape
+from explorer.queries.skeleton import _skeleton
+from explorer.queries.tree_segments import segment_tree
 from explorer.session import jsonfmt
 from explorer.session.describe import entry_role, entry_title
-from explorer.session.graph import FoldedGraph, FoldedItem, GraphNode, NodeTable, fold_tree
+from explorer.session.graph import FoldedGraph, GraphNode, fold_tree
+from explorer.session.segfold import fold_segments
 
 
 def hidden_targets(
@@ -64,47 +66,14 @@ def folded_tree(
     hide: frozenset[str] = frozenset(),
     archived: frozenset[str] = frozenset(),
 ) -> TreeModel:
-    """The folded graph of the Tree tab at ``cursor``, cached per session version.
+    """The folded graph of the Tree tab at ``cursor``, read afresh: the segment rows and
+    the entry index rows of the segments the fold walks (``explorer.session.segfold``),
+    then the JSON bodies of the drawn entries for their titles. Nothing is kept.
 
     ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
     chains unfold (``expanded``) and closed subtrees open on their own (``root``).
     ``hide``: entries left out (archived branches, :mod:`explorer.archives`); ``archived``:
     first entries of archived branches drawn marked (when the reader shows them)."""
-    params = "|".join(
-        [cursor or "", root or "", ",".join(sorted(expanded)), selected or "", str(max_nodes),
-         "hide" if hide else "", ",".join(sorted(archived))]
-    )  # fmt: skip
-    frozen = cached(
-        session,
-        "fold:" + params,
-        lambda: _freeze(
-            _build_folded_tree(session, cursor, root, expanded, selected, max_nodes, hide, archived)
-        ),
-    )
-    return _thaw(frozen)
-
-
-def keep_tree_figures(session: Session, cursor: str | None) -> None:
-    """Load the figures a fold of the tree at ``cursor`` reads (the tree shape, the labels,
-    the route) into this process, without folding: for a request answered from the stored
-    drawing (``views.tree``), so that the first request after the next append extends
-    them by its entry instead of loading each from the database, which made it cost twice
-    the small session's. A few milliseconds; the stored drawing saved a hundred."""
-    _tree_shape(session)
-    current_labels(session)
-    light_path(session, cursor)
-
-
-def _build_folded_tree(
-    session: Session,
-    cursor: str | None,
-    root: str | None,
-    expanded: Sequence[str],
-    selected: str | None,
-    max_nodes: int,
-    hide: frozenset[str] = frozenset(),
-    archived: frozenset[str] = frozenset(),
-) -> TreeModel:
     light = light_path(session, cursor)
     path_ids = [e.entry_id for e in light]
     labels = current_labels(session)
@@ -114,78 +83,38 @@ def _build_folded_tree(
         found = {flags[eid]} if eid in flags else set()
         return frozenset(found | {"archived"}) if eid in archived else frozenset(found)
 
-    nodes: list[GraphNode] | NodeTable
-    if root or hide:
-        # Archived branches left out: the kept shape describes every entry, so these
-        # (rarer) views fold the list of the rest instead.
+    fold_args: dict[str, Any] = {
+        "active_path": path_ids,
+        "cursor_id": cursor,
+        "root_id": root,
+        "expanded": expanded,
+        "pinned": ([selected] if selected else []) + sorted(archived),
+        "max_nodes": max_nodes,
+    }
+    if hide:
+        # Archived branches left out: folded from the rows of the rest (the skeleton the
+        # archives read to know what they hide; the segments describe every entry).
         nodes = [
             GraphNode(r[0], r[1], r[2], r[3] or None, labels.get(r[0]), flags=marks_of(r[0]))
             for r in _skeleton(session)
             if r[0] not in hide
         ]
+        graph = fold_tree(nodes, **fold_args)
     else:
-        # The kept nodes, with this request's labels and marks on the few entries that
-        # have one: the same nodes the list above gives, without making 50,000 of them.
-        table = _graph_nodes(session)
-        marks: dict[str, GraphNode] = {}
-        for eid in labels.keys() | flags.keys() | archived:
-            if eid in table:
-                marks[eid] = replace(table[eid], label=labels.get(eid), flags=marks_of(eid))
-        nodes = table.marked(marks)
-    graph = fold_tree(
-        nodes,
-        active_path=path_ids,
-        cursor_id=cursor,
-        root_id=root,
-        expanded=expanded,
-        pinned=([selected] if selected else []) + sorted(archived),
-        max_nodes=max_nodes,
-        shape=None if root or hide else _tree_shape(session),
-    )
+        graph = fold_segments(segment_tree(session, labels, marks_of), **fold_args)
     ids = [i.entry_id for i in graph.items if i.kind == "entry"]
     ids += [i.entry_id for i in graph.items if i.kind == "chain"]
     data = load_entries(session, ids)
     titles = {eid: entry_title(d, 60) for eid, d in data.items()}
     for item in graph.items:
         if item.kind == "entry" and item.node is not None:
-            # Roles are read here, for the drawn entries only (the skeleton skips them).
+            # Roles are read here, for the drawn entries only (the index's role column is
+            # the engine's for messages only).
             item.node = GraphNode(
                 item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
                 item.node.label, titles.get(item.node.id, ""), item.node.flags,
             )  # fmt: skip
     return TreeModel(graph, titles, path_ids, cursor, flags)
-
-
-def _freeze(model: TreeModel) -> tuple:
-    # Flat form for the cache: nested children lists would make pickling recurse once per
-    # tree level, and a folded path can be hundreds of levels deep.
-    items = []
-    for it in model.graph.items:
-        copy = FoldedItem(
-            **{f: getattr(it, f) for f in FoldedItem.__dataclass_fields__ if f != "children"}
-        )
-        items.append(copy)
-    return (
-        items,
-        model.graph.total_entries,
-        model.graph.truncated,
-        model.titles,
-        model.path_ids,
-        model.cursor,
-        model.flags,
-    )
-
-
-def _thaw(frozen: tuple) -> TreeModel:
-    items, total, truncated, titles, path_ids, cursor, flags = frozen
-    by_key = {it.key: it for it in items}
-    roots: list[Any] = []
-    for it in items:
-        it.children = []
-    for it in items:
-        parent = by_key.get(it.parent_key) if it.parent_key else None
-        (parent.children if parent is not None else roots).append(it)
-    return TreeModel(FoldedGraph(roots, items, total, truncated), titles, path_ids, cursor, flags)
 
 
 def path_flags(

@@ -16,7 +16,7 @@ Pure functions over plain records: no Django, no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -50,75 +50,6 @@ class GraphNode:
             GraphNode,
             (self.id, self.parent_id, self.type, self.role, self.label, self.title, self.flags),
         )
-
-
-class NodeTable(Mapping[str, GraphNode]):
-    """Entry id → :class:`GraphNode`, each node made from its ``(id, parent id, type, role)``
-    row the first time it is asked for.
-
-    ``fold_tree`` with a kept :class:`TreeShape` looks at the entries it walks (the active
-    path, the first segments of each branch) and at nothing below a closed subtree, so on a
-    50,000-entry session most nodes are never wanted: making them all up front was a
-    quarter of a cold tree page. The made nodes are kept with the rows, shared with the
-    tables :meth:`marked` lays over them and copied into the ones :meth:`extended` makes
-    (without a repeated id's node, made again from its new row). The last row of a
-    repeated id wins, as in a dict of the nodes."""
-
-    __slots__ = ("_made", "_marks", "_rows")
-
-    def __init__(
-        self,
-        rows: Mapping[str, Sequence[str | None]],
-        made: dict[str, GraphNode] | None = None,
-        marks: Mapping[str, GraphNode] | None = None,
-    ) -> None:
-        self._rows = rows
-        self._made = {} if made is None else made
-        self._marks = marks or {}
-
-    @classmethod
-    def of(cls, rows: Iterable[Sequence[str | None]]) -> NodeTable:
-        """A table of ``(id, parent id, type, role)`` rows in file order."""
-        return cls({r[0]: r for r in rows})  # type: ignore[misc]
-
-    def __getitem__(self, key: str) -> GraphNode:
-        if self._marks:
-            marked = self._marks.get(key)
-            if marked is not None:
-                return marked
-        node = self._made.get(key)
-        if node is None:
-            r = self._rows[key]
-            node = GraphNode(r[0], r[1], r[2], r[3] or None)  # type: ignore[arg-type]
-            self._made[key] = node
-        return node
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def marked(self, marks: Mapping[str, GraphNode]) -> NodeTable:
-        """This table with ``marks`` (nodes carrying a label or flags) in place of the
-        plain nodes of their ids; ids it does not hold are ignored."""
-        return NodeTable(self._rows, self._made, {k: v for k, v in marks.items() if k in self})
-
-    def extended(self, rows: Iterable[Sequence[str | None]]) -> NodeTable:
-        """A new table with appended rows (this one is left as it is: other readers may be
-        folding it)."""
-        more = {r[0]: r for r in rows}
-        if not more:
-            return self
-        # The made nodes are copied, not shared: this table must not answer for the new ids.
-        if any(k in self._rows for k in more):
-            made = {k: v for k, v in self._made.items() if k not in more}
-        else:
-            made = dict(self._made)
-        return NodeTable({**self._rows, **more}, made)  # type: ignore[dict-item]
 
 
 @dataclass(slots=True)
@@ -387,8 +318,8 @@ def _subtree_sizes_walk(
 
 
 class KeptShape(Protocol):
-    """What ``fold_tree`` reads of a kept shape: a :class:`TreeShape`, or the same facts
-    packed (:class:`~explorer.session.packed.PackedTree`) behind mappings."""
+    """What ``fold_tree`` reads of a shape: a :class:`TreeShape`, or the same facts behind
+    mappings."""
 
     @property
     def children(self) -> Mapping[str, list[str]]: ...
@@ -416,8 +347,8 @@ def fold_tree(
 ) -> FoldedGraph:
     """Fold `nodes` (any order; parents need not come first) into at most ~`max_nodes` items.
 
-    `shape`: the nodes' :class:`TreeShape` (or the same facts packed,
-    :class:`~explorer.session.packed.PackedTree`) when the caller keeps one (it must describe
+    `shape`: the nodes' :class:`TreeShape` (or the same facts behind mappings) when the
+    caller has one (it must describe
     exactly these nodes); used for the whole tree, not for a `root_id` subtree. With a
     shape, `nodes` may be a mapping id → node (the last record of a repeated id, as the
     list would give), so a caller that keeps the nodes too need not rebuild 50,000 of them
@@ -442,18 +373,48 @@ def fold_tree(
     else:
         shape = None
     if shape is not None:
-        # A packed tree's mapping answers the same reads (get, [], in) as the dict.
         children, roots = cast("dict[str, list[str]]", shape.children), shape.roots
     else:
         listed = list(nodes.values()) if isinstance(nodes, Mapping) else nodes
         by_id, children, roots = _children_map(listed)
+    starts = [root_id] if root_id and root_id in by_id else roots
+    sizes = shape.sizes if shape is not None else _subtree_sizes(starts, children)
+    return fold_walk(
+        by_id,
+        children,
+        roots,
+        starts,
+        sizes,
+        active_path=active_path,
+        cursor_id=cursor_id,
+        expanded=expanded,
+        pinned=pinned,
+        max_nodes=max_nodes,
+    )
+
+
+def fold_walk(
+    by_id: Mapping[str, GraphNode],
+    children: Mapping[str, list[str]],
+    roots: list[str],
+    starts: list[str],
+    sizes: Mapping[str, tuple[int, int]],
+    *,
+    active_path: Iterable[str] = (),
+    cursor_id: str | None = None,
+    expanded: Iterable[str] = (),
+    pinned: Iterable[str] = (),
+    max_nodes: int = DEFAULT_MAX_NODES,
+) -> FoldedGraph:
+    """The walk of :func:`fold_tree` once the tree is known: ``children`` and ``sizes`` are
+    read only for the entries the walk reaches (and the starts it closes), ``by_id`` only
+    for those and the active path, so lazy mappings (``explorer.session.segfold``) fold a
+    large tree reading only what is drawn. ``len(by_id)`` is the total shown."""
     active = set(active_path)
     expanded_set = set(expanded)
     keep = set(pinned)
     if cursor_id:
         keep.add(cursor_id)
-    starts = [root_id] if root_id and root_id in by_id else roots
-    sizes = shape.sizes if shape is not None else _subtree_sizes(starts, children)
 
     root_set = set(roots)
 

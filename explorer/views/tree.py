@@ -129,7 +129,6 @@ def graph_context(
         built = _stored_graph(session, cursor)
         if built is not None:
             cache.set(key + ":graph", built, queries.TREE_CACHE_SECONDS)
-            queries.keep_tree_figures(session, cursor)
     if built is None or (svg and built["svg"] is None) or rows_built is None:
         model = queries.folded_tree(
             session,

@@ -241,33 +241,3 @@ def test_a_figure_kept_per_process_shares_its_stamp_not_its_value(make_session):
     cache.clear()
     run()
     assert len(builds) == 3
-
-
-def test_the_tree_figures_kept_per_process_match_a_fresh_build_after_appends(make_session):
-    """The graph nodes and the tree shape are kept per process only; extended by appends
-    (and by a second worker that builds its own), they equal a fresh build."""
-    from explorer.session.graph import GraphNode, TreeShape
-
-    session = make_session()
-    _fresh()
-    queries._graph_nodes(session)
-    queries._tree_shape(session)
-    for k in range(3):
-        services.append_message(session, None, _assistant(f"more {k}", 0.1), leaf_id=_tip(session))
-        session.refresh_from_db()
-    queries._GROWN.pop(queries._identity_key(session, "grown|tree-shape"))  # a second worker
-    nodes, shape = queries._graph_nodes(session), queries._tree_shape(session)
-    rows = list(
-        Entry.objects.filter(session=session)
-        .order_by("position")
-        .values_list("entry_id", "parent_id", "type", "role")
-    )
-    assert nodes == {r[0]: GraphNode(r[0], r[1], r[2], r[3] or None) for r in rows}
-    fresh = TreeShape.build([(r[0], r[1]) for r in rows])
-    assert (shape.children, shape.roots, shape.sizes, shape.parent, shape.missing) == (
-        fresh.children,
-        fresh.roots,
-        fresh.sizes,
-        fresh.parent,
-        fresh.missing,
-    )

@@ -9,11 +9,11 @@ import pytest
 
 from explorer import queries, stored_figures
 from explorer.models import StoredFigure
-from explorer.queries import keep, skeleton
+from explorer.queries import keep
 
 pytestmark = pytest.mark.django_db
 
-BIG = ("skeleton", "tree-shape", "integrity-findings", "integrity-report", "integrity-tools")
+BIG = ("skeleton", "integrity-findings", "integrity-report", "integrity-tools")
 
 
 def _kept(session, name: str) -> bool:
@@ -23,7 +23,6 @@ def _kept(session, name: str) -> bool:
 def test_the_import_stores_the_figures_and_keeps_no_copy_of_its_own(make_session, monkeypatch):
     monkeypatch.setattr(stored_figures, "STORE_FROM", 1)
     monkeypatch.setattr(stored_figures, "STORE_LAG", 2)
-    monkeypatch.setattr(skeleton, "SHAPE_EXTEND_AT_MOST", 2)
     keep._GROWN.clear()
     session = make_session()
     stored = {

@@ -1,6 +1,6 @@
 """Whole-session figures stored with a big session (`explorer.stored_figures`).
 
-An import stores the tree shape, the skeleton, the tree checks and the other grown figures;
+An import stores the skeleton, the tree checks and the other grown figures;
 a worker that has no copy (a restart, a cleared cache) loads them and extends them by the
 entries appended since instead of building them from every row. What must stay true: a
 loaded and extended figure equals a fresh build, a copy that fell behind is written again,
@@ -23,7 +23,6 @@ pytestmark = pytest.mark.django_db
 
 NAMES = {
     "skeleton",
-    "tree-shape",
     "integrity-findings",
     "integrity-report",
     "integrity-tools",
@@ -38,7 +37,6 @@ def store_small(monkeypatch):
     """Store the figures of the test sessions too (they are far under the real bound)."""
     monkeypatch.setattr(stored_figures, "STORE_FROM", 1)
     monkeypatch.setattr(stored_figures, "STORE_LAG", 2)
-    monkeypatch.setattr(queries.skeleton, "SHAPE_EXTEND_AT_MOST", 2)
 
 
 def _cold_worker() -> None:
@@ -70,10 +68,8 @@ def _fresh_figures(session: Session) -> tuple:
 
 
 def _figures(session: Session) -> tuple:
-    shape = queries._tree_shape(session)
     return (
         queries._skeleton(session),
-        (shape.children, shape.roots, shape.sizes, shape.parent, shape.missing),
         queries.integrity_sections(session),
         queries.unmatched_tool_results(session),
         queries.entry_costs(session),
@@ -129,12 +125,12 @@ def test_stored_figures_behind_the_session_are_extended_and_written_again(
         services.append_message(session, None, _user(f"more {k}"), leaf_id=_tip(session))
         session.refresh_from_db()
         _cold_worker()
-    assert _upto(session, "tree-shape") == stored_at
+    assert _upto(session, "skeleton") == stored_at
     expected = _fresh_figures(session)
     _cold_worker()
     assert _figures(session) == expected  # loaded at the import's position, then extended
     last = queries.last_position(session)
-    assert _upto(session, "tree-shape") == last
+    assert _upto(session, "skeleton") == last
     assert _upto(session, "integrity-report") == last
     # Plain messages were appended: the report checked them against the entries they name,
     # and the whole findings (every stub) were neither loaded nor extended.
@@ -157,7 +153,7 @@ def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
     services.append_message(session, None, _user("before"), leaf_id=tip)
     session.refresh_from_db()
     _cold_worker()
-    assert queries.integrity_sections(session) == _fresh_figures(session)[2]
+    assert queries.integrity_sections(session) == _fresh_figures(session)[1]
     assert _upto(session, "integrity-findings") == stored_at  # the light path
     import json
 
@@ -176,7 +172,7 @@ def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
         before = _upto(session, "integrity-findings")
         step()
         session.refresh_from_db()
-        expected = _fresh_figures(session)[2]
+        expected = _fresh_figures(session)[1]
         _cold_worker()
         assert queries.integrity_sections(session) == expected
         if step is steps[1]:  # a dangling parent: the report checked it alone
