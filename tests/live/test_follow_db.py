@@ -54,7 +54,9 @@ def appended_signals(sent_broadcasts):
             return iter(self.view())
 
         def view(self):
-            broadcast.drain(30)  # rendered by the broadcast worker after each commit
+            # Rendered by the broadcast worker after each commit; on a loaded machine that
+            # can take a while, and a drain that gave up must say so rather than miss one.
+            assert broadcast.drain(120), "the broadcast worker did not finish in 120 s"
             return [
                 (m["source"], [e["id"] for e in m["entries"]])
                 for m in sent_broadcasts
