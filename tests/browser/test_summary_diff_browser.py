@@ -11,6 +11,13 @@ from tests.browser.conftest import SHOTS
 from tests.web.test_summary_diffs import _session
 
 
+def _settled(page) -> None:
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
+
+
 @pytest.mark.parametrize("width", [1440, 390])
 def test_summary_diff_and_branch_summary(browser_page, width):
     page, base = browser_page
@@ -18,6 +25,7 @@ def test_summary_diff_and_branch_summary(browser_page, width):
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{base}/sessions/{session.pk}/compactions/?leaf=u4")
     page.locator(".comp-items a", has_text="c3").click()
+    _settled(page)  # the detail is swapped in by htmx: act on the new one, not the old
     diff = page.locator(".summary-diff")
     expect(diff).to_contain_text("Against the previous summary")
     expect(diff.locator("del.wd-del").first).to_be_visible()
@@ -29,6 +37,7 @@ def test_summary_diff_and_branch_summary(browser_page, width):
     assert box is not None and box["width"] <= width  # no sideways overflow on a phone
     page.goto(f"{base}/sessions/{session.pk}/compactions/?leaf=u5")  # b1's route
     page.locator(".branch-items a", has_text="b1").click()
+    _settled(page)
     detail = page.locator("#compaction-detail")
     expect(detail).to_contain_text("Summarised route")
     expect(detail.locator(".replaced-list")).to_contain_text("x2")
