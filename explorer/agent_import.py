@@ -15,11 +15,12 @@ import os
 
 from django.db.models import QuerySet
 
-from explorer import codex_context, codex_forks, files, services
+from explorer import codex_forks, files, services
 from explorer.files.imports import ImportResult
 from explorer.files.scan import Problem
 from explorer.files.store import _save_problems, _update_warning_count
 from explorer.models import Entry, ImportProblem, Session
+from explorer.queries.recorded import recorded_checks
 from explorer.session.formats import (
     ForeignSession,
     detect_bytes,
@@ -213,7 +214,7 @@ def reading_rule_sections(session: Session) -> list[dict]:
         out.append(
             {"key": key, "title": title, "help": help_text, "items": items, "agent": session.agent}
         )
-    recorded = codex_context.recorded_checks(session)
+    recorded = recorded_checks(session)
     if recorded is not None:
         out.append(recorded)
     return out

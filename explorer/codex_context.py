@@ -3,15 +3,16 @@
 A Codex session is stored as its Pi form, whose compaction entry Pi projects as a summary.
 Codex itself wrote the whole context it rebuilt (`replacement_history`), so the app reads that
 history from the original bytes kept on the session, converts it with the engine's Codex
-reader, and attaches it to each loaded copy of the compaction entry
-(:data:`explorer.analysis.recorded.RECORDED`): the projection every page shows
+reader; the reads (``explorer.queries.entries``) attach it to each loaded copy of the
+compaction entry (:data:`explorer.analysis.recorded.RECORDED`): the projection every page shows
 (:func:`explorer.analysis.recorded.projection_of`) then starts from it, as Codex does when it
 resumes. An encrypted (provider-side) compaction stays a placeholder saying so; its text is not
 in the file. The stored lines are never changed, so a route continued as a Pi session is still
 projected by Pi's rule.
 
-:func:`recorded_checks` compares, per compaction, the history the file recorded against what
-the engine derives, and the context the app shows against the engine's own `context`.
+``explorer.queries.recorded`` compares, per compaction, the history the file recorded against
+what the engine derives, and the context the app shows against the engine's own `context`.
+This module reads the file and never the query layer, so the reads can call it.
 """
 
 from __future__ import annotations
@@ -20,18 +21,19 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from explorer.analysis.recorded import RECORDED, projection_of, recorded_of
+from explorer.analysis.recorded import recorded_of
 from explorer.models import Session
 from explorer.session.describe import message_preview
 from explorer.session.formats import load_foreign_bytes
-from explorer.session.formats.codex import CodexSession, is_turn_start
+from explorer.session.formats.codex import CodexSession
 
 __all__ = [
-    "enrich",
-    "recorded_checks",
+    "engine_session",
+    "message_signature",
     "recorded_figure",
     "recorded_figures",
     "recorded_histories",
+    "user_text",
 ]
 
 _KEPT: OrderedDict[tuple[int, str, int], dict[str, dict[str, Any]]] = OrderedDict()
@@ -45,7 +47,7 @@ def _original(session: Session) -> bytes:
     return bytes(data or b"")
 
 
-def _engine_session(session: Session) -> CodexSession | None:
+def engine_session(session: Session) -> CodexSession | None:
     data = _original(session)
     if not data:
         return None
@@ -83,7 +85,7 @@ def recorded_histories(session: Session) -> dict[str, dict[str, Any]]:
         if key in _KEPT:
             _KEPT.move_to_end(key)
             return _KEPT[key]
-    found = _histories(_engine_session(session), "")
+    found = _histories(engine_session(session), "")
     # The forks that joined this session: their own compactions are stored as
     # <fork thread>:L<line> (explorer.codex_forks).
     for thread, source_path, original in session.codex_forks.values_list(
@@ -97,27 +99,6 @@ def recorded_histories(session: Session) -> dict[str, dict[str, Any]]:
         while len(_KEPT) > _SESSIONS_KEPT:
             _KEPT.popitem(last=False)
     return found
-
-
-def enrich(session: Session, entries: dict[str, dict]) -> dict[str, dict]:
-    """``entries`` (loaded, masked) with each Codex compaction's recorded context attached
-    to a copy of its entry, masked like the entry. Anything else is returned unchanged."""
-    if session.agent != "codex" or not session.compaction_count:
-        return entries
-    wanted = [eid for eid, e in entries.items() if e.get("type") == "compaction"]
-    if not wanted:
-        return entries
-    histories = recorded_histories(session)
-    if not histories:
-        return entries
-    from explorer import queries
-
-    allow = queries.allowed_fingerprints(session)
-    for eid in wanted:
-        recorded = histories.get(eid)
-        if recorded is not None:
-            entries[eid] = queries.shown_entry({**entries[eid], RECORDED: recorded}, allow)
-    return entries
 
 
 def recorded_figures(entry: dict[str, Any]) -> dict[str, Any]:
@@ -144,11 +125,11 @@ def recorded_figure(entry: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _signature(message: dict[str, Any]) -> tuple[str, str]:
+def message_signature(message: dict[str, Any]) -> tuple[str, str]:
     return str(message.get("role", "")), message_preview(message, 400)
 
 
-def _user_text(item: Any) -> str | None:
+def user_text(item: Any) -> str | None:
     if not isinstance(item, dict) or item.get("type") != "message" or item.get("role") != "user":
         return None
     content = item.get("content")
@@ -159,90 +140,3 @@ def _user_text(item: Any) -> str | None:
         for c in (content if isinstance(content, list) else [])
         if isinstance(c, dict) and isinstance(c.get("text"), str)
     )
-
-
-def recorded_checks(session: Session) -> dict[str, Any] | None:
-    """Each compaction's recorded history against what the engine derives, for the
-    Integrity tab (None for a session that is not Codex).
-
-    Per compaction with a `replacement_history`: the typed user turns on its route (X4) that
-    the history kept and dropped (Codex keeps the newest ones within a budget, so a dropped one
-    is a fact, not a fault), kept user messages typed on no earlier record of the route
-    (`compaction-history`, also reported at import), whether its summary is encrypted, and
-    whether the context the app shows at the compaction (the stored form's projection with the
-    recorded history) equals the engine's `context` read from the original file; a mismatch
-    is an item of the section."""
-    if session.agent != "codex":
-        return None
-    foreign = _engine_session(session) if session.compaction_count else None
-    rows: list[dict[str, Any]] = []
-    items: list[dict[str, Any]] = []
-    from explorer import queries
-
-    allow = queries.allowed_fingerprints(session)
-    for record in foreign.entries() if foreign is not None else ():
-        payload = record.value.get("payload")
-        history = payload.get("replacement_history") if isinstance(payload, dict) else None
-        if record.record_type != "compacted" or not isinstance(history, list):
-            continue
-        typed: list[str] = []
-        for step in foreign.route(record.id)[:-1]:
-            step_payload = step.value.get("payload")
-            step_payload = step_payload if isinstance(step_payload, dict) else step.value
-            if step.record_type == "response_item/message" and is_turn_start(step_payload):
-                typed.append(_user_text(step_payload) or "")
-        kept_users = [t for t in (_user_text(i) for i in history[:-1]) if t is not None]
-        kept = [t for t in typed if t in kept_users]
-        foreign_kept = [t for t in kept_users if not t.startswith("<") and t not in typed]
-        # At every leaf below the compaction (a few), the app's context against the engine's.
-        below = [
-            leaf for leaf in foreign.leaves() if record.id in {r.id for r in foreign.route(leaf)}
-        ]
-        differs: list[tuple[str, int, int]] = []
-        for leaf in [record.id, *below][:LEAVES_CHECKED]:
-            engine = [
-                _signature(m)
-                for m in queries.shown_entry([m for _, m in foreign.context(leaf)], allow)
-            ]
-            light = queries.light_path(session, leaf)
-            path = queries.full_path(session, light) if light else []
-            shown = [_signature(m) for m in projection_of(path).messages]
-            if shown != engine:
-                differs.append((leaf, len(shown), len(engine)))
-        agrees = not differs
-        rows.append(
-            {
-                "id": record.id,
-                "line": record.line,
-                "items": len(history),
-                "typed": len(typed),
-                "kept": len(kept),
-                "dropped": len(typed) - len(kept),
-                "not_typed": len(foreign_kept),
-                "encrypted": any(m.get("encrypted") for m in record.messages),
-                "agrees": agrees,
-            }
-        )
-        for leaf, n_shown, n_engine in differs:
-            items.append(
-                {
-                    "id": leaf,
-                    "line": record.line,
-                    "code": "recorded-context-differs",
-                    "detail": f"after compaction {record.id}, the context shown here at {leaf}"
-                    f" ({n_shown} messages) differs from the engine's reading of the file"
-                    f" ({n_engine} messages)",
-                }
-            )
-    n = len(rows)
-    return {
-        "key": "codex-recorded-context",
-        "title": "Recorded context against the engine",
-        "help": "After each compaction Codex wrote the context it rebuilt (replacement"
-        " history); the projection here starts from it. Each is compared with the typed turns"
-        " on its route and with the engine's reading of the file."
-        f" {n} compaction{'s' if n != 1 else ''} with a recorded history checked.",
-        "items": items,
-        "agent": "codex",
-        "compactions": rows,
-    }

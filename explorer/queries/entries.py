@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from explorer import codex_context, conf
+from explorer.analysis.recorded import RECORDED
 from explorer.models import Entry, SecretFinding, Session
 from explorer.queries.keep import allowed_fingerprints, cached
 from explorer.queries.routes import BY_PARENT_COLS, LightEntry, light_path
@@ -62,7 +63,27 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
         rows = Entry.objects.filter(session=session, entry_id__in=chunk).order_by()
         for eid, raw in rows.values_list("entry_id", "raw"):
             _parse_into(out, eid, raw, holding, allow)
-    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
+    return _with_recorded_context(session, out)
+
+
+def _with_recorded_context(session: Session, entries: dict[str, dict]) -> dict[str, dict]:
+    """``entries`` (loaded, masked) with each Codex compaction's recorded context
+    (``codex_context.recorded_histories``) attached to a copy of its entry, masked like the
+    entry: what the model saw after that compaction. Anything else is returned unchanged."""
+    if session.agent != "codex" or not session.compaction_count:
+        return entries
+    wanted = [eid for eid, e in entries.items() if e.get("type") == "compaction"]
+    if not wanted:
+        return entries
+    histories = codex_context.recorded_histories(session)
+    if not histories:
+        return entries
+    allow = allowed_fingerprints(session)
+    for eid in wanted:
+        recorded = histories.get(eid)
+        if recorded is not None:
+            entries[eid] = shown_entry({**entries[eid], RECORDED: recorded}, allow)
+    return entries
 
 
 def _parse_into(out: dict[str, dict], eid: str, raw: str, holding: Any, allow: Any) -> None:
@@ -108,7 +129,7 @@ def _load_by_pk(session: Session, light: Sequence[LightEntry]) -> dict[str, dict
     missing = [e.entry_id for e in light if e.entry_id not in found]
     if missing:
         out.update(load_entries(session, missing))
-    return codex_context.enrich(session, out)  # a Codex compaction's recorded context
+    return _with_recorded_context(session, out)
 
 
 class _Everything:

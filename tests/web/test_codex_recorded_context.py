@@ -249,7 +249,7 @@ def test_an_append_without_a_compaction_reads_no_history_again(tmp_path, monkeyp
     def no_read(_session):
         raise AssertionError("the file was parsed again")
 
-    monkeypatch.setattr(codex_context, "_engine_session", no_read)
+    monkeypatch.setattr(codex_context, "engine_session", no_read)
     assert set(codex_context.recorded_histories(session)) == {"L3"}
 
 
