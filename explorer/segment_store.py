@@ -31,6 +31,7 @@ from typing import Any
 from django.db import connection
 
 from explorer.session.jsonfmt import visible
+from explorer.session.segfold import size_within, subtree_total
 
 __all__ = ["SegmentTree", "SegmentWriter", "rebuild_segments", "segment_children"]
 
@@ -470,33 +471,9 @@ class SegmentTree:
 
     def total(self, seg: int) -> tuple[int, int]:
         """(entries, leaves) of a segment's subtree, from its head."""
-        known = self._totals.get(seg)
-        if known is not None:
-            return known
-        # Children first, without recursion (a tree can be thousands of branches deep).
-        stack = [seg]
-        while stack:
-            top = stack[-1]
-            pending = [c for _o, c in self.hanging.get(top, ()) if c not in self._totals]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            entries, leaves = self.rows[top].length, 1  # the tail is a leaf
-            for _o, c in self.hanging.get(top, ()):
-                ce, cl = self._totals[c]
-                entries += ce
-                leaves += cl
-            self._totals[top] = (entries, leaves)
-        return self._totals[seg]
+        return subtree_total(seg, lambda s: self.rows[s].length, self.hanging, self._totals)
 
     def size_at(self, seg: int, offset: int) -> tuple[int, int]:
         """(entries, leaves) of the subtree of the entry at (``seg``, ``offset``): what
         ``TreeShape.sizes`` holds for it."""
-        entries, leaves = self.rows[seg].length - offset, 1
-        for o, c in self.hanging.get(seg, ()):
-            if o >= offset:
-                ce, cl = self.total(c)
-                entries += ce
-                leaves += cl
-        return entries, leaves
+        return size_within(seg, offset, lambda s: self.rows[s].length, self.hanging, self._totals)

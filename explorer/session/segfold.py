@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .graph import DEFAULT_MAX_NODES, FoldedGraph, GraphNode, fold_walk
 
-__all__ = ["SegmentSpec", "SegmentTree", "fold_segments"]
+__all__ = ["SegmentSpec", "SegmentTree", "fold_segments", "size_within", "subtree_total"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,37 +135,65 @@ class SegmentTree:
 
     def total_of(self, seg: int) -> tuple[int, int]:
         """(entries, leaves) of a segment's subtree, from its head."""
-        known = self._totals.get(seg)
-        if known is not None:
-            return known
-        stack = [seg]  # children first, without recursion (thousands of branches deep)
-        while stack:
-            top = stack[-1]
-            pending = [c for _o, c in self.hanging.get(top, ()) if c not in self._totals]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            entries, leaves = self.segments[top].length, 1  # the tail is a leaf
-            for _o, c in self.hanging.get(top, ()):
-                ce, cl = self._totals[c]
-                entries += ce
-                leaves += cl
-            self._totals[top] = (entries, leaves)
-        return self._totals[seg]
+        return subtree_total(seg, lambda s: self.segments[s].length, self.hanging, self._totals)
 
     def size_of(self, nid: str) -> tuple[int, int] | None:
         spot = self.spot(nid)
         if spot is None:
             return None
         seg, offset = spot
-        entries, leaves = self.segments[seg].length - offset, 1
-        for o, c in self.hanging.get(seg, ()):
-            if o >= offset:
-                ce, cl = self.total_of(c)
-                entries += ce
-                leaves += cl
-        return entries, leaves
+        return size_within(
+            seg, offset, lambda s: self.segments[s].length, self.hanging, self._totals
+        )
+
+
+def subtree_total(
+    seg: int,
+    length_of: Callable[[int], int],
+    hanging: Mapping[int, Sequence[tuple[int, int]]],
+    totals: dict[int, tuple[int, int]],
+) -> tuple[int, int]:
+    """(entries, leaves) of the subtree from segment ``seg``'s head, given each segment's
+    length and the (offset, child segment) pairs hanging from it; ``totals`` keeps every
+    segment's answer for later calls. Children first, without recursion: a tree can be
+    thousands of branches deep."""
+    known = totals.get(seg)
+    if known is not None:
+        return known
+    stack = [seg]
+    while stack:
+        top = stack[-1]
+        pending = [c for _o, c in hanging.get(top, ()) if c not in totals]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        entries, leaves = length_of(top), 1  # the tail is a leaf
+        for _o, c in hanging.get(top, ()):
+            ce, cl = totals[c]
+            entries += ce
+            leaves += cl
+        totals[top] = (entries, leaves)
+    return totals[seg]
+
+
+def size_within(
+    seg: int,
+    offset: int,
+    length_of: Callable[[int], int],
+    hanging: Mapping[int, Sequence[tuple[int, int]]],
+    totals: dict[int, tuple[int, int]],
+) -> tuple[int, int]:
+    """(entries, leaves) of the subtree of the entry at (``seg``, ``offset``): the rest of
+    its segment plus every subtree hanging at or below that offset (what
+    ``TreeShape.sizes`` holds for the entry)."""
+    entries, leaves = length_of(seg) - offset, 1
+    for o, c in hanging.get(seg, ()):
+        if o >= offset:
+            ce, cl = subtree_total(c, length_of, hanging, totals)
+            entries += ce
+            leaves += cl
+    return entries, leaves
 
 
 class _Children(Mapping[str, list[str]]):
