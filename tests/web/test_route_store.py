@@ -26,6 +26,7 @@ from explorer.session import jsonfmt
 from explorer.session.context import _walk_up, build_entry_index
 from tests.conftest import FIXTURES_DIR, SMALL_SESSION, pi_fixture_files
 from tests.session.test_route_figures import assert_figures, engine_figures, sessions
+from tests.web.migration_states import migration_states
 
 HEADER = b'{"type":"session","version":3,"id":"s-figures","timestamp":"t","cwd":"/w"}\n'
 
@@ -180,14 +181,10 @@ class GeneratedSessions(HypothesisTestCase):
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0021_fills_a_session_stored_at_0020():
-    from django.db.migrations.executor import MigrationExecutor
-
     old = [("explorer", "0020_session_agent")]
     new = [("explorer", "0021_route_figures")]
-    executor = MigrationExecutor(connection)
-    try:
-        executor.migrate(old)
-        apps = executor.loader.project_state(old).apps
+    with migration_states() as migrate:
+        apps = migrate(old)
         OldSession = apps.get_model("explorer", "Session")
         OldEntry = apps.get_model("explorer", "Entry")
         stored = OldSession.objects.create(session_id="s-0020", header_raw="{}")
@@ -215,29 +212,19 @@ def test_migration_0021_fills_a_session_stored_at_0020():
             )
             for k, v in enumerate(values)
         )
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(new)
+        migrate(new)
         # The figure rows are read with raw SQL here (today's code may expect later tables);
         # today's readers check them once every migration has run.
         with connection.cursor() as cur:
             cur.execute("SELECT COUNT(*), COUNT(every_estimate) FROM explorer_routefigure")
             assert cur.fetchone() == (len(values), len(values))
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate()  # the newest state
         session = Session.objects.get(session_id="s-0020")
         assert assert_stored(session) == len(values)
         late = route_store.figures_at(session, "late")
         assert late is not None and late.depth == engine_figures_depth(values, "late")
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(old)  # and back: the table goes
+        migrate(old)  # and back: the table goes
         assert "explorer_routefigure" not in connection.introspection.table_names()
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def engine_figures_depth(values: list[dict[str, Any]], leaf: str) -> int:

@@ -26,6 +26,7 @@ from explorer.models import Entry, Segment, SegmentEntry, Session
 from explorer.session.graph import TreeShape
 from tests.conftest import SMALL_SESSION, pi_fixture_files
 from tests.session.test_route_figures import sessions
+from tests.web.migration_states import migration_states
 
 HEADER = b'{"type":"session","version":3,"id":"s-segments","timestamp":"t","cwd":"/w"}\n'
 
@@ -274,14 +275,10 @@ class GeneratedSessions(HypothesisTestCase):
 
 @pytest.mark.django_db(transaction=True)
 def test_migration_0022_fills_sessions_stored_at_0021():
-    from django.db.migrations.executor import MigrationExecutor
-
     old = [("explorer", "0021_route_figures")]
     new = [("explorer", "0022_segments")]
-    executor = MigrationExecutor(connection)
-    try:
-        executor.migrate(old)
-        apps = executor.loader.project_state(old).apps
+    with migration_states() as migrate:
+        apps = migrate(old)
         OldSession = apps.get_model("explorer", "Session")
         OldEntry = apps.get_model("explorer", "Entry")
         stored = OldSession.objects.create(session_id="s-0021", header_raw="{}")
@@ -292,19 +289,11 @@ def test_migration_0022_fills_sessions_stored_at_0021():
                      position=k + 1, line_no=k + 2, raw="{}")
             for k, (eid, parent) in enumerate(rows)
         )  # fmt: skip
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(new)
+        migrate(new)
         session = Session.objects.get(session_id="s-0021")
         assert assert_segments(session) == 7  # a b c late d e f; not the loop x y, nor z
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(old)
+        migrate(old)
         assert "explorer_segment" not in connection.introspection.table_names()
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_route_store_hooks_the_writer():

@@ -10,6 +10,7 @@ from django.db import connection
 from explorer.models import Session
 from tests.conftest import SMALL_SESSION
 from tests.session.agent_files import claude_code_session, codex_session
+from tests.web.migration_states import migration_states
 
 pytestmark = pytest.mark.django_db
 
@@ -66,35 +67,24 @@ def test_an_unknown_filter_value_lists_every_session(tmp_path, viewer_client):
 def test_migration_0020_fills_the_column_from_the_stored_ids():
     """At 0019 (historical models only, never today's code) three sessions are stored; 0020
     gives each its agent from its id's prefix; going back drops the column again."""
-    from django.db.migrations.executor import MigrationExecutor
-
-    executor = MigrationExecutor(connection)
-    try:
-        executor.migrate(OLD)
-        OldSession = executor.loader.project_state(OLD).apps.get_model("explorer", "Session")
+    with migration_states() as migrate:
+        OldSession = migrate(OLD).get_model("explorer", "Session")
         for sid in ("codex:019a-old", "claude-code:7d1c-old", "0195f3a2-old-pi"):
             OldSession.objects.create(session_id=sid, header_raw="{}")
-        executor = MigrationExecutor(connection)
-        executor.migrate(NEW)
-        NewSession = executor.loader.project_state(NEW).apps.get_model("explorer", "Session")
+        NewSession = migrate(NEW).get_model("explorer", "Session")
         found = dict(NewSession.objects.values_list("session_id", "agent"))
         assert found == {
             "codex:019a-old": "codex",
             "claude-code:7d1c-old": "claude-code",
             "0195f3a2-old-pi": "pi",
         }
-        executor = MigrationExecutor(connection)
-        executor.migrate(OLD)
+        migrate(OLD)
         with connection.cursor() as cur:
             columns = [
                 c.name
                 for c in connection.introspection.get_table_description(cur, "explorer_session")
             ]
         assert "agent" not in columns
-    finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
     # Forward again, today's reads see the filled column.
     assert Session.objects.filter(agent="codex").get().session_id == "codex:019a-old"
     assert Session.objects.get(session_id="0195f3a2-old-pi").agent == "pi"
