@@ -17,12 +17,11 @@ from typing import Any
 
 from explorer.session.context import (
     ProjectedEntry,
-    ProjectedEstimates,
     SessionProjection,
     projection_from_path,
 )
 
-__all__ = ["RECORDED", "RecordedEstimates", "projection_of", "recorded_of"]
+__all__ = ["RECORDED", "projection_of", "recorded_of"]
 
 # The key of a loaded (never stored) compaction entry holding the context its agent recorded:
 # {"messages": [...], "items": n, "encrypted": bool}.
@@ -57,19 +56,3 @@ def projection_of(path: Sequence[dict[str, Any]]) -> SessionProjection:
         projection.thinking_level,
         projection.model,
     )
-
-
-class RecordedEstimates(ProjectedEstimates):
-    """The engine's running estimate along a route (the Timeline's), following
-    :func:`projection_of`: the newest compaction, always the first context entry of its
-    segment, gives its recorded context when it carries one."""
-
-    def _projection(self, path: list[dict[str, Any]]) -> SessionProjection:
-        return projection_of(path)
-
-    def _messages_of(self, k: int) -> list[dict[str, Any]]:
-        if k == 0:
-            recorded = recorded_of(self._entries[0])
-            if recorded is not None:
-                return list(recorded["messages"])
-        return super()._messages_of(k)

@@ -518,7 +518,7 @@ class ProjectedEstimates:
         """The engine's estimate of the prefix ending at ``index`` of the path fed so far,
         projected afresh (the cost of the prefix, whatever came before)."""
         prefix = self._path[: index + 1]
-        return estimate_projected_context(self._projection(prefix), prefix).tokens
+        return estimate_projected_context(projection_from_path(prefix), prefix).tokens
 
     def feed(self, entry: dict[str, Any]) -> None:
         """Extend the path by one entry (the child of the previous one)."""
@@ -579,16 +579,7 @@ class ProjectedEstimates:
     def estimate_at(self, index: int) -> float:
         """:meth:`estimate` of the prefix ending at ``index``, projected afresh."""
         prefix = self._path[: index + 1]
-        return estimate_every_message(self._projection(prefix).messages).tokens
-
-    def _projection(self, path: list[dict[str, Any]]) -> SessionProjection:
-        """The projection this estimate follows (the engine's; a subclass may show what
-        an agent recorded instead, and must then also give :meth:`_messages_of`)."""
-        return projection_from_path(path)
-
-    def _messages_of(self, k: int) -> list[dict[str, Any]]:
-        """The messages context entry ``k`` contributes (after its edit)."""
-        return _entry_messages(self._entries[k], k, self._edits)
+        return estimate_every_message(projection_from_path(prefix).messages).tokens
 
     def _start_segment(self, compaction: dict[str, Any], i: int) -> None:
         # The fold of context_entries_from_path, with unique ids: the compaction is the
@@ -621,7 +612,7 @@ class ProjectedEstimates:
             if old.usage >= 0:
                 self._usage.remove(k)
             self._systems.discard(k)
-        messages = self._messages_of(k)
+        messages = _entry_messages(self._entries[k], k, self._edits)
         tokens: float = 0
         nans = 0
         usage = -1
