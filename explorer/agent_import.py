@@ -28,6 +28,7 @@ from explorer.session.formats import (
     load_foreign,
     load_foreign_bytes,
 )
+from explorer.session.formats.codex import CodexSession, first_typed_turn
 from explorer.session.formats.pi_form import pi_bytes, stored_session_id
 
 __all__ = [
@@ -177,7 +178,12 @@ def _describe(result: ImportResult, foreign: ForeignSession) -> None:
     # The file's title names the session until someone renames it in the app (a session_info
     # entry, site data that a later import must not overwrite).
     renamed = Entry.objects.filter(session=session, type="session_info").exists()
-    name = session.name if renamed or not foreign.title else foreign.title
+    title = foreign.title
+    if title is None and isinstance(foreign, CodexSession):
+        # A rollout has no title record: named by its first typed turn, as Codex's own
+        # resume list does, rather than by the injected environment context before it.
+        title = first_typed_turn(foreign)
+    name = session.name if renamed or not title else title
     Session.objects.filter(pk=session.pk).update(name=name, source_original=original)
     if result.created or not result.unchanged:
         ImportProblem.objects.filter(session=session, code__in={p.code for p in findings}).delete()

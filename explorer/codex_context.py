@@ -33,7 +33,6 @@ __all__ = [
     "recorded_figure",
     "recorded_figures",
     "recorded_histories",
-    "user_text",
 ]
 
 _KEPT: OrderedDict[tuple[int, str, int], dict[str, dict[str, Any]]] = OrderedDict()
@@ -127,16 +126,3 @@ def recorded_figure(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def message_signature(message: dict[str, Any]) -> tuple[str, str]:
     return str(message.get("role", "")), message_preview(message, 400)
-
-
-def user_text(item: Any) -> str | None:
-    if not isinstance(item, dict) or item.get("type") != "message" or item.get("role") != "user":
-        return None
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        str(c["text"])
-        for c in (content if isinstance(content, list) else [])
-        if isinstance(c, dict) and isinstance(c.get("text"), str)
-    )

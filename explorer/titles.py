@@ -46,6 +46,10 @@ def first_message_text(session: Any, limit: int = 140) -> str:
     except ValueError:
         return ""
     text = " ".join(entry_text(data).split()) if isinstance(data, dict) else ""
+    if getattr(session, "agent", "") == "codex" and text.startswith("<"):
+        # Codex writes its environment context as a user message before the first typed
+        # turn (X4): not what the user said; the session's name is that first turn.
+        return ""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

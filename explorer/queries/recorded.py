@@ -14,7 +14,7 @@ from explorer.models import Session
 from explorer.queries.entries import full_path, shown_entry
 from explorer.queries.keep import allowed_fingerprints
 from explorer.queries.routes import light_path
-from explorer.session.formats.codex import is_turn_start
+from explorer.session.formats.codex import is_turn_start, user_text
 
 
 def recorded_checks(session: Session) -> dict[str, Any] | None:
@@ -44,10 +44,8 @@ def recorded_checks(session: Session) -> dict[str, Any] | None:
             step_payload = step.value.get("payload")
             step_payload = step_payload if isinstance(step_payload, dict) else step.value
             if step.record_type == "response_item/message" and is_turn_start(step_payload):
-                typed.append(codex_context.user_text(step_payload) or "")
-        kept_users = [
-            t for t in (codex_context.user_text(i) for i in history[:-1]) if t is not None
-        ]
+                typed.append(user_text(step_payload) or "")
+        kept_users = [t for t in (user_text(i) for i in history[:-1]) if t is not None]
         kept = [t for t in typed if t in kept_users]
         foreign_kept = [t for t in kept_users if not t.startswith("<") and t not in typed]
         # At every leaf below the compaction (a few), the app's context against the engine's.

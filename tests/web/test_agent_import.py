@@ -342,3 +342,25 @@ def test_a_claude_code_workflow_journal_is_skipped_in_a_project_folder(tmp_path,
     out = capsys.readouterr().out
     assert "journal.jsonl: skipped, a Claude Code workflow journal" in out
     assert "2 new, 0 grown, 0 unchanged, 0 rejected" in out
+
+
+def test_a_codex_session_is_named_by_its_first_typed_turn(tmp_path, viewer_client):
+    """A rollout carries no title: the list names it by the first turn the user typed,
+    not by the injected environment context Codex writes as a user message before it."""
+    thread = "019a2000-0000-7000-8000-0000000000f7"
+    injected = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "<environment_context><cwd>/w</cwd>"}],
+    }
+    data = (
+        _codex_line("session_meta", {"id": thread, "cwd": "/w"}, 0)
+        + _codex_line("response_item", injected, 0)
+        + _codex_turn(1)
+    )
+    path = tmp_path / f"rollout-2026-10-12T10-00-00-{thread}.jsonl"
+    path.write_bytes(data)
+    call_command("import_sessions", str(path))
+    [row] = viewer_client.get("/", {"format": "json"}).json()["sessions"]
+    assert row["name"] == "q1"
+    assert "environment_context" not in viewer_client.get("/").content.decode()

@@ -25,7 +25,7 @@ from .common import (
     split_lines,
 )
 
-__all__ = ["CodexSession", "load_codex", "looks_like_codex"]
+__all__ = ["CodexSession", "first_typed_turn", "load_codex", "looks_like_codex", "user_text"]
 
 ENVELOPE_TYPES = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
@@ -88,6 +88,20 @@ def is_turn_start(payload: dict[str, Any]) -> bool:
         return False
     text = _first_text(payload.get("content"))
     return text is None or not text.startswith("<")
+
+
+def first_typed_turn(session: CodexSession) -> str | None:
+    """The text of the first turn the user typed (X4), in file order: what names a rollout
+    that carries no title (Codex's own resume list shows it), never the injected
+    `<environment_context>` that comes before it."""
+    for record in session.entries():
+        payload = record.value.get("payload")
+        payload = payload if isinstance(payload, dict) else record.value
+        if record.record_type == "response_item/message" and is_turn_start(payload):
+            text = user_text(payload)
+            if text and text.strip():
+                return " ".join(text.split())
+    return None
 
 
 def _first_text(content: Any) -> str | None:
@@ -468,7 +482,10 @@ def load_codex(data: bytes, source: Source) -> CodexSession:
     return session
 
 
-def _user_text(payload: dict[str, Any]) -> str | None:
+def user_text(payload: Any) -> str | None:
+    """The text of a user message item (its text parts joined), else None."""
+    if not isinstance(payload, dict):
+        return None
     if payload.get("type") != "message" or payload.get("role") != "user":
         return None
     content = payload.get("content")
@@ -494,12 +511,12 @@ def _check_replacement_histories(session: CodexSession) -> None:
         earlier: set[str] = set()
         for step in session.route(record.id)[:-1]:
             step_payload = step.value.get("payload")
-            text = _user_text(step_payload if isinstance(step_payload, dict) else step.value)
+            text = user_text(step_payload if isinstance(step_payload, dict) else step.value)
             if text is not None:
                 earlier.add(text)
         kept = [item for item in history if isinstance(item, dict)][:-1]
         for item in kept:
-            text = _user_text(item)
+            text = user_text(item)
             if text is None or text.startswith("<") or text in earlier:
                 continue
             session.problems.append(
