@@ -5,20 +5,23 @@ leaf and the target, so the engine asks the storage (``DatabaseStorage.on_branch
 the route's ids each time made a context edit on a 50,000-entry session cost several times
 the same edit on 500 entries. The answer comes, cheapest first, from:
 
-1. a route this process keeps (``queries.routes.kept_route_ids``): a dictionary lookup;
+1. the stored segments (``segment_store.on_route``): the leaf's chain of segments, one row
+   per branch point above it, holds the target's place. This settles every session whose
+   ids are unique and loop-free (every session an agent wrote), with no per-process memo;
 2. the depth column: a target deeper than the leaf is not above it, and a target a few
    levels above it is checked by walking exactly that many parent links (each step must
    lower the depth by one, else the stored depths are not a plain tree's here: cycles and
    re-parented lines, and the full walk decides);
-3. the route walk of ``queries.routes.light_path``, which keeps the route for the next write.
+3. the route walk of ``queries.routes.light_path``.
 """
 
 from __future__ import annotations
 
 from django.db import connection
 
+from explorer import segment_store
 from explorer.models import Entry, Session
-from explorer.queries.routes import kept_route_ids, light_path
+from explorer.queries.routes import light_path
 from explorer.session import jsonfmt
 
 # Parent links walked from the leaf before the whole route is read (and kept) instead.
@@ -31,10 +34,9 @@ def on_route(session: Session, entry_id: str, leaf_id: str | None) -> bool:
         return False
     # Stored ids are in their visible form (lone surrogates shown as U+FFFD).
     target_id, leaf = jsonfmt.visible(entry_id), jsonfmt.visible(leaf_id)
-    ids = kept_route_ids(session, leaf)
-    if ids is not None:
-        k = ids.get(target_id)
-        return k is not None and k <= ids[leaf]
+    settled = segment_store.on_route(session, target_id, leaf)
+    if settled is not None:
+        return settled
     depths = dict(
         Entry.objects.filter(session=session, entry_id__in=[target_id, leaf]).values_list(
             "entry_id", "depth"

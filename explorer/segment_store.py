@@ -477,3 +477,54 @@ class SegmentTree:
         """(entries, leaves) of the subtree of the entry at (``seg``, ``offset``): what
         ``TreeShape.sizes`` holds for it."""
         return size_within(seg, offset, lambda s: self.rows[s].length, self.hanging, self._totals)
+
+
+def on_route(session: Any, entry_id: str, leaf_id: str) -> bool | None:
+    """Whether the entry ``entry_id`` is on the route root → ``leaf_id``, from the segments:
+    the leaf's chain of segments (one row per branch point above it, not per entry) holds the
+    entry's segment at or below its offset. None when the segments do not settle it: either
+    id unknown, or the session holds a repeated id or a loop (entries in no segment), where
+    the route is the parent links' walk (``queries.routes.light_path``), not the tree's.
+
+    Ids are in their stored (visible) form."""
+    from explorer.models import Entry, Segment, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    segments = connection.ops.quote_name(Segment._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT e.entry_id, m.segment_id, m.{off} FROM {entries} e "
+            f"LEFT JOIN {members} m ON m.entry_id = e.id "
+            f"WHERE e.session_id = %s AND e.entry_id IN (%s, %s)",
+            [session.pk, entry_id, leaf_id],
+        )
+        rows = cur.fetchall()
+        places: dict[str, tuple[int, int]] = {}
+        for eid, seg, offset in rows:
+            if seg is None or eid in places:
+                return None
+            places[eid] = (seg, offset)
+        if entry_id not in places or leaf_id not in places:
+            return None
+        cur.execute(
+            f"SELECT 1 FROM {members} WHERE segment_id IS NULL AND session_id = %s LIMIT 1",
+            [session.pk],
+        )
+        if cur.fetchone() is not None:
+            return None
+        (target_seg, target_off), (leaf_seg, leaf_off) = places[entry_id], places[leaf_id]
+        cur.execute(
+            f"""
+            WITH RECURSIVE up(seg, upto) AS (
+                SELECT CAST(%s AS BIGINT), CAST(%s AS INTEGER)
+                UNION ALL
+                SELECT s.parent_segment_id, s.parent_offset FROM {segments} s
+                JOIN up ON s.id = up.seg WHERE s.parent_segment_id IS NOT NULL
+            )
+            SELECT upto FROM up WHERE seg = %s
+            """,
+            [leaf_seg, leaf_off, target_seg],
+        )
+        return any(upto >= target_off for (upto,) in cur.fetchall())

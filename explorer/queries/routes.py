@@ -128,19 +128,6 @@ def _remember_route(routes: list, route: list[LightEntry]) -> None:
         del routes[:-ROUTES_KEPT]
 
 
-def kept_route_ids(session: Session, entry_id: str) -> dict[str, int] | None:
-    """The id -> index map of a route this process keeps that holds ``entry_id``, or None;
-    never a walk (a write's on-route check answers from it in constant time: entries never
-    change parent, so a kept route stays right across appends)."""
-    routes = _session_routes(session)
-    with _ROUTES_LOCK:
-        kept = list(routes)
-    for _route, ids in reversed(kept):
-        if entry_id in ids:
-            return ids
-    return None
-
-
 def _known_route(session: Session, routes: list, entry_id: str) -> list[LightEntry] | None:
     """The route to ``entry_id`` from a kept one, or None: the entry on a kept route, or
     a few parent links above it joining one (the joined route is kept too)."""

@@ -1,18 +1,24 @@
 """The on-route check of a context edit (``explorer.route_check``) gives the route walk's
-answer whichever way it is reached: a route this process keeps, a short walk down the depth
-column, or the whole route read again; across compactions and on other branches."""
+answer whichever way it is reached: the stored segments, a short walk down the depth column,
+or the whole route read again; across compactions, on other branches, and on entry rows the
+import would refuse (loops, dangling and later parents)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from benchmarks.gen_session import generate_session
-from explorer import queries, route_check, services
-from explorer.models import Entry
+from explorer import queries, route_check, segment_store, services
+from explorer.models import Entry, SegmentEntry
 from explorer.queries import routes as route_queries
 from explorer.session.errors import SessionError
+from tests.web.test_segments import _store_rows, records
 
 pytestmark = pytest.mark.django_db
 
@@ -34,9 +40,13 @@ def _route(session, leaf: str) -> list[str]:
     return [e.entry_id for e in route_queries.light_path(session, leaf)]
 
 
-@pytest.mark.parametrize("short_walk", [0, 5, 10_000])
+@pytest.mark.parametrize("short_walk", [None, 0, 5, 10_000])
 def test_the_answer_is_the_route_walks_whatever_way_it_is_reached(branchy, monkeypatch, short_walk):
-    monkeypatch.setattr(route_check, "SHORT_WALK", short_walk)
+    """``None``: the segments answer; else they are set aside and the depth column (with
+    walks of at most ``short_walk`` links) or the whole route does."""
+    if short_walk is not None:
+        monkeypatch.setattr(route_check, "SHORT_WALK", short_walk)
+        monkeypatch.setattr(segment_store, "on_route", lambda *a: None)
     leaves = [c["id"] for c in queries.leaf_choices(branchy)][:4]
     routes = {leaf: _route(branchy, leaf) for leaf in leaves}
     ids = list(Entry.objects.filter(session=branchy).values_list("entry_id", flat=True))
@@ -96,3 +106,45 @@ def test_an_edit_off_the_route_is_refused_with_a_cold_and_a_warm_memo(branchy, e
         with pytest.raises(SessionError, match="not on the active branch"):
             services.add_context_edit(branchy, editor_user, target, None, leaf_id=a)
     assert Entry.objects.filter(session=branchy).count() == count
+
+
+def test_the_segments_answer_without_walking_the_route(branchy):
+    """On a session an agent wrote, the check reads the two entries' places and the leaf's
+    chain of segments: no walk over parent links, however far up the target is."""
+    leaf = queries.default_leaf_id(branchy)
+    route = _route(branchy, leaf)
+    _forget_routes()
+    for target in (route[0], route[len(route) // 2], "no-such-entry"):
+        with CaptureQueriesContext(connection) as queries_run:
+            got = route_check.on_route(branchy, target, leaf)
+        assert got == (target in route)
+        walks = [q["sql"] for q in queries_run.captured_queries if "walk" in q["sql"]]
+        assert walks == [], walks
+    assert segment_store.on_route(branchy, route[0], leaf) is True
+
+
+class RawRows(HypothesisTestCase):
+    """Entry rows with self-parents, dangling and later parents and loops (which the import
+    refuses), as the segment backfill places them: the segments' answer is the route walk's,
+    and they give one whenever no loop leaves an entry out of the tree."""
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(records())
+    def test_raw(self, rows):
+        session = _store_rows(rows)
+        session.entry_count = len(rows)  # the route walk's bound, as the import sets it
+        session.save(update_fields=["entry_count"])
+        segment_store.rebuild_segments(session.pk)
+        ids = [eid for eid, _parent in rows]
+        placed = not SegmentEntry.objects.filter(session=session, segment=None).exists()
+        for leaf in ids:
+            on = {e.entry_id for e in route_queries.light_path(session, leaf)}
+            for target in [*ids, "gone"]:
+                settled = segment_store.on_route(session, target, leaf)
+                if target == "gone":
+                    assert settled is None
+                elif placed:
+                    assert settled == (target in on), (rows, target, leaf)
+                else:
+                    assert settled is None
+        session.delete()
