@@ -25,8 +25,9 @@ from typing import Any
 
 from django.db import connection
 
-from explorer.segment_store import SegmentWriter
+from explorer.segment_store import SegmentWriter, on_route_of
 from explorer.session import jsonfmt
+from explorer.session.edit_delta import EditDelta, edit_difference
 from explorer.session.route_figures import RouteFigures, next_figures, route_span, span_start
 
 __all__ = [
@@ -64,6 +65,9 @@ FIELDS = (
     "every_estimate",
 )
 KEPT = 4096  # figures of the most recent entries kept in memory while writing
+# Context edits walked back on a route to find the one in force on an edit's target;
+# further back, the edit is estimated afresh.
+EDIT_CHAIN_WALK = 64
 
 
 def _nan_to_none(value: float) -> float | None:
@@ -195,7 +199,13 @@ class FigureWriter:
         self._add(entry_id, position, value, parent)
 
     def _add(self, entry_id: str, position: int, value: dict, parent: RouteFigures | None) -> None:
-        figures = next_figures(parent, value, lambda: self._span(value, parent), self._exists)
+        figures = next_figures(
+            parent,
+            value,
+            lambda: self._span(value, parent),
+            self._exists,
+            edit_delta=lambda: self._edit_delta(value, parent),
+        )
         self.recent[entry_id] = figures
         self.unwritten[entry_id] = figures
         if len(self.recent) > KEPT:
@@ -345,6 +355,80 @@ class FigureWriter:
         if current is not None and reach >= 0:
             by_id.update(self._walk(jsonfmt.visible(current), reach))
         return route_span(entry, parent, by_id.get)
+
+    def _edit_delta(self, edit: dict, parent: RouteFigures | None) -> EditDelta | None:
+        """What a context edit appended to a stored route changes, from its target's line
+        and the edit of it in force before (``edit_delta.edit_difference``), instead of the
+        whole context span read and estimated again; None to estimate afresh.
+
+        Only for appends (an import's batch is not in the tables the checks read): the
+        target and the parent must be placed in the stored segments, which say whether the
+        target is on the route; the depths say whether it is in the live range (after the
+        latest compaction, or from its first kept entry on)."""
+        if self.unflushed is not None or parent is None or self.segments is None:
+            return None
+        target_id, parent_id = edit.get("targetId"), edit.get("parentId")
+        if not isinstance(target_id, str) or not isinstance(parent_id, str):
+            return None
+        target = self._figures(target_id)
+        if target is None or target_id == edit.get("id"):
+            return None
+        on = on_route_of(self.session_pk, _id(target_id), _id(parent_id))
+        if on is None:
+            return None
+        if not on:
+            return 0, 0  # never in this route's context: the edit changes no message
+        live = self._live_from(parent)
+        if live is None:
+            return None
+        if target.depth < live:
+            return 0, 0
+        settled, before = self._edit_in_force(target_id, parent, live)
+        line = self._lines([target_id]).get(target_id) if settled else None
+        if line is None:
+            return None
+        return edit_difference(line, before, edit)
+
+    def _live_from(self, parent: RouteFigures) -> int | None:
+        """The depth where the route's live range starts (0 without a compaction; past
+        the whole route when the compaction keeps nothing before it); None when the
+        compaction itself or its first kept entry cannot be placed."""
+        compaction = parent.compaction_id
+        if compaction is None:
+            return 0
+        held = self._figures(compaction)
+        line = self._lines([compaction]).get(compaction)
+        if held is None or line is None:
+            return None
+        first = line.get("firstKeptEntryId")
+        kept = self._figures(first) if isinstance(first, str) and first != compaction else None
+        if kept is None:
+            return held.depth  # nothing before the compaction is kept (nor the compaction)
+        on = on_route_of(self.session_pk, _id(first), _id(compaction))
+        if on is None:
+            return None
+        return kept.depth if on else held.depth
+
+    def _edit_in_force(
+        self, target_id: str, parent: RouteFigures, live: int
+    ) -> tuple[bool, dict | None]:
+        """(found out, the latest edit of ``target_id`` in the live range on the route to
+        ``parent`` or None), walking the route's chain of edits back; not found out when
+        the chain is longer than :data:`EDIT_CHAIN_WALK` or an edit's line is unreadable."""
+        current = parent.edit_id
+        for _ in range(EDIT_CHAIN_WALK):
+            if current is None:
+                return True, None
+            held = self._figures(current)
+            if held is None or held.depth < live:
+                return True, None  # older edits are shallower still: out of the live range
+            line = self._lines([current]).get(current)
+            if line is None:
+                return False, None
+            if line.get("targetId") == target_id:
+                return True, line
+            current = held.prev_edit_id
+        return False, None
 
     def _walk(self, entry_id: str, reach: int) -> dict[str, dict]:
         """Parsed entries from ``entry_id`` up ``reach`` parent links, by id."""

@@ -33,7 +33,14 @@ from django.db import connection
 from explorer.session.jsonfmt import visible
 from explorer.session.segfold import size_within, subtree_total
 
-__all__ = ["SegmentTree", "SegmentWriter", "rebuild_segments", "segment_children"]
+__all__ = [
+    "SegmentTree",
+    "SegmentWriter",
+    "on_route",
+    "on_route_of",
+    "rebuild_segments",
+    "segment_children",
+]
 
 
 @dataclass(eq=False, slots=True)
@@ -480,6 +487,11 @@ class SegmentTree:
 
 
 def on_route(session: Any, entry_id: str, leaf_id: str) -> bool | None:
+    """:func:`on_route_of` the session's primary key."""
+    return on_route_of(session.pk, entry_id, leaf_id)
+
+
+def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
     """Whether the entry ``entry_id`` is on the route root → ``leaf_id``, from the segments:
     the leaf's chain of segments (one row per branch point above it, not per entry) holds the
     entry's segment at or below its offset. None when the segments do not settle it: either
@@ -498,7 +510,7 @@ def on_route(session: Any, entry_id: str, leaf_id: str) -> bool | None:
             f"SELECT e.entry_id, m.segment_id, m.{off} FROM {entries} e "
             f"LEFT JOIN {members} m ON m.entry_id = e.id "
             f"WHERE e.session_id = %s AND e.entry_id IN (%s, %s)",
-            [session.pk, entry_id, leaf_id],
+            [session_pk, entry_id, leaf_id],
         )
         rows = cur.fetchall()
         places: dict[str, tuple[int, int]] = {}
@@ -510,7 +522,7 @@ def on_route(session: Any, entry_id: str, leaf_id: str) -> bool | None:
             return None
         cur.execute(
             f"SELECT 1 FROM {members} WHERE segment_id IS NULL AND session_id = %s LIMIT 1",
-            [session.pk],
+            [session_pk],
         )
         if cur.fetchone() is not None:
             return None

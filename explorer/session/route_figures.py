@@ -25,6 +25,7 @@ from typing import Any
 
 from .context import projection_from_path
 from .describe import cost_of, entry_role, entry_text, tool_calls_of, total_tokens_of, usage_of
+from .edit_delta import EditDelta
 from .messages import session_entry_to_context_messages
 from .tokens import (
     calculate_context_tokens,
@@ -159,6 +160,7 @@ def next_figures(
     exists: Callable[[str], bool] | None = None,
     *,
     force: bool = False,
+    edit_delta: Callable[[], EditDelta | None] | None = None,
 ) -> RouteFigures:
     """The figures of the route ending at ``entry``, from its parent's (None for a root).
 
@@ -168,6 +170,8 @@ def next_figures(
     ``exists`` says whether an id is already in the session when a context edit names it;
     without it every target counts as not yet there (always right, only slower).
     ``force`` estimates afresh whatever the entry (a route whose ids repeat).
+    ``edit_delta``, for a context edit, gives what it changes from its target alone
+    (:func:`~explorer.session.edit_delta.edit_difference`), or None to estimate afresh.
     """
     kind = entry.get("type")
     entry_id = entry.get("id")
@@ -200,7 +204,21 @@ def next_figures(
             elif not (isinstance(entry_id, str) and entry_id) and get_assistant_usage(m):
                 afresh = True  # the engine trusts no usage of an entry without an id
     afresh = afresh or force
-    if afresh:
+    delta = None
+    if (
+        kind == "context_edit"
+        and not (named or force)
+        and edit_delta is not None
+        and base is not None
+        and not math.isnan(base.every_estimate)
+    ):
+        delta = edit_delta()
+    if delta is not None and base is not None:
+        # The edit is now the route's latest: no usage before it is trusted, so the
+        # estimate is every message's (``estimate_projected_context``), changed by one entry.
+        every = base.every_estimate + delta[0]
+        tokens, usage_tokens, trailing = every, None, every
+    elif afresh:
         tokens, usage_tokens, trailing, every = _estimate_afresh(span(), entry)
     else:
         usage_tokens = base.usage_tokens if base else None

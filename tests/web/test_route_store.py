@@ -179,6 +179,72 @@ class GeneratedSessions(HypothesisTestCase):
         result.session.delete()
 
 
+class AppendedSessions(HypothesisTestCase):
+    """Generated sessions whose tail arrives line by line through the append path: a context
+    edit there is figured from its target alone where the stored segments and depths settle
+    it (``route_store.FigureWriter._edit_delta``), and the rows still equal the engine's."""
+
+    stored = 0
+    settled = 0  # appended edits figured without estimating afresh
+    differed = 0  # of those, the ones whose target's messages changed the figures
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.stored > 20, "the generated sessions were hardly ever stored"
+        assert cls.settled > 20, "appended edits were hardly ever figured from their target"
+        assert cls.differed > 2, "no appended edit was figured from its target's messages"
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(sessions(), st.integers(1, 12))
+    def test_appended(self, entries, head):
+        from django.db import transaction
+
+        from explorer import storage
+        from explorer.session import edit_delta
+
+        dicts = [e for e in entries if isinstance(e, dict)]
+        ids = [e.get("id") for e in dicts]
+        if len(dicts) != len(entries) or not all(isinstance(i, str) for i in ids):
+            return
+        if len(set(ids)) != len(ids) or len(dicts) <= head:
+            return
+        # An agent appends an entry after its parent; a line naming a parent written later
+        # is the import's case (figured when the parent comes), not an append's.
+        later = {eid: k for k, eid in enumerate(ids)}
+        if any(later.get(d.get("parentId"), -1) > k for k, d in enumerate(dicts)):
+            return
+        result = services.import_bytes(HEADER + _lines(dicts[:head]))
+        session = result.session
+        if session is None or not Entry.objects.filter(session=session).exists():
+            return
+        real, real_delta = edit_delta.edit_difference, route_store.FigureWriter._edit_delta
+
+        def differed(*args):
+            answer = real(*args)
+            type(self).differed += answer is not None
+            return answer
+
+        def settled(writer, *args):
+            answer = real_delta(writer, *args)
+            type(self).settled += answer is not None
+            return answer
+
+        with (
+            mock.patch.object(route_store, "edit_difference", differed),
+            mock.patch.object(route_store.FigureWriter, "_edit_delta", settled),
+        ):
+            for value in dicts[head:]:
+                with transaction.atomic():
+                    try:
+                        storage.append_lines(session, _lines([value]))
+                    except ValueError:
+                        break  # a line the append refuses (a repeated id, say)
+        assert_stored(session)
+        type(self).stored += 1
+        session.delete()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_migration_0021_fills_a_session_stored_at_0020():
     old = [("explorer", "0020_session_agent")]
