@@ -246,3 +246,42 @@ def test_a_secret_on_the_route_counts_as_the_model_saw_it():
     assert meter == _engine_meter([entry], "u1", 1000, 100)
     masked = _parsed_meter(session, "u1", 1000, 100)
     assert meter["tokens"] > masked["tokens"] and meter["messages"] == masked["messages"] == 1
+
+
+@pytest.mark.django_db
+def test_the_live_json_parses_no_line_and_says_what_the_page_does(viewer_client, monkeypatch):
+    """``?format=json`` of the Live tab (the route's length and tip, the turn state and the
+    meter) is read from index rows and the tip's stored figures: no tree or transcript row
+    is built for it, so no line is parsed; its figures are the page's."""
+    from django.urls import reverse
+
+    from explorer.views.live import tail_window
+
+    session = services.import_bytes(SMALL_SESSION).session
+    services.append_message(
+        session, None, {"role": "user", "content": "and now?", "timestamp": 1}, leaf_id="e5f6a7b8"
+    )
+    url = reverse("explorer:live", args=[session.pk])
+    cache.clear()
+    parsed: list[Any] = []
+    real = jsonfmt.loads
+    monkeypatch.setattr(jsonfmt, "loads", lambda text: parsed.append(text) or real(text))
+    data = viewer_client.get(url, {"format": "json"}).json()
+    assert parsed == []
+    monkeypatch.setattr(jsonfmt, "loads", real)
+    newest = queries.default_leaf_id(session)
+    page = tail_window(session, newest)
+    assert (data["route_length"], data["tip"]) == (page["route_length"], page["tip"]) == (3, newest)
+    assert data["projection"] == _parsed_meter(session, newest, *_window())
+    assert data["ws_path"] == f"/ws/sessions/{session.pk}/" and data["can_edit"] is False
+    assert set(data) == {"route_length", "tip", "cursor_entry", "last_position",
+                         "provider_configured", "turn_running", "can_edit", "ws_path",
+                         "projection"}  # fmt: skip
+    html = viewer_client.get(url).content.decode()
+    assert f'data-tokens="{data["projection"]["tokens"]}"' in html
+
+
+def _window() -> tuple[int, int]:
+    from explorer import conf
+
+    return conf.window_and_reserve()
