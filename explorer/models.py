@@ -740,6 +740,9 @@ class RouteFigure(models.Model):
     every_estimate = models.FloatField(
         null=True, help_text="Every message of the projected context estimated; null for NaN"
     )
+    messages = models.IntegerField(
+        default=0, help_text="Messages of the projected context (the live meter's count)"
+    )
 
     def __str__(self) -> str:
         return f"figures of entry {self.entry_id}"

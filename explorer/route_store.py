@@ -8,10 +8,11 @@ row per entry, written in the same transaction as the entry rows:
   few thousand entries kept in memory, older ones read back from the table), and its rows
   go in with each batch of entries;
 - an append (``storage.append_lines``) calls :func:`write_appended` after inserting rows;
-- migration ``0021_route_figures`` fills stored sessions with the same writer.
+- migration ``0021_route_figures`` fills stored sessions with the same writer, and
+  ``0023_route_messages`` fills them again for the column it adds.
 
-The writer speaks raw SQL on table names it is given, so the migration can run it against
-the historical tables. Readers (:func:`figures_at`, :func:`figures_of`,
+The writer speaks raw SQL on table names (and columns) it is given, so a migration can run
+it against the historical tables: each names the columns its own state has. Readers (:func:`figures_at`, :func:`figures_of`,
 :func:`spend_after`) return the engine's dataclass.
 """
 
@@ -32,6 +33,7 @@ from explorer.session.route_figures import RouteFigures, next_figures, route_spa
 
 __all__ = [
     "FigureWriter",
+    "fill_session",
     "figures_at",
     "figures_at_tips",
     "figures_of",
@@ -63,7 +65,11 @@ FIELDS = (
     "pending_targets",
     "big_usage",
     "every_estimate",
+    "messages",
 )
+# Columns added after migration 0021 created the table, each with the value a writer at an
+# older state reads back in its place (that writer never writes it).
+LATER: dict[str, Any] = {"messages": 0}
 KEPT = 4096  # figures of the most recent entries kept in memory while writing
 # Context edits walked back on a route to find the one in force on an edit's target;
 # further back, the edit is estimated afresh.
@@ -131,11 +137,17 @@ def to_row(figures: RouteFigures) -> tuple[Any, ...]:
         json.dumps(sorted(figures.pending_targets)) if figures.pending_targets else "",
         _big_usage(figures),
         _real(figures.every_estimate),
+        figures.messages,
     )
 
 
-def from_row(row: Sequence[Any]) -> RouteFigures:
-    """The dataclass of a row of :data:`FIELDS` values."""
+def from_row(row: Sequence[Any], fields: Sequence[str] = FIELDS) -> RouteFigures:
+    """The dataclass of a row of ``fields`` values (:data:`FIELDS`, or the columns of an
+    older state, which a migration's writer reads back: the rest take the dataclass'
+    defaults, and that writer never writes them)."""
+    if tuple(fields) != FIELDS:
+        named = {**LATER, **dict(zip(fields, row, strict=True))}
+        row = [named[f] for f in FIELDS]
     values = list(row)
     for k in (16, 18, 21):  # context_tokens, trailing, every_estimate: null stands for NaN
         if values[k] is None:
@@ -168,9 +180,16 @@ class FigureWriter:
         flush_entries: Callable[[], None] | None = None,
         unflushed: Callable[[str], str | None] | None = None,
         segments: bool = True,
+        fields: Sequence[str] = FIELDS,
     ) -> None:
         self.session_pk = session_pk
-        self.fields = FIELDS
+        # The columns written: a migration names those of its own state (a later column
+        # does not exist there yet).
+        self.fields = tuple(fields)
+        unknown = set(self.fields) - set(FIELDS)
+        if unknown or set(FIELDS) - set(self.fields) - set(LATER):
+            raise ValueError(f"not the route figure columns of a state: {self.fields}")
+        self.picks = [FIELDS.index(f) for f in self.fields]
         # The tree's segments go with the figures (``explorer.segment_store``); off for
         # migration 0021, whose tables come before theirs.
         self.segments = SegmentWriter(session_pk) if segments else None
@@ -228,7 +247,8 @@ class FigureWriter:
             cur.execute(sql, [self.session_pk, min(positions), max(positions)])
             pk_at = dict(cur.fetchall())
         n = len(self.fields)
-        rows = [(pk_at[row[-1]], self.session_pk, *row[:n]) for row in self.queued]
+        picks = self.picks
+        rows = [(pk_at[row[-1]], self.session_pk, *(row[i] for i in picks)) for row in self.queued]
         columns = ", ".join(
             connection.ops.quote_name(c) for c in ("entry_id", "session_id", *self.fields)
         )
@@ -287,7 +307,7 @@ class FigureWriter:
         with connection.cursor() as cur:
             cur.execute(sql, [self.session_pk, _id(entry_id)])
             row = cur.fetchone()
-        return from_row(row) if row is not None else None
+        return from_row(row, self.fields) if row is not None else None
 
     def _stored(self, entry_id: str) -> bool:
         sql = f"SELECT 1 FROM {self.entry_table} WHERE session_id = %s AND entry_id = %s"
@@ -472,6 +492,43 @@ def _parse(raw: str) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def fill_session(
+    session_pk: int,
+    *,
+    entry_table: str,
+    figure_table: str,
+    fields: Sequence[str],
+    batch: int = 1000,
+) -> None:
+    """Figure every stored entry of a session without rows, in file order: what a migration
+    runs on its historical tables (``fields``: the columns its state has; the tree's
+    segments are left alone, 0022 and later keep their own)."""
+    writer = FigureWriter(
+        session_pk,
+        entry_table=entry_table,
+        figure_table=figure_table,
+        segments=False,
+        fields=fields,
+    )
+    table = connection.ops.quote_name(entry_table)
+    sql = (
+        f"SELECT entry_id, parent_id, position, raw FROM {table} "
+        f"WHERE session_id = %s AND position > %s ORDER BY position LIMIT %s"
+    )
+    after = -1
+    while True:
+        with connection.cursor() as cur:
+            cur.execute(sql, [session_pk, after, batch])
+            rows = cur.fetchall()
+        if not rows:
+            break
+        for entry_id, parent_id, position, raw in rows:
+            writer.add(entry_id, parent_id, position, _parse(raw))
+        writer.write()
+        after = rows[-1][2]
+    writer.finish()
 
 
 def write_appended(session_pk: int, rows: Sequence[Any], values: Sequence[dict]) -> None:

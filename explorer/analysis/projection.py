@@ -477,7 +477,8 @@ def projected_context_tokens(path: Sequence[dict], projection: Any = None) -> in
 
 def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[str, Any]:
     """Message count and the engine's estimate of the context tokens the model sees at the
-    end of ``path``, against the window and the compaction threshold (the live meter).
+    end of ``path``, against the window and the compaction threshold (the live meter, on a
+    parsed route: :func:`meter_figures` of its projection).
 
     The estimate is the one :func:`align_projection` gives Raw vs projected (and
     ``pisession context`` prints): a provider's usage older than the latest context edit or
@@ -486,9 +487,20 @@ def context_figures(path: Sequence[dict], *, window: int, reserve: int) -> dict[
     the page showed a handful."""
     projection = projection_of(path)
     tokens = projected_context_tokens(path, projection)
+    leaf_id = path[-1].get("id") if path else None
+    return meter_figures(leaf_id, len(projection.messages), tokens, window=window, reserve=reserve)
+
+
+def meter_figures(
+    leaf_id: Any, messages: int, tokens: int, *, window: int, reserve: int
+) -> dict[str, Any]:
+    """The live meter's figures from the context's message count and estimated tokens: the
+    one place the window, threshold and percent are worked out, whether the count and the
+    estimate come from a parsed route (:func:`context_figures`) or from the route figures
+    stored with the leaf (``queries.live.projection_summary``)."""
     return {
-        "leaf_id": path[-1].get("id") if path else None,
-        "messages": len(projection.messages),
+        "leaf_id": leaf_id,
+        "messages": messages,
         "tokens": tokens,
         "window": window,
         "threshold": max(window - reserve, 0),

@@ -97,6 +97,9 @@ class RouteFigures:
     # (``estimate_every_message`` of the projection's messages; NaN possible): the Timeline's
     # "estimate" line, one basis before and after compactions and edits.
     every_estimate: float = 0.0
+    # Messages of the projected context (``len(projection_from_path(route).messages)``): the
+    # live meter's count, read instead of projecting the route.
+    messages: int = 0
 
     @property
     def usage(self) -> dict[str, int]:
@@ -140,17 +143,18 @@ def _spend(entry: dict[str, Any]) -> tuple[int, int, int, int, int, int]:
 
 def _estimate_afresh(
     route: Sequence[dict[str, Any]], entry: dict[str, Any]
-) -> tuple[float, float | None, float, float]:
-    """(tokens, trusted usage tokens or None, trailing, every message estimated) of the
-    span plus the entry, by the engine itself (``estimate_projected_context``, what
+) -> tuple[float, float | None, float, float, int]:
+    """(tokens, trusted usage tokens or None, trailing, every message estimated, messages)
+    of the span plus the entry, by the engine itself (``estimate_projected_context``, what
     ``pisession context`` prints, and ``estimate_every_message`` of the same projection)."""
     path = [*route, entry]
     projection = projection_from_path(path)
     estimate = estimate_projected_context(projection, path)
     every = estimate_every_message(projection.messages).tokens
+    count = len(projection.messages)
     if estimate.last_usage_index is not None:
-        return estimate.tokens, estimate.usage_tokens, estimate.trailing_tokens, every
-    return estimate.tokens, None, estimate.tokens, every
+        return estimate.tokens, estimate.usage_tokens, estimate.trailing_tokens, every, count
+    return estimate.tokens, None, estimate.tokens, every, count
 
 
 def next_figures(
@@ -218,13 +222,16 @@ def next_figures(
         # estimate is every message's (``estimate_projected_context``), changed by one entry.
         every = base.every_estimate + delta[0]
         tokens, usage_tokens, trailing = every, None, every
+        count = base.messages + delta[1]
     elif afresh:
-        tokens, usage_tokens, trailing, every = _estimate_afresh(span(), entry)
+        tokens, usage_tokens, trailing, every, count = _estimate_afresh(span(), entry)
     else:
         usage_tokens = base.usage_tokens if base else None
         trailing = base.trailing if base else 0
         tokens = base.context_tokens if base else 0
         every = base.every_estimate if base else 0
+        # The projection grows by exactly this entry's messages: nothing here reshapes it.
+        count = (base.messages if base else 0) + len(messages)
         for m in messages:
             # No system message here (that is estimated afresh): each message adds its own.
             every = every + estimate_tokens(m)
@@ -262,6 +269,7 @@ def next_figures(
         trailing=trailing,
         pending_targets=pending,
         every_estimate=every,
+        messages=count,
     )
 
 

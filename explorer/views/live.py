@@ -110,6 +110,8 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     last = queries.last_position(session)  # read before the tip: a resume repeats, never skips
     newest = queries.default_leaf_id(session)
+    if wants_json(request):
+        return json_page(plain(_live_json(request, session, newest, last)))
     context = session_frame(request, session, "live", cursor)
     context |= graph_context(request, session, cursor, svg=False)  # the Tree tab's text tree
     context |= tail_window(session, newest)
@@ -124,13 +126,31 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "projection_html": html.projection_panel(summary),
         "ws_path": f"/ws/sessions/{session.pk}/",
     }
-    if wants_json(request):
-        keys = ("route_length", "tip", "cursor_entry", "last_position", "provider_configured",
-                "turn_running", "can_edit", "ws_path")  # fmt: skip
-        return json_page(plain({**{k: context[k] for k in keys}, "projection": summary}))
     if request.GET.get("partial") == "tree-panel" and request.htmx:  # the Tree tab's partial
         return render_panel(request, "explorer/session_detail.html", "tree-panel", context)
     return render_panel(request, TEMPLATE, None, context)
+
+
+def _live_json(request: HtmxHttpRequest, session, newest: str | None, last: Any) -> dict:
+    """The Live tab's JSON: the newest route's length and tip, the reader's cursor, where
+    the websocket resumes, the turn state and the meter. Read from index rows and the tip's
+    stored route figures; none of the page's tree or transcript rows is built (or parsed)
+    for it."""
+    light = queries.light_path(session, newest)
+    tip = light[-1].entry_id if light else ""
+    window, reserve = conf.window_and_reserve()
+    turn = _turn_context(request, session)
+    return {
+        "route_length": len(light),
+        "tip": tip,
+        "cursor_entry": queries.cursor_id(session, request.user),
+        "last_position": last,
+        **{k: turn[k] for k in ("provider_configured", "turn_running", "can_edit")},
+        "ws_path": f"/ws/sessions/{session.pk}/",
+        "projection": queries.projection_summary(
+            session, tip or None, window=window, reserve=reserve
+        ),
+    }
 
 
 @editor_required

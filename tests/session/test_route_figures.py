@@ -55,6 +55,7 @@ def engine_figures(path: list[dict[str, Any]]) -> dict[str, Any]:
     # Pointers are ids; an id that is not a string (which the store refuses) points nowhere.
     edits = [_id(e) for e in path if e.get("type") == "context_edit"]
     latest = get_latest_compaction_entry(path)
+    projection = projection_from_path(path)
     tokens = 0.0
     cost = 0.0
     for e in path:
@@ -77,9 +78,11 @@ def engine_figures(path: list[dict[str, Any]]) -> dict[str, Any]:
         "compaction_id": _id(latest) if latest is not None else None,
         "edit_id": edits[-1] if edits else None,
         "prev_edit_id": edits[-2] if len(edits) > 1 else None,
-        "context_tokens": estimate_projected_context_tokens(projection_from_path(path), path),
+        "context_tokens": estimate_projected_context_tokens(projection, path),
         # The Timeline's "estimate" line: every message of the projection estimated.
-        "every_estimate": estimate_every_message(projection_from_path(path).messages).tokens,
+        "every_estimate": estimate_every_message(projection.messages).tokens,
+        # The live meter's message count.
+        "messages": len(projection.messages),
     }
 
 
@@ -98,6 +101,7 @@ def assert_figures(figures: RouteFigures, path: list[dict[str, Any]]) -> None:
         "prev_edit_id": figures.prev_edit_id,
         "context_tokens": figures.context_tokens,
         "every_estimate": figures.every_estimate,
+        "messages": figures.messages,
     }
     assert _same(got.pop("every_estimate"), want.pop("every_estimate")), (
         path[-1].get("id"),

@@ -2,8 +2,8 @@
 
 After an import (in batches, grown by a second import, of Pi's files, of generated
 sessions, of Claude Code and Codex files stored in Pi form), after appends (label, context
-edit, turn message) and after migration 0021 filled a session stored at 0020, every stored
-row equals what the engine computes for that entry's route from the stored lines.
+edit, turn message) and after migration 0021 filled a session stored at 0020 (and 0023 again,
+for the message count it adds), every stored row equals what the engine computes for that entry's route from the stored lines.
 """
 
 from __future__ import annotations
@@ -291,6 +291,63 @@ def test_migration_0021_fills_a_session_stored_at_0020():
         assert late is not None and late.depth == engine_figures_depth(values, "late")
         migrate(old)  # and back: the table goes
         assert "explorer_routefigure" not in connection.introspection.table_names()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0023_fills_the_message_count_of_sessions_stored_before_it():
+    """Entries stored at 0020 get their rows from 0021 (the columns of that state only, no
+    count), and 0023 writes every row again with the count: the engine's, for each entry."""
+    values = [json.loads(line) for line in SMALL_SESSION.decode().splitlines()[1:]]
+    values += [
+        {"type": "compaction", "id": "c1", "parentId": "1b2c3d4e", "summary": "so far",
+         "firstKeptEntryId": "d4e5f6a7", "tokensBefore": 900},
+        {"type": "message", "id": "u9", "parentId": "c1",
+         "message": {"role": "user", "content": "after it"}},
+    ]  # fmt: skip
+    index = build_entry_index(values)
+    want = {}
+    for v in values:
+        path = _walk_up(index[v["id"]], index)
+        path.reverse()
+        want[v["id"]] = engine_figures(path)["messages"]
+    assert len(set(want.values())) > 3  # the counts differ along the routes
+    with migration_states() as migrate:
+        apps = migrate([("explorer", "0020_session_agent")])
+        OldSession = apps.get_model("explorer", "Session")
+        OldEntry = apps.get_model("explorer", "Entry")
+        stored = OldSession.objects.create(session_id="s-0022", header_raw="{}")
+        OldEntry.objects.bulk_create(
+            OldEntry(session=stored, entry_id=v["id"], parent_id=v.get("parentId"),
+                     type=v["type"], position=k + 1, line_no=k + 2, raw=json.dumps(v))
+            for k, v in enumerate(values)
+        )  # fmt: skip
+        migrate([("explorer", "0022_segments")])
+        columns = {c.name for c in connection.introspection.get_table_description(
+            connection.cursor(), "explorer_routefigure")}  # fmt: skip
+        assert "messages" not in columns and "every_estimate" in columns
+        migrate([("explorer", "0023_route_messages")])
+        # Read with raw SQL: today's code may expect later tables.
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT e.entry_id, f.messages FROM explorer_routefigure f "
+                "JOIN explorer_entry e ON e.id = f.entry_id WHERE e.session_id = %s",
+                [stored.pk],
+            )
+            assert dict(cur.fetchall()) == want
+        migrate()  # the newest state
+        session = Session.objects.get(session_id="s-0022")
+        assert assert_stored(session) == len(values)
+        migrate([("explorer", "0022_segments")])  # and back: the column goes
+        columns = {c.name for c in connection.introspection.get_table_description(
+            connection.cursor(), "explorer_routefigure")}  # fmt: skip
+        assert "messages" not in columns
+
+
+def test_a_writer_refuses_columns_that_are_not_a_states():
+    with pytest.raises(ValueError, match="route figure columns"):
+        route_store.FigureWriter(1, segments=False, fields=(*route_store.FIELDS, "nope"))
+    with pytest.raises(ValueError, match="route figure columns"):
+        route_store.FigureWriter(1, segments=False, fields=route_store.FIELDS[1:])
 
 
 def engine_figures_depth(values: list[dict[str, Any]], leaf: str) -> int:
