@@ -47,9 +47,11 @@ LIVE_CHUNK = 500
 # Rows (by their lines' sizes) per group message: a message carries each row twice (the
 # entry's fragment and its chain's frame), so this keeps one well under a megabyte.
 MESSAGE_ROW_BYTES = 384 * 1024
-# The projection panel costs a path walk; it is recomputed at most this often per session,
-# and for at most a quarter of the time (on a 50,000-entry route a walk takes about 0.6 s,
-# which must not starve the follower and the event loop that share the interpreter).
+# The live meter is recomputed at most this often per session, and for at most a quarter of
+# the time: a burst of a thousand lines then sends viewers one meter, not a thousand. It
+# reads one stored row (a Codex route with a recorded history after its compaction parses
+# its live range, which must not starve the follower and the event loop sharing the
+# interpreter).
 PROJECTION_INTERVAL = 0.5
 PROJECTION_SHARE = 0.25
 # Route maps kept per session (its recent tips) and sessions kept, by the broadcast worker.
@@ -366,7 +368,7 @@ def _run_projections(jobs: list[tuple[Any, list]]) -> None:
         known = newest.get(session.pk)
         if known is None or target[1] >= known[1][1]:
             newest[session.pk] = (session, target)
-    # At most every PROJECTION_INTERVAL (and PROJECTION_SHARE of the time when a walk is
+    # At most every PROJECTION_INTERVAL (and PROJECTION_SHARE of the time when a meter is
     # slow): bursts coalesce meanwhile, the next round taking every target queued since.
     global _projection_due
     time.sleep(max(0.0, _projection_due - time.monotonic()))
