@@ -436,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
                     clear_every_cache()
                     colds.append(_timed(client, url)[0])
                 cold = statistics.median(colds)
+                if len(colds) > 1:
+                    print(
+                        f"  {title} {label} cold: {', '.join(f'{c * 1000:.0f}' for c in colds)} ms"
+                    )
                 warm = [_timed(client, url) for _ in range(args.repeat)]
                 body = warm[-1][1]
                 # After an append: the session gains one entry at its tip, then the page is
