@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 
-def setup_site(tmp: Path, *, static: bool = True) -> Any:
-    """Configure Django under ``tmp`` and return a test client logged in as a viewer."""
+def setup_site(tmp: Path, *, static: bool = True, user: bool = True) -> Any:
+    """Configure Django under ``tmp`` and return a test client logged in as a viewer
+    (``user=False``: no user made, no client, for a database prepared to be copied; a
+    copied database may hold the viewer already)."""
     os.environ["SESSIONS_VAR_DIR"] = str(tmp)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessions_site.settings")
     os.environ.setdefault("DEBUG", "0")
@@ -30,8 +32,12 @@ def setup_site(tmp: Path, *, static: bool = True) -> Any:
     call_command("migrate", verbosity=0)
     if static:
         call_command("collectstatic", "--noinput", verbosity=0)
-    user = User.objects.create_user("bench", password="bench-pw-123456")
-    set_role(user, "viewer")
+    if not user:
+        return None
+    viewer = User.objects.filter(username="bench").first()
+    if viewer is None:
+        viewer = User.objects.create_user("bench", password="bench-pw-123456")
+    set_role(viewer, "viewer")
     client = Client()
-    client.force_login(user)
+    client.force_login(viewer)
     return client
