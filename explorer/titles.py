@@ -15,7 +15,7 @@ from typing import Any
 from explorer import conf
 from explorer.secrets import redact_entry
 from explorer.session import jsonfmt
-from explorer.session.describe import entry_text
+from explorer.session.describe import entry_text, one_line
 
 TITLE_MESSAGE_CHARS = 90  # the first message as a title: the list's cell width
 
@@ -45,12 +45,12 @@ def first_message_text(session: Any, limit: int = 140) -> str:
         data = redact_entry(jsonfmt.loads(raw), key=conf.secrets_key())
     except ValueError:
         return ""
-    text = " ".join(entry_text(data).split()) if isinstance(data, dict) else ""
+    text = one_line(entry_text(data), limit) if isinstance(data, dict) else ""
     if getattr(session, "agent", "") == "codex" and text.startswith("<"):
         # Codex writes its environment context as a user message before the first typed
         # turn (X4): not what the user said; the session's name is that first turn.
         return ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text
 
 
 def session_title_parts(session: Any) -> tuple[str, str]:

@@ -164,8 +164,26 @@ def entry_title(entry: dict, limit: int = 80) -> str:
         text = str(entry.get("customType", ""))
     else:
         text = entry_text(entry)
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(str(text), limit)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` with every run of whitespace made one space, ends trimmed, cut to ``limit``
+    characters with "…" as the last one when longer.
+
+    Normalizes only as much of the text as the line can show: a tool result of several
+    megabytes split into words whole cost tens of milliseconds per title. Normalizing a
+    prefix gives a prefix of the whole text's normalized form, so once that is longer than
+    ``limit`` the line is settled; a prefix that shrinks to less (runs of whitespace) is
+    doubled until it does not, or is the whole text."""
+    reach = 2 * limit + 64
+    while True:
+        head = " ".join(text[:reach].split())
+        if reach >= len(text):
+            return head if len(head) <= limit else head[: limit - 1] + "…"
+        if len(head) > limit:
+            return head[: limit - 1] + "…"
+        reach *= 2
 
 
 # Entry types whose own ``usage`` is a spend, besides assistant messages (user and tool
@@ -299,8 +317,7 @@ def message_preview(m: Any, limit: int = 160) -> str:
         text = f"$ {m.get('command', '')}"
     else:
         text = entry_text({"type": "message", "message": m})
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 _ERROR_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
