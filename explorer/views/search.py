@@ -124,7 +124,10 @@ def _form_context(q: str, t: str, session) -> dict[str, Any]:
 
 
 def as_json(request: HtmxHttpRequest, ctx: dict[str, Any]) -> HttpResponse:
-    """Every hit counted, the sessions with their counts, this page of hits and ``next``.
+    """The sessions with their hit counts, this page of hits and ``next``; every hit counted
+    (``total``), except in a big session's first answer for a common word, which lists the
+    first hits at once with ``total`` null and ``exact`` (the same answer counted), as its
+    page does.
 
     The narrow retrieval form: id, plain-text snippet and where it came from; the full entry
     is one request away (``url``)."""
@@ -153,6 +156,9 @@ def as_json(request: HtmxHttpRequest, ctx: dict[str, Any]) -> HttpResponse:
                 for s in found["sessions"]
             ],
             "offset": found["offset"],
+            "exact": request.build_absolute_uri(ctx["exact_url"] + "&format=json")
+            if found["total"] is None
+            else None,
             "capped": ctx["next_url"] is not None,
             "next": request.build_absolute_uri(ctx["next_url"] + "&format=json")
             if ctx["next_url"]
@@ -179,14 +185,14 @@ def session_search(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "search", cursor)
-    if wants_json(request):
-        return as_json(request, ctx | search_context(request, session))
-    # The results are the same for every reader of this query: drawn once per version.
     q, t, offset = _params(request)
-    # exact=1: the count's link, for a reader without scripts
+    # exact=1: the count's link, for a reader without scripts (and a JSON client)
     exact = request.GET.get("exact") == "1" or (
         len(q) >= 2 and queries.search_is_counted(q, session, t)
     )
+    if wants_json(request):
+        return as_json(request, ctx | search_context(request, session, exact=exact))
+    # The results are the same for every reader of this query: drawn once per version.
     ctx.update(_form_context(q, t, session))
     ctx["results_html"] = shared_fragment(
         session, f"{request.path}:{offset}:{t}:{q}:{int(exact)}:{int(archives.wants_shown(request.GET))}", f"{SESSION_PAGE}#search-results",

@@ -135,12 +135,21 @@ def test_few_hits_and_no_hits_are_counted_at_once(make_session, big, viewer_clie
 
 
 @pytest.mark.django_db
-def test_the_json_answer_is_counted(make_session, big, viewer_client):
+def test_the_json_answer_lists_first_and_counts_on_request(make_session, big, viewer_client):
+    """Like the page: the first hits at once, ``total`` null with the counted answer's
+    address; that address (``exact=1``) counts every hit, and the same question asked again
+    is counted from the kept hits."""
     session = make_session(_session_bytes())
     cache.clear()
     url = reverse("explorer:session_search", args=[session.pk])
-    data = viewer_client.get(url, {"q": "fix", "format": "json"}).json()
-    assert data["total"] == HITS and len(data["results"]) == 50
+    first = viewer_client.get(url, {"q": "fix", "format": "json"}).json()
+    assert first["total"] is None and len(first["results"]) == 50 and first["next"]
+    assert "exact=1" in first["exact"] and "format=json" in first["exact"]
+    counted = viewer_client.get(first["exact"]).json()
+    assert counted["total"] == HITS and counted["exact"] is None
+    assert [r["entry_id"] for r in counted["results"]] == [r["entry_id"] for r in first["results"]]
+    again = viewer_client.get(url, {"q": "fix", "format": "json"}).json()
+    assert again["total"] == HITS
 
 
 @pytest.mark.django_db
