@@ -5,6 +5,10 @@ import, the appends), so a reader never writes a row (issue 27).
 
 from __future__ import annotations
 
+import logging
+
+from django.db import DatabaseError
+
 from explorer import stored_figures
 from explorer.models import Session
 from explorer.queries import leaves
@@ -17,6 +21,8 @@ from explorer.queries.skeleton import _skeleton
 # checks' findings ("integrity-findings") are left out: the report extends without them on
 # an ordinary append, so they are stored only when an append needed them.
 KINDS = ("skeleton", "integrity-report", "integrity-tools", "leaves", "labels")
+
+logger = logging.getLogger(__name__)
 
 
 def refresh(session: Session) -> bool:
@@ -33,8 +39,12 @@ def refresh(session: Session) -> bool:
     stored = stored_figures.positions(session)
     if all(last - stored.get(kind, -1) < stored_figures.STORE_LAG for kind in KINDS):
         return False
-    with stored_figures.writing():
-        _store_figures(session)
+    try:
+        with stored_figures.writing():
+            _store_figures(session)
+    except DatabaseError:  # the write it follows is committed: the next one tries again
+        logger.warning("stored figures of session %s not refreshed", session.pk, exc_info=True)
+        return False
     return True
 
 

@@ -157,6 +157,7 @@ def _pages(session: Session) -> list[str]:
         url("entry", f"id={compaction}&raw=1"),
         url("transcript"),
         url("transcript", f"leaf={summary}"),
+        url("transcript", "leaf=no-such-entry"),  # a warning for the next page, no row
         url("context"),
         url("context", f"leaf={edit}"),
         url("compactions"),
@@ -244,6 +245,12 @@ def test_no_get_writes_a_row_before_or_after_an_append(big_session, admin_client
     writes = _read_everything(admin_client, session)
     assert not writes, "\n".join(writes)
     _append_more(session, admin_user)
+    # The appends stored the figures again (they were STORE_LAG behind): the readers below
+    # load copies at most STORE_LAG positions old.
+    last = queries.last_position(session)
+    stored = stored_figures.positions(session)
+    assert last - stored["skeleton"] < stored_figures.STORE_LAG
+    assert last - stored["integrity-report"] < stored_figures.STORE_LAG
     writes = _read_everything(admin_client, session)
     assert not writes, "after the append:\n" + "\n".join(writes)
 
