@@ -146,12 +146,12 @@ def _pages(session: Session) -> list[str]:
 
     tabs = [
         url("session_detail"),
-        url("session_detail", "archived=shown"),
+        url("session_detail", "archived=show"),
         url("session_detail", f"leaf={other}"),
-        url("session_detail", f"root={archived}&archived=shown"),
+        url("session_detail", f"root={archived}&archived=show"),
         url("session_detail", f"arrivals={tip}"),
         url("graph_svg"),
-        url("graph_svg", "archived=shown"),
+        url("graph_svg", "archived=show"),
         url("tree_chain", f"first={other}"),
         url("entry", f"id={tip}"),
         url("entry", f"id={compaction}&raw=1"),
