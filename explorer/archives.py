@@ -2,7 +2,7 @@
 
 An editor archives the subtree starting at one entry (``models.ArchivedBranch``, written
 by ``services.archive_branch``). The session file is never touched, so everything here is
-a read over the tree's skeleton: the ids under each archived entry. An archive whose
+a read over the tree's stored segments: the ids under each archived entry. An archive whose
 subtree holds the session's own leaf (someone carried on in the abandoned attempt after it
 was archived) is not in effect: hiding it would hide the route every page opens on.
 """
@@ -48,13 +48,6 @@ def wants_shown(get: object) -> bool:
     return value == SHOW_VALUE
 
 
-def _children(session: Session) -> dict[str | None, list[str]]:
-    children: dict[str | None, list[str]] = {}
-    for eid, parent, _type, _role in queries._skeleton(session):
-        children.setdefault(parent, []).append(eid)
-    return children
-
-
 def subtree_ids(children: dict[str | None, list[str]], start: str) -> set[str]:
     """``start`` and every entry below it (iterative: a route can be thousands deep)."""
     out = {start}
@@ -78,24 +71,57 @@ def archived(session: Session) -> Archived:
     )
 
     def build() -> tuple[list[str], list[str], int, int]:
-        children = _children(session)
-        tip = queries.default_leaf_id(session)
-        roots: list[str] = []
-        ids: set[str] = set()
-        below: set[str] = set()  # entries strictly below an archived branch's first entry
-        for eid in sorted(rows):
-            under = subtree_ids(children, eid)
-            if tip in under:
-                continue
-            roots.append(eid)
-            ids |= under
-            below |= under - {eid}
-        leaves = sum(1 for i in ids if not children.get(i))
-        outer = sum(1 for r in roots if r not in below)
-        return roots, sorted(ids), leaves, outer
+        return _hidden_by_segments(session, sorted(rows))
 
-    roots, ids, leaves, outer = queries.cached(session, "archived-ids:3", build)
+    roots, ids, leaves, outer = queries.cached(session, "archived-ids:4", build)
     return Archived({r: rows[r] for r in roots}, frozenset(ids), leaves, outer)
+
+
+def _hidden_by_segments(
+    session: Session, asked: list[str]
+) -> tuple[list[str], list[str], int, int]:
+    """(roots in effect, the ids they hide, leaves among them, roots not inside another),
+    read from the stored segments (:mod:`explorer.segment_store`): the segment rows (about
+    one per branch), each archived entry's place and the hidden segments' members, never
+    a row per entry of the session. An archive is in effect unless its subtree holds the
+    session's own leaf; an entry in no segment (inside a cycle) hides nothing."""
+    from django.db.models import Q
+
+    from explorer.models import SegmentEntry
+    from explorer.segment_store import SegmentTree
+
+    tree = SegmentTree(session)
+    places = {eid: spot for eid in asked if (spot := tree.place(eid)) is not None}
+
+    def holds(spot: tuple[int, int], route: dict[int, int]) -> bool:
+        """Whether the subtree at ``spot`` holds the end of ``route`` (segment → last
+        offset on it): the route passes through the spot's segment at or after it."""
+        return route.get(spot[0], -1) >= spot[1]
+
+    tip = queries.default_leaf_id(session)
+    tip_route = dict(tree.route(tip)) if tip else {}
+    roots = [eid for eid, spot in places.items() if not holds(spot, tip_route)]
+    routes = {eid: dict(tree.route(eid)) for eid in roots}
+    outer = [r for r in roots if not any(q != r and holds(places[q], routes[r]) for q in roots)]
+    whole: list[int] = []  # segments hidden from their head
+    partial = Q(pk__in=[])  # an outer root's own segment, from the root on
+    for root in outer:
+        seg, offset = places[root]
+        partial |= Q(segment_id=seg, offset__gte=offset)
+        stack = [child for at, child in tree.hanging.get(seg, []) if at >= offset]
+        while stack:
+            below = stack.pop()
+            whole.append(below)
+            stack.extend(child for _at, child in tree.hanging.get(below, []))
+    ids: set[str] = set()
+    if outer:
+        ids = set(
+            SegmentEntry.objects.filter(session=session)
+            .filter(partial | Q(segment_id__in=whole))
+            .values_list("entry__entry_id", flat=True)
+        )
+    leaves = sum(tree.size_at(*places[root])[1] for root in outer)
+    return roots, sorted(ids), leaves, len(outer)
 
 
 def listed(session: Session) -> list[dict[str, object]]:

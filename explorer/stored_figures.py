@@ -2,17 +2,19 @@
 shared cache that ``queries.grown`` reads.
 
 A cold reader (the first request after an import, a restart, a cleared cache) of a
-50,000-entry session used to build the tree shape, the skeleton and the tree checks from
-every row: 0.1-0.3 s each, pure Python proportional to the session. The import stores them
-(:func:`explorer.queries.store_figures`) and a cold reader loads one row and extends it by
-the entries appended since, which is what "extended on append, not rebuilt" means here.
+50,000-entry session used to build the skeleton and the tree checks from every row: 0.1-0.3 s
+each, pure Python proportional to the session. They are stored with the session and a cold
+reader loads one row and extends it, in its own memory, by the entries appended since.
+
+Only write paths store (issue 27: no GET writes a row): the import, and every append once the
+stored copies are :data:`STORE_LAG` positions behind, both through
+:func:`explorer.queries.figures.refresh`, which runs the builders inside :func:`writing`. A
+reader only loads: what it extends stays in its process (and the shared cache).
 
 A stored figure is never wrong, only behind: a session only grows, and a figure stored up
 to position P stays right for the entries up to P. So the rows need no stamps and survive
-cache clears; a copy is written again once the reader's copy is :data:`STORE_LAG` positions
-ahead of it, so a cold reader extends by a bounded number of entries. Writing is best
-effort: a reader that cannot write (a locked SQLite file, a read-only replica) goes on with
-its answer, and the next one tries again.
+cache clears. Writing is best effort: a copy that cannot be written (a full disk) leaves the
+older one, and the next append tries again.
 
 Only sessions of :data:`STORE_FROM` entries or more are stored: below that, building the
 figure costs about what loading it does.
@@ -27,7 +29,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from explorer.models import Session, StoredFigure
@@ -40,48 +42,28 @@ STORE_FROM = 2000  # entries a session needs before its figures are stored
 # form (a class pickled differently, a figure counted another way), or when a migration
 # changes stored rows in place: copies under the old number are then never read again.
 FORMAT = 1
-STORE_LAG = 512  # positions a reader's copy may be ahead of the stored one before a rewrite
-# How long a reader's write waits for SQLite's write lock (milliseconds). A reader stores a
-# copy on the way to its answer, while an import may hold the lock for minutes: it must not
-# wait the connection's 30 s for a copy the next reader can write as well.
-READER_WAIT_MS = 50
-# Figures that depend on one entry's ancestors (``queries.kept_below``: a branch
-# summary's detail, a compared pair of routes) are stored per entry, so a session would gain a row
-# for every pair ever compared: the most recently written this many are kept per session,
-# and a dropped one is built again when asked for (it can never be wrong, only missing).
-BELOW_KEPT = 64
-BELOW = "below:"  # the name prefix of those figures
+# Positions the session may be ahead of its stored copies before a write path stores them
+# again: a cold reader extends (in memory) by at most about this many entries.
+STORE_LAG = 512
 
-_patient: ContextVar[bool] = ContextVar("stored_figures_patient", default=False)
+_writing: ContextVar[bool] = ContextVar("stored_figures_writing", default=False)
 
 
 @contextmanager
-def patiently() -> Iterator[None]:
-    """Writes in this block wait for the database as every other write does: the import's
-    own stores (:func:`explorer.queries.store_figures`), which no reader is waiting on."""
-    token = _patient.set(True)
+def writing() -> Iterator[None]:
+    """Figures built in this block are stored when their copy is behind (``queries.grown``
+    stores nowhere else): entered by :func:`explorer.queries.figures.refresh`, on the write
+    paths only, never by a reader."""
+    token = _writing.set(True)
     try:
         yield
     finally:
-        _patient.reset(token)
+        _writing.reset(token)
 
 
-@contextmanager
-def _briefly() -> Iterator[None]:
-    """SQLite's busy timeout cut to :data:`READER_WAIT_MS` for one write of a reader (not
-    inside a transaction, which would hold the lock already, nor on other databases, whose
-    writers lock rows, not the file)."""
-    if _patient.get() or connection.vendor != "sqlite" or connection.in_atomic_block:
-        yield
-        return
-    connection.ensure_connection()
-    raw = connection.connection
-    before = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-    raw.execute(f"PRAGMA busy_timeout = {int(READER_WAIT_MS)}")
-    try:
-        yield
-    finally:
-        raw.execute(f"PRAGMA busy_timeout = {int(before)}")
+def writes() -> bool:
+    """Whether this is a write path's :func:`writing` block."""
+    return _writing.get()
 
 
 def _stored(name: str) -> str:
@@ -125,6 +107,20 @@ def position(session: Session, name: str) -> int:
     return -1 if upto is None else upto
 
 
+def positions(session: Session) -> dict[str, int]:
+    """The position each kind of figure is stored up to (a kind is a name before its
+    ``|variant``): what a write path reads to decide whether its copies are behind, one
+    query without the figures' bytes."""
+    out: dict[str, int] = {}
+    prefix = _stored("")
+    for name, upto in StoredFigure.objects.filter(
+        session=session, name__startswith=prefix
+    ).values_list("name", "upto"):
+        kind = name.removeprefix(prefix).split("|", 1)[0]
+        out[kind] = max(upto, out.get(kind, -1))
+    return out
+
+
 def store(session: Session, name: str, upto: int, value: Any) -> bool:
     """Store ``value`` as ``name`` up to ``upto`` unless a copy at least as new is there.
 
@@ -136,7 +132,7 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
     name = _stored(name)
     kind = name.split("|", 1)[0]
     try:
-        with _briefly(), transaction.atomic():
+        with transaction.atomic():
             done = StoredFigure.objects.filter(session=session, name=name, upto__lt=upto).update(
                 upto=upto, data=data, written=timezone.now()
             )
@@ -150,24 +146,11 @@ def store(session: Session, name: str, upto: int, value: Any) -> bool:
             StoredFigure.objects.filter(session=session).exclude(
                 name__startswith=f"{FORMAT}:"
             ).delete()
-            if name.startswith(_stored(BELOW)):
-                _prune_below(session)
         return True
-    except IntegrityError:  # another worker stored it first: its copy serves as well
+    except IntegrityError:  # another writer stored it first: its copy serves as well
         return False
     except DatabaseError:
         logger.warning(
             "stored figure %s of session %s not written", name, session.pk, exc_info=True
         )
         return False
-
-
-def _prune_below(session: Session) -> None:
-    """Drop all but the :data:`BELOW_KEPT` most recently written per-entry figures."""
-    stale = list(
-        StoredFigure.objects.filter(session=session, name__startswith=_stored(BELOW))
-        .order_by("-written", "-pk")
-        .values_list("pk", flat=True)[BELOW_KEPT:]
-    )
-    if stale:
-        StoredFigure.objects.filter(pk__in=stale).delete()

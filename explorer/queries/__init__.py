@@ -13,7 +13,8 @@ Base modules: :mod:`.keep` (every cache mechanism of the reads, in one place),
 picker), :mod:`.costs`. Tab modules: :mod:`.tree`, :mod:`.transcript`, :mod:`.context` (raw
 vs projected), :mod:`.compactions`, :mod:`.compare`, :mod:`.timeline`, :mod:`.search`,
 :mod:`.integrity`, :mod:`.live`, :mod:`.review`, :mod:`.secrets`, :mod:`.listing` (the
-session list); :mod:`.figures` stores their figures when a session is imported or grows.
+session list); :mod:`.figures` stores their figures when a session is imported or grows
+(``refresh_figures``, called by the write paths only).
 Tab modules import base modules, never each other.
 
 The names callers use are re-exported here, so ``queries.light_path(...)`` keeps working; a
@@ -67,7 +68,7 @@ from explorer.queries.entries import (
     with_first_message,
 )
 from explorer.queries.figures import (
-    store_figures,
+    refresh as refresh_figures,
 )
 from explorer.queries.integrity import (
     integrity_sections,
@@ -276,6 +277,7 @@ __all__ = [
     "projection_summary",
     "read_memo",
     "review_counts",
+    "refresh_figures",
     "review_threads",
     "route_branch_summaries",
     "route_compactions",
@@ -290,7 +292,6 @@ __all__ = [
     "shown_raw",
     "shown_row",
     "siblings_of",
-    "store_figures",
     "timeline_figures",
     "timeline_window",
     "tree_nodes",

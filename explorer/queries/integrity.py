@@ -23,10 +23,18 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
     checks look inside them, are parsed. The findings grow with the session (:func:`grown`,
     :class:`~explorer.analysis.integrity.TreeFindings`): after an append only the new rows
     are read and checked. The page reads their :class:`~explorer.analysis.integrity.
-    TreeReport`, kept (and stored) beside them: an ordinary append extends the report
-    against the few stored entries it names, so a cold reader does not load and unpack
-    every stub of a big session's findings to check one entry."""
-    from explorer.analysis.integrity import TreeFindings, TreeReport, sections_of
+    TreeReport` (:func:`integrity_report`)."""
+    from explorer.analysis.integrity import sections_of
+
+    return cached(session, "integrity", lambda: sections_of(integrity_report(session).problems))
+
+
+def integrity_report(session: Session) -> Any:
+    """The tree checks' :class:`~explorer.analysis.integrity.TreeReport`, kept (and stored)
+    beside the findings: an ordinary append extends the report against the few stored
+    entries it names, so a cold reader does not load and unpack every stub of a big
+    session's findings to check one entry."""
+    from explorer.analysis.integrity import TreeFindings, TreeReport
 
     def findings() -> TreeFindings:
         return grown(
@@ -42,17 +50,13 @@ def integrity_sections(session: Session) -> list[dict[str, Any]]:
         light = report.extended(entries, numbers, lambda ids: _stored_stubs(session, ids, after))
         return light if light is not None else TreeReport.of(findings())
 
-    def build() -> list[dict[str, Any]]:
-        report = grown(
-            session,
-            "integrity-report",
-            lambda last: TreeReport.of(findings()),
-            extend,
-            stored=True,
-        )
-        return sections_of(report.problems)
-
-    return cached(session, "integrity", build)
+    return grown(
+        session,
+        "integrity-report",
+        lambda last: TreeReport.of(findings()),
+        extend,
+        stored=True,
+    )
 
 
 _STUB_COLS = ("entry_id", "parent_id", "type", "role", "line_no", "target_id")

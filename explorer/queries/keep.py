@@ -335,10 +335,12 @@ def grown(
     never the megabytes a first request would otherwise pickle and compress into the cache.
 
     ``stored=True`` adds the tier under both (:mod:`explorer.stored_figures`): a worker
-    that has neither copy loads the one stored with a big session (by its import, or by a
-    reader whose copy got :data:`~explorer.stored_figures.STORE_LAG` positions ahead of
-    it) and extends it, instead of building from every row. ``store_lag`` (positions)
-    overrides that distance for a figure whose extension costs more per entry.
+    that has neither copy loads the one stored with a big session and extends it in its
+    own memory, instead of building from every row. Only a write path stores it (inside
+    ``stored_figures.writing()``: the import and the appends, through
+    :func:`explorer.queries.figures.refresh`), once its copy is
+    :data:`~explorer.stored_figures.STORE_LAG` positions (``store_lag`` when given) ahead
+    of the stored one; a reader never writes.
     """
     key = _identity_key(session, f"grown|{name}")
     last = _last_position(session)
@@ -363,7 +365,7 @@ def grown(
                 copy.stamp, copy.shared = _shared_stamp(key + ":stamp"), last
         copy.upto = last
         lag = store_lag or stored_figures.STORE_LAG
-        if store and last - copy.stored >= lag:
+        if store and stored_figures.writes() and last - copy.stored >= lag:
             if copy.stored < 0:  # built, or adopted from the shared cache: is a copy stored?
                 copy.stored = stored_figures.position(session, name)
             if last - copy.stored >= lag and stored_figures.store(session, name, last, copy.value):
@@ -416,27 +418,12 @@ def kept_by(session: Session, name: str, shown: Any, builder: Callable[[], T]) -
 
 def kept_below(session: Session, name: str, entry_id: str, builder: Callable[[], T]) -> T:
     """``builder()`` kept per entry rather than per session version, for what depends only
-    on ``entry_id``'s own ancestors (a compaction's detail, its rendering): the route up to
-    an entry never changes in an append-only tree, so an append leaves it right. ``name``
-    must hold everything else it depends on; the masking is part of the key.
-
-    For a big session the value is also stored with it (:mod:`explorer.stored_figures`):
-    what the first reader built (a compaction's detail, a compared pair of routes) then
-    outlives restarts and cleared caches, since it can never change."""
-    key = _upto_key(session, mask_key(session), name, entry_id)
-    if not stored_figures.wanted(session):
-        return _through_cache(key, builder)
-
-    def stored() -> T:
-        label = stored_figures.BELOW + key.rsplit(":", 1)[-1]  # no "|": its own kind
-        found = stored_figures.load(session, label, 0)
-        if found is not None:
-            return found[1]
-        value = builder()
-        stored_figures.store(session, label, 0, value)
-        return value
-
-    return _through_cache(key, stored)
+    on ``entry_id``'s own ancestors (a branch summary's detail, a fragment of it): the
+    route up to an entry never changes in an append-only tree, so an append leaves it
+    right. ``name`` must hold everything else it depends on; the masking is part of the
+    key. Kept in the shared cache only: a reader never stores (a cleared cache builds it
+    again, from the few rows it reads)."""
+    return _through_cache(_upto_key(session, mask_key(session), name, entry_id), builder)
 
 
 @contextmanager

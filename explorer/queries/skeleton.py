@@ -1,6 +1,7 @@
-"""The whole-session tree skeleton (index columns only), read by the integrity checks, the
-archives (what an archived branch hides) and the Tree tab's view without archived branches.
-The Tree tab's other views fold from the segments (:mod:`explorer.queries.tree_segments`).
+"""The whole-session tree skeleton (index columns only), read by the integrity checks and
+the Tree tab's view without archived branches. The Tree tab's other views fold from the
+segments (:mod:`explorer.queries.tree_segments`), and what an archived branch hides is read
+from them too (:mod:`explorer.archives`).
 """
 
 from __future__ import annotations

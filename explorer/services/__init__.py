@@ -62,7 +62,6 @@ from explorer.services.imports import (
     import_file,
     import_progress_done,
     import_progress_tracker,
-    session_imported,
 )
 from explorer.services.locks import (
     session_lock,
@@ -124,7 +123,6 @@ __all__ = [
     "rescan_secrets",
     "resolve_thread",
     "reveal_finding",
-    "session_imported",
     "session_lock",
     "set_entry_review",
     "set_finding_status",

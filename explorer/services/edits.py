@@ -148,6 +148,7 @@ def append_via_manager(
                         broadcast.cursor_moved(locked, leaf, user)
                     follow_appends(locked, result.entries)  # other readers at that tip
                 session.refresh_from_db()
+                queries.refresh_figures(session)  # after the commit, still the writer
                 return result
             except IdCollision as exc:  # an 8-hex id already used off this path
                 last_error = exc
@@ -347,13 +348,15 @@ def append_lines_verbatim(
 ) -> int | None:
     """Store complete entry lines (with these ``ids``) exactly as another writer wrote them:
     the follower's fast path. None, with nothing written, when an id is already stored."""
-    with session_lock(session.session_id), transaction.atomic():
-        locked = _lock_row(session)
-        if Entry.objects.filter(session=locked, entry_id__in=ids).exists():
-            return None
-        created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
-        files.index_new_entries(locked)
-        broadcast.entries_appended(locked, created, source=source)
-        follow_appends(locked, created)
-    session.refresh_from_db()
+    with session_lock(session.session_id):
+        with transaction.atomic():
+            locked = _lock_row(session)
+            if Entry.objects.filter(session=locked, entry_id__in=ids).exists():
+                return None
+            created = append_lines(locked, ("\n".join(lines) + "\n").encode("utf-8"))
+            files.index_new_entries(locked)
+            broadcast.entries_appended(locked, created, source=source)
+            follow_appends(locked, created)
+        session.refresh_from_db()
+        queries.refresh_figures(session)  # after the commit, still the writer
     return len(created)

@@ -1,23 +1,17 @@
 """Sessions in and out: imports of bytes and files (around :mod:`explorer.files`), their
-progress, the announcement after the commit, forks, branches and deletes.
+progress, the stored figures and the announcement after the commit, forks, branches and
+deletes.
 """
 
 from __future__ import annotations
 
 from django.db import connection
-from django.dispatch import Signal
 
 from explorer import broadcast, files, queries
 from explorer.models import AuditEvent, Entry, EntryText, Session
-from explorer.queries.keep import one_step_at_a_time
 from explorer.services.audit import record_audit
 from explorer.services.cursors import follow_appends
 from explorer.services.locks import _writer, session_lock
-
-# Sent after an import committed and stored its figures, with ``session``: receivers (the
-# views, connected in ``ExplorerConfig.ready``) store what they draw for its first reader.
-session_imported = Signal()
-
 
 # ---------------------------------------------------------------------------------------------
 # Files in: imports, forks and branches as new sessions
@@ -58,11 +52,9 @@ def _announce_import(result: files.ImportResult, source: str) -> None:
     if session is None or not result.added:
         return
     _refresh_planner_statistics(result.added)
-    queries.store_figures(session)
-    # What the pages keep drawn for a big session's first reader (the Compactions tab's
-    # opening detail): the views draw it, on this signal.
-    with one_step_at_a_time():  # their figures are stored; this process lets go
-        session_imported.send(sender=Session, session=session)
+    # The whole-session figures a big session's cold reader loads: stored here, on the
+    # write path, since no reader writes (queries.figures).
+    queries.refresh_figures(session)
     entries = result.new_entries
     if entries is None:
         entries = _newest_entries(session, result.added)

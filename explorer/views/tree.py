@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from explorer import archives, html, params, queries, read_marks, stored_figures
+from explorer import archives, html, params, queries, read_marks
 from explorer.analysis.tree import PAGE_ROWS
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.queries import tree as tree_queries
@@ -124,11 +124,6 @@ def graph_context(
     parts = cache.get_many([key + ":graph"] + ([key + ":rows"] if rows else []))
     built = parts.get(key + ":graph")
     rows_built = parts.get(key + ":rows") if rows else ""
-    opening = _opening(params, explicit_leaf) and not found
-    if (built is None or (svg and built["svg"] is None)) and opening:
-        built = _stored_graph(session, cursor)
-        if built is not None:
-            cache.set(key + ":graph", built, queries.TREE_CACHE_SECONDS)
     if built is None or (svg and built["svg"] is None) or rows_built is None:
         model = queries.folded_tree(
             session,
@@ -198,56 +193,6 @@ def graph_context(
             session, f"{key}:{params['filter']}", "explorer/session_detail.html#tree-panel", panel
         )
     return ctx
-
-
-# The stored name of the drawn graph a big session's Tree tab opens on (one per session: a
-# new cursor or masking replaces it, see ``stored_figures.store``).
-_OPENING_GRAPH = "opening-graph"
-
-
-def _opening(params: dict[str, Any], explicit_leaf: bool) -> bool:
-    """Whether a request asks for the view the Tree tab opens on: no subtree, unfolded
-    chain, selection or permalinked leaf (the text tree's paging does not change the
-    graph)."""
-    return not (params["root"] or params["expanded"] or params["selected"] or explicit_leaf)
-
-
-def _opening_name(session, cursor: str | None) -> str:
-    return f"{_OPENING_GRAPH}|{queries.mask_key(session)}:{cursor or ''}"
-
-
-def _stored_graph(session, cursor: str | None) -> dict[str, Any] | None:
-    """The opening view's drawn graph at ``cursor`` as the import stored it
-    (:func:`store_opening_graph`), or None when none is stored for this very version: the
-    folded graph changes with every entry (counts, the tip's chain), so a copy is used
-    only at the position it was drawn at and is never extended."""
-    if not stored_figures.wanted(session):
-        return None
-    last = queries.last_position(session)
-    found = stored_figures.load(session, _opening_name(session, cursor), last)
-    return found[1] if found is not None and found[0] == last else None
-
-
-def store_opening_graph(sender: Any = None, *, session, **kwargs: Any) -> None:
-    """Draw the graph the Tree tab opens on (the session's own leaf as cursor, nothing
-    unfolded) and store it with a big session, on ``services.session_imported``
-    (connected in ``ExplorerConfig.ready``): a cold reader of a 50,000-entry session
-    otherwise folds the whole tree and lays it out before its first answer, twice a small
-    session's time. It is what :func:`_graph_part` gives, so a reader's own drawing and
-    the stored one are the same bytes; a reader with another cursor draws its own."""
-    if not stored_figures.wanted(session):
-        return
-    cursor = queries.default_leaf_id(session)
-    name = _opening_name(session, cursor)
-    last = queries.last_position(session)
-    if stored_figures.position(session, name) == last:
-        return
-    view = {"root": None, "expanded": [], "selected": None}
-    model = queries.folded_tree(session, cursor=cursor, **view)
-    built = _graph_part(session, cursor, view, False, model, True)
-    if built["error"] is None:
-        with stored_figures.patiently():
-            stored_figures.store(session, name, last, built)
 
 
 def _graph_part(session, cursor, params, explicit_leaf, model, svg: bool) -> dict[str, Any]:

@@ -238,3 +238,48 @@ def test_labels_and_unfolded_chains_stop_at_an_archived_branch(
     # Inside a shown archived branch, its chains unfold whole.
     chain = viewer_client.get(f"{base}/tree/chain/?first=cc33dd44").content.decode()
     assert 'data-id="cc33dd44"' in chain
+
+
+def _hidden_by_every_row(session, asked: list[str]) -> tuple[list[str], list[str], int, int]:
+    """What the archives hide, worked out from every entry row (the whole tree's children):
+    the reference the segment reading must equal."""
+    from explorer import queries
+    from explorer.archives import subtree_ids
+    from explorer.models import Entry
+
+    children: dict[str | None, list[str]] = {}
+    for eid, parent in Entry.objects.filter(session=session).values_list("entry_id", "parent_id"):
+        children.setdefault(parent, []).append(eid)
+    tip = queries.default_leaf_id(session)
+    roots, ids, below = [], set(), set()
+    for eid in asked:
+        under = subtree_ids(children, eid)
+        if tip in under:
+            continue
+        roots.append(eid)
+        ids |= under
+        below |= under - {eid}
+    leaves = sum(1 for i in ids if not children.get(i))
+    return roots, sorted(ids), leaves, sum(1 for r in roots if r not in below)
+
+
+def test_what_the_archives_hide_is_read_from_the_segments_as_from_every_row(make_session, tmp_path):
+    """Nested archives, one whose subtree holds the session's own leaf (not in effect),
+    roots in the middle of a chain and at branch points: the segments give what a walk of
+    every entry's children gives."""
+    import random
+
+    from benchmarks.gen_session import generate_session
+    from explorer import archives, queries
+    from explorer.models import Entry
+
+    path = generate_session(tmp_path / "s.jsonl", entries=900, branch_points=40, seed=3)
+    session = make_session(path.read_bytes())
+    ids = list(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
+    route = [e.entry_id for e in queries.light_path(session, queries.default_leaf_id(session))]
+    rng = random.Random(5)
+    for n in (1, 3, 8):
+        asked = sorted({*rng.sample(ids, n), route[len(route) // 2]})
+        expected = _hidden_by_every_row(session, asked)
+        assert expected[0] and expected[1]  # something is hidden, the route's entry is not
+        assert archives._hidden_by_segments(session, asked) == expected

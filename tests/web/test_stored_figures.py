@@ -1,10 +1,12 @@
 """Whole-session figures stored with a big session (`explorer.stored_figures`).
 
-An import stores the skeleton, the tree checks and the other grown figures;
-a worker that has no copy (a restart, a cleared cache) loads them and extends them by the
-entries appended since instead of building them from every row. What must stay true: a
-loaded and extended figure equals a fresh build, a copy that fell behind is written again,
-and a copy that no longer loads is built afresh.
+An import stores the skeleton, the tree checks and the other grown figures, and an append
+stores them again once they are STORE_LAG positions behind (`queries.refresh_figures`, the
+write paths only: no reader writes a row); a worker that has no copy (a restart, a cleared
+cache) loads them and extends them in memory by the entries appended since instead of
+building them from every row. What must stay true: a loaded and extended figure equals a
+fresh build, a copy that fell behind is written again by the next append, never by a
+reader, and a copy that no longer loads is built afresh.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ NAMES = {
     "integrity-tools",
     "leaves",
     "labels",
-    "opening-graph",  # drawn by the views on ``session_imported`` (``store_opening_graph``)
 }
 
 
@@ -54,8 +55,8 @@ def _user(text: str) -> dict:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}
 
 
-def _upto(session: Session, name: str) -> int:
-    return stored_figures.position(session, name)
+def _upto(session: Session, kind: str) -> int:
+    return stored_figures.positions(session).get(kind, -1)
 
 
 def _fresh_figures(session: Session) -> tuple:
@@ -83,14 +84,14 @@ def test_an_import_stores_every_figure_up_to_its_last_entry(make_session, store_
     rows = dict(StoredFigure.objects.filter(session=session).values_list("name", "upto"))
     prefix = f"{stored_figures.FORMAT}:"
     assert all(name.startswith(prefix) for name in rows)
-    # No per-entry figures: the Compare tab's route figures, once drawn here for the default
-    # leaf, are read from the stored route rows (``RouteFigure``) now, and this session has
-    # no compaction whose detail the Compactions tab would keep.
-    below = {n for n in rows if n.removeprefix(prefix).startswith(stored_figures.BELOW)}
-    assert below == set()
-    whole = {n: upto for n, upto in rows.items() if n not in below}
-    assert {name.removeprefix(prefix).split("|")[0] for name in whole} == NAMES
-    assert set(whole.values()) == {queries.last_position(session)}
+    # Whole-session figures only: no drawn graph (the Tree tab folds from the segments) and
+    # no per-entry figure (a branch summary's detail is kept in the shared cache).
+    assert {name.removeprefix(prefix).split("|")[0] for name in rows} == NAMES
+    assert set(rows.values()) == {queries.last_position(session)}
+
+
+def _rows(session: Session) -> set[tuple]:
+    return set(StoredFigure.objects.filter(session=session).values_list("name", "upto", "data"))
 
 
 def test_a_session_under_the_bound_stores_nothing(make_session, monkeypatch):
@@ -116,37 +117,63 @@ def test_a_cold_worker_loads_the_stored_figures_instead_of_building_them(
     assert _figures(session) == expected
 
 
-def test_stored_figures_behind_the_session_are_extended_and_written_again(
+def test_stored_figures_behind_the_session_are_written_again_by_the_append(
     make_session, store_small
 ):
     session = make_session()
     stored_at = queries.last_position(session)
-    for k in range(3):  # more than STORE_LAG positions, in a process that keeps no copy
-        services.append_message(session, None, _user(f"more {k}"), leaf_id=_tip(session))
-        session.refresh_from_db()
-        _cold_worker()
-    assert _upto(session, "skeleton") == stored_at
-    expected = _fresh_figures(session)
-    _cold_worker()
-    assert _figures(session) == expected  # loaded at the import's position, then extended
+    services.append_message(session, None, _user("more 0"), leaf_id=_tip(session))
+    session.refresh_from_db()
+    assert _upto(session, "skeleton") == stored_at  # one position behind: not yet
+    services.append_message(session, None, _user("more 1"), leaf_id=_tip(session))
+    session.refresh_from_db()
     last = queries.last_position(session)
-    assert _upto(session, "skeleton") == last
+    assert last - stored_at >= stored_figures.STORE_LAG
+    assert _upto(session, "skeleton") == last  # STORE_LAG behind: the append stored them
     assert _upto(session, "integrity-report") == last
+    assert _upto(session, "labels") == last and _upto(session, "leaves") == last
     # Plain messages were appended: the report checked them against the entries they name,
     # and the whole findings (every stub) were neither loaded nor extended.
     assert _upto(session, "integrity-findings") == stored_at
+    expected = _fresh_figures(session)
     _cold_worker()
     assert _figures(session) == expected  # the rewritten copies load as they are
 
 
+def test_a_reader_extends_the_stored_copies_in_memory_and_writes_none(
+    make_session, store_small, monkeypatch
+):
+    """Copies far behind (appends that did not store them) are loaded and extended by a
+    cold reader, which answers as a fresh build does and leaves every stored row as it was;
+    the next write path stores them."""
+    session = make_session()
+    stored_at = queries.last_position(session)
+    with monkeypatch.context() as mp:
+        mp.setattr(queries, "refresh_figures", lambda s: False)
+        for k in range(4):
+            services.append_message(session, None, _user(f"more {k}"), leaf_id=_tip(session))
+            session.refresh_from_db()
+    before = _rows(session)
+    assert _upto(session, "skeleton") == stored_at
+    expected = _fresh_figures(session)
+    for _ in range(2):
+        _cold_worker()
+        assert _figures(session) == expected
+    assert _rows(session) == before
+    assert queries.refresh_figures(session)
+    assert _upto(session, "skeleton") == queries.last_position(session)
+    assert not queries.refresh_figures(session)  # up to date: nothing built
+
+
 def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
-    make_session, store_small
+    make_session, store_small, monkeypatch
 ):
     """An edit (its checks walk the route above it) and an entry that arrives with an id
-    the session was waiting for (it changes an earlier finding) go to the whole findings;
-    the page then shows what a fresh check finds."""
+    the session was waiting for (it changes an earlier finding) go to the whole findings,
+    which the append stores; the page then shows what a fresh check finds."""
     from tests.web import crafted
 
+    monkeypatch.setattr(stored_figures, "STORE_LAG", 1)  # every append stores
     session = make_session()
     stored_at = queries.last_position(session)
     tip = _tip(session)
@@ -172,14 +199,15 @@ def test_an_append_the_report_cannot_check_alone_extends_the_whole_findings(
         before = _upto(session, "integrity-findings")
         step()
         session.refresh_from_db()
-        expected = _fresh_figures(session)[1]
-        _cold_worker()
-        assert queries.integrity_sections(session) == expected
         if step is steps[1]:  # a dangling parent: the report checked it alone
-            assert any(i["id"] == "orphan" for sec in expected for i in sec["items"])
             assert _upto(session, "integrity-findings") == before
         else:
             assert _upto(session, "integrity-findings") == queries.last_position(session)
+        expected = _fresh_figures(session)[1]
+        _cold_worker()
+        assert queries.integrity_sections(session) == expected
+        if step is steps[1]:
+            assert any(i["id"] == "orphan" for sec in expected for i in sec["items"])
 
 
 def test_a_stored_copy_that_does_not_load_is_built_again(make_session, store_small, caplog):
@@ -224,11 +252,11 @@ def test_an_older_copy_never_replaces_a_newer_one(make_session, store_small):
     assert row.upto == last and pickle.loads(row.data) != {"stale": 1.0}
 
 
-def test_what_depends_only_on_an_entrys_ancestors_is_built_once_for_every_worker(
+def test_what_depends_only_on_an_entrys_ancestors_outlives_appends_not_a_clear(
     make_session, store_small
 ):
-    """`queries.kept_below` (a compaction's detail, a compared pair): stored on its first
-    build, loaded by a worker that has no copy, never built again."""
+    """`queries.kept_below` (a branch summary's detail, its fragment): kept across appends
+    in the shared cache, never stored (a reader writes no row), built again after a clear."""
     session = make_session()
     builds: list[int] = []
 
@@ -237,16 +265,16 @@ def test_what_depends_only_on_an_entrys_ancestors_is_built_once_for_every_worker
         return {"rows": ["a", "b"], "n": len(builds)}
 
     tip = _tip(session)
+    before = _rows(session)
     assert queries.kept_below(session, "test-figure", tip, build) == {"rows": ["a", "b"], "n": 1}
-    _cold_worker()
-    assert queries.kept_below(session, "test-figure", tip, build) == {"rows": ["a", "b"], "n": 1}
-    assert len(builds) == 1
     services.append_message(session, None, _user("later"), leaf_id=tip)
     session.refresh_from_db()
-    _cold_worker()
+    shared_copies.flush()
     assert queries.kept_below(session, "test-figure", tip, build)["n"] == 1  # an append: still
-    other = queries.kept_below(session, "another-figure", tip, build)
-    assert other["n"] == 2  # its own name, its own build
+    assert queries.kept_below(session, "another-figure", tip, build)["n"] == 2  # its own name
+    _cold_worker()
+    assert queries.kept_below(session, "test-figure", tip, build)["n"] == 3
+    assert not {r for r in _rows(session) - before if "test-figure" in r[0] or "below" in r[0]}
 
 
 def _compacted(header_id: str, name: str) -> Session:
@@ -264,8 +292,8 @@ def _compacted(header_id: str, name: str) -> Session:
 
 
 def test_a_kept_compaction_detail_holds_its_figures_not_the_replaced_lines(store_small):
-    """The detail is pickled into the cache and the stored figures by its first reader: the
-    replaced entries' whole lines (hundreds of kilobytes on a long route) must not ride along."""
+    """The detail is pickled into the shared cache by its first reader: the replaced
+    entries' whole lines (hundreds of kilobytes on a long route) must not ride along."""
     from tests.web import crafted
 
     bulky = "bulky-tool-output " * 2000
@@ -300,10 +328,6 @@ def test_a_kept_compaction_detail_holds_its_figures_not_the_replaced_lines(store
     assert len(kept) < len(bulky) // 4
 
 
-def _no_build(*args, **kwargs):
-    raise AssertionError("built although the import stored it")
-
-
 def test_a_format_change_leaves_the_old_copies_unread(make_session, store_small, monkeypatch):
     session = make_session()
     expected = _fresh_figures(session)
@@ -312,6 +336,7 @@ def test_a_format_change_leaves_the_old_copies_unread(make_session, store_small,
     monkeypatch.setattr(stored_figures, "FORMAT", stored_figures.FORMAT + 1)
     _cold_worker()
     assert _figures(session) == expected
+    assert queries.refresh_figures(session)  # the next write path: none stored under FORMAT
     names = set(StoredFigure.objects.filter(session=session).values_list("name", flat=True))
     assert names and not names & old  # the new copies, the old ones dropped
 
@@ -336,159 +361,3 @@ def test_tree_findings_unpack_their_stubs_only_to_extend():
     fresh = TreeFindings.check(entries + new, [2, 3, 4, 5, 6, 7])
     assert extended == fresh and extended.problems == fresh.problems
     assert pickle.loads(pickle.dumps(extended)) == fresh
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_reader_does_not_wait_for_a_writer_holding_the_database(store_small, caplog, monkeypatch):
-    """A reader's store waits READER_WAIT_MS at most while another connection writes (an
-    import can hold SQLite's lock for minutes), and the connection's own wait is restored;
-    the import's stores wait as long as any write."""
-    import threading
-    from types import SimpleNamespace
-
-    from django.db import connection, transaction
-
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite only: PostgreSQL's writers lock rows, not the database")
-
-    from tests.conftest import SMALL_SESSION
-
-    session = services.import_bytes(SMALL_SESSION).session
-    waits: list[int] = []
-    atomic = transaction.atomic
-
-    def watched_atomic(*args, **kwargs):
-        waits.append(connection.connection.execute("PRAGMA busy_timeout").fetchone()[0])
-        return atomic(*args, **kwargs)
-
-    monkeypatch.setattr(stored_figures, "transaction", SimpleNamespace(atomic=watched_atomic))
-    held, release = threading.Event(), threading.Event()
-
-    def writer() -> None:
-        from django.db import connection as theirs
-
-        with transaction.atomic():
-            Session.objects.filter(pk=session.pk).update(name="being written")
-            held.set()
-            release.wait(30)
-        theirs.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        assert held.wait(30)
-        connection.ensure_connection()
-        before = connection.connection.execute("PRAGMA busy_timeout").fetchone()[0]
-        assert not stored_figures.store(session, "costs", 10**6, {"x": 1.0})
-        assert connection.connection.execute("PRAGMA busy_timeout").fetchone()[0] == before
-    finally:
-        release.set()
-        thread.join(30)
-    assert waits == [stored_figures.READER_WAIT_MS] and before > waits[0]
-    assert "not written" in caplog.text
-    with stored_figures.patiently():
-        assert stored_figures.store(session, "costs", 10**6, {"x": 1.0})  # the lock is gone
-    assert waits[-1] == before
-
-
-def test_per_entry_figures_are_kept_to_a_bound_per_session(make_session, store_small, monkeypatch):
-    """A compared pair or a compaction's detail is stored per entry; a session keeps the
-    newest few, and one dropped is built again when asked for."""
-    monkeypatch.setattr(stored_figures, "BELOW_KEPT", 3)
-    from tests.web import crafted
-
-    session = make_session()
-    entries = [crafted.message("o1", None, "user", "elsewhere", 1)]
-    other = crafted.imported(
-        crafted.session_bytes(crafted.header("6e3d8c9f-2a4b-4d7c-8f1e-8b9c0d1e2f3a"), entries),
-        "other.jsonl",
-    )
-    assert other.pk != session.pk
-    tip = _tip(session)
-    below = f"{stored_figures.FORMAT}:{stored_figures.BELOW}"
-
-    def stored_below(s: Session) -> int:
-        return StoredFigure.objects.filter(session=s, name__startswith=below).count()
-
-    queries.kept_below(other, "kept-elsewhere", _tip(other), lambda: 1)
-    before = stored_below(other)
-    for k in range(6):
-        queries.kept_below(session, f"pair-{k}", tip, lambda k=k: k)
-    assert stored_below(session) == 3
-    assert stored_below(other) == before  # another session's rows are its own
-    whole = {
-        n.split("|")[0]
-        for n in StoredFigure.objects.filter(session=session).values_list("name", flat=True)
-    }
-    assert {f"{stored_figures.FORMAT}:{n}" for n in NAMES} <= whole  # the whole-session ones stay
-    _cold_worker()
-    assert queries.kept_below(session, "pair-0", tip, lambda: "built again") == "built again"
-    assert queries.kept_below(session, "pair-5", tip, lambda: "not again") == 5
-
-
-def _graph(client, session: Session, **params) -> bytes:
-    from django.urls import reverse
-
-    r = client.get(reverse("explorer:graph_svg", args=[session.pk]), params)
-    assert r.status_code == 200
-    return r.content
-
-
-def _drawn_fresh(client, session: Session, **params) -> bytes:
-    """The graph as a cold worker draws it with nothing stored."""
-    _cold_worker()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stored_figures, "load", lambda *a: None)
-        return _graph(client, session, **params)
-
-
-def test_the_import_stores_the_graph_the_tree_tab_opens_on(
-    make_session, store_small, viewer_client, monkeypatch
-):
-    session = make_session()
-    expected = _drawn_fresh(viewer_client, session)
-    assert b"<svg" in expected
-    _cold_worker()
-    monkeypatch.setattr(queries, "folded_tree", _no_build)  # the Tree view reads it here
-    assert _graph(viewer_client, session) == expected  # the stored drawing, byte for byte
-    # The Tree page reads the stored drawing too (its text tree is still built).
-    monkeypatch.undo()
-    from django.urls import reverse
-
-    _cold_worker()
-    page = viewer_client.get(reverse("explorer:session_detail", args=[session.pk])).content
-    assert expected.decode().split("<svg", 1)[1][:2000] in page.decode()
-
-
-def test_the_stored_graph_serves_only_the_version_it_was_drawn_at(
-    make_session, store_small, viewer_client
-):
-    session = make_session()
-    before = _drawn_fresh(viewer_client, session)
-    services.append_message(session, None, _user("one more"), leaf_id=_tip(session))
-    session.refresh_from_db()
-    expected = _drawn_fresh(viewer_client, session)
-    assert expected != before  # the appended entry is drawn
-    _cold_worker()
-    assert _graph(viewer_client, session) == expected
-
-
-def test_another_cursor_or_view_is_drawn_not_read_from_the_stored_graph(
-    make_session, store_small, viewer_client, viewer_user
-):
-    session = make_session()
-    leaves = [c["id"] for c in queries.leaf_choices(session)]
-    other = next(leaf for leaf in leaves if leaf != _tip(session))
-    services.move_cursor(session, viewer_user, other)
-    expected = _drawn_fresh(viewer_client, session)
-    permalink = _drawn_fresh(viewer_client, session, leaf=_tip(session))
-    from explorer.views import tree
-
-    stored = tree._stored_graph(session, _tip(session))
-    assert stored is not None and stored["svg"]  # the import's drawing, at the file's leaf
-    # Each differs from the stored drawing (another route marked; links that carry the
-    # leaf), so serving it would fail the comparisons below.
-    assert stored["svg"] not in (expected.decode(), permalink.decode())
-    _cold_worker()
-    assert _graph(viewer_client, session) == expected  # the user's own cursor
-    assert _graph(viewer_client, session, leaf=_tip(session)) == permalink
