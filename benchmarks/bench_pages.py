@@ -10,13 +10,16 @@ HTML and JSON bytes do not grow with the session; the folded graph keeps a few h
 
 "Every cache cleared" (:func:`clear_every_cache`): the copies queued for the shared cache are
 written first (``shared_copies.flush``), then the shared cache is cleared (``cache.clear()``),
-every ``StoredFigure`` row is deleted, every module-level ``OrderedDict`` and ``lru_cache`` of
+every module-level ``OrderedDict`` and ``lru_cache`` of
 an ``explorer`` module is emptied (the routes, alignments and grown copies of
 ``explorer.queries``, the Codex recorded contexts, the live broadcast's routes, the rendered
 Markdown ...: the run prints their names) and the database connection is closed (SQLite's
 page cache goes with it). What stays: the rows written with each entry (route figures,
-segments: the stored figures of issue 27, not a cache), the operating system's file cache and
-the interpreter's imported modules and compiled templates.
+segments: the stored figures of issue 27, not a cache), the whole-session figures the import
+and the appends store (``StoredFigure``: written on the write paths only, never by a read;
+``--drop-stored`` deletes them too, what a reader meets on a session stored before they
+existed, until its next append), the operating system's file cache and the interpreter's
+imported modules and compiled templates.
 
 Shapes of the big session (``--shape``):
 
@@ -255,6 +258,10 @@ def write_part(part: str, body: str, path: Path = RESULTS) -> None:
 # -- every cache cleared ---------------------------------------------------------------------
 
 
+# Whether a cold request also finds no stored whole-session figures (``--drop-stored``).
+DROP_STORED = False
+
+
 def clear_every_cache() -> list[str]:
     """Empty every cache the app keeps (see the module's docstring); the names cleared."""
     from django.core.cache import cache
@@ -265,8 +272,10 @@ def clear_every_cache() -> list[str]:
 
     shared_copies.flush()
     cache.clear()
-    StoredFigure.objects.all().delete()
-    cleared = ["cache.clear()", "StoredFigure rows"]
+    cleared = ["cache.clear()"]
+    if DROP_STORED:
+        StoredFigure.objects.all().delete()
+        cleared.append("StoredFigure rows")
     seen: set[int] = set()  # a package re-exports its modules' stores: each named once
     for name, module in sorted(sys.modules.items(), key=lambda kv: (-kv[0].count("."), kv[0])):
         if not name.startswith("explorer") or module is None:
@@ -359,7 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--note", default="", help="a Markdown file whose text ends the section")
     ap.add_argument("--child-import", nargs=2, metavar=("FILE", "DIR"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--drop-stored",
+        action="store_true",
+        help="cold requests also find no StoredFigure rows (written by imports and appends)",
+    )
     args = ap.parse_args(argv)
+    global DROP_STORED
+    DROP_STORED = args.drop_stored
     if args.child_import:
         _child_import(*args.child_import)
         return 0
