@@ -94,6 +94,12 @@ class Session(models.Model):
         choices=[("pi", "Pi"), ("claude-code", "Claude Code"), ("codex", "Codex")],
         help_text="Whose session file: pi, claude-code or codex",
     )
+    # The exact sum of every entry's stored cost (``explorer.session.exactsum`` partials),
+    # kept by the entry writers: the cost left on other branches is this less one route's,
+    # rounded once, without reading every entry. Empty: not known (read the entries).
+    cost_partials = models.TextField(
+        blank=True, default="", help_text="Exact sum of the entries' costs (JSON partials)"
+    )
 
     objects = ReadyManager()
     every = models.Manager()  # importing sessions too: the importer and its clean-up only

@@ -18,7 +18,7 @@ from explorer.files.scan import entry_fields, session_name_of
 from explorer.models import Entry, Leaf, SecretFinding, Session
 from explorer.queries.entries import entries_bytes, path_bytes
 from explorer.route_check import on_route
-from explorer.session import jsonfmt
+from explorer.session import exactsum, jsonfmt
 
 
 class DatabaseStorage:
@@ -90,6 +90,7 @@ COUNTER_FIELDS = [
     "compaction_count",
     "context_edit_count",
     "name",
+    "cost_partials",
 ]
 
 
@@ -183,6 +184,11 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
         elif fields["type"] == "session_info":
             session.name = session_name_of(value) or ""
     Entry.objects.bulk_create(created)
+    known = exactsum.loads(session.cost_partials)
+    if known is not None:
+        session.cost_partials = exactsum.dumps(
+            exactsum.added(known, [row.cost for row in created if row.cost])
+        )
     route_store.write_appended(session.pk, created, [value for _p, _l, value in parsed])
     for pk, _depth, before, after in parents.values():
         if after != before:

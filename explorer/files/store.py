@@ -27,7 +27,7 @@ from explorer.files.scan import (
     session_name_of,
 )
 from explorer.models import Entry, ExtraLine, ImportProblem, Leaf, SecretFinding, Session
-from explorer.session import jsonfmt
+from explorer.session import exactsum, jsonfmt
 
 # Characters of stored lines plus their search text held before a batch is written: it bounds
 # the importer's memory (with the few lines in flight), not its speed (fewer rows per
@@ -430,6 +430,11 @@ def refresh_counters(session: Session, scan: _Scan | None = None) -> None:
     else:
         session.entry_count = entries.count()
         session.leaf_count = entries.filter(child_count=0).count()
+    session.cost_partials = exactsum.dumps(
+        exactsum.added(
+            [], entries.exclude(cost=0).values_list("cost", flat=True).iterator(chunk_size=5000)
+        )
+    )
     session.compaction_count = entries.filter(type="compaction").count()
     session.context_edit_count = entries.filter(type="context_edit").count()
     last = entries.order_by("-position").values_list("position", flat=True).first()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from explorer.models import Entry, Session
 from explorer.queries.routes import light_path
+from explorer.session import exactsum
 
 # ---------------------------------------------------------------------------------------------
 # Costs
@@ -32,10 +33,24 @@ def abandoned_cost(
     """Cost of every entry on no route to ``cursor``: all abandoned branches together.
     ``route``: the cursor's route (root first), when the caller has it already.
 
-    Added up exactly rounded (``fsum``) over the stored costs of the costed entries, so the
-    figure does not depend on the order rows come back in (every worker and database gives
-    the same figure to the last bit)."""
+    Exactly rounded, so the figure does not depend on the order rows come back in (every
+    worker and database gives the same figure to the last bit): the session's exact total
+    (``Session.cost_partials``, kept by the entry writers) less the route's costs, rounded
+    once, which is exactly ``fsum`` of the costs off the route; only the route's rows are
+    read. A session without a stored total adds up every costed entry instead."""
     if route is None:
         route = [e.entry_id for e in light_path(session, cursor)]
-    keep = set(route)
-    return math.fsum([c for i, c in entry_costs(session).items() if i not in keep])
+    total = exactsum.loads(session.cost_partials)
+    if total is None:
+        keep = set(route)
+        return math.fsum([c for i, c in entry_costs(session).items() if i not in keep])
+    on_route: list[float] = []
+    ids = list(dict.fromkeys(route))
+    for k in range(0, len(ids), 500):
+        on_route.extend(
+            Entry.objects.filter(session=session, entry_id__in=ids[k : k + 500])
+            .exclude(cost=0)
+            .order_by()
+            .values_list("cost", flat=True)
+        )
+    return exactsum.rounded(total, on_route)
