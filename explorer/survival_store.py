@@ -1,0 +1,92 @@
+"""The stored survival checks of compactions and branch summaries
+(:class:`explorer.models.SurvivalCheck`).
+
+A check depends only on what lies above its entry (the entries it replaced and its summary;
+for a branch summary, the route it summarised), so it is computed once, when the entry is
+stored (:func:`write_checks`, from an import's end and from an append), and read by every
+Compactions page after (:func:`stored_report`). The values are the masked ones a page
+shows, so a row holds the masking it was read with (:func:`mask_stamp`). Nothing here
+writes from a page: an entry without a row, or with one read under another masking (a
+finding marked a false positive since), is checked on the page, with the same figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+from explorer import conf
+from explorer.analysis.compactions import SurvivalItem, SurvivalReport
+from explorer.session import jsonfmt
+
+CHECKED_TYPES = ("compaction", "branch_summary")
+
+
+def encode(report: SurvivalReport) -> str:
+    return jsonfmt.dumps([[i.kind, i.value, i.survived, i.partial] for i in report.items])
+
+
+def decode(text: str) -> SurvivalReport:
+    items = jsonfmt.loads(text)
+    return SurvivalReport([SurvivalItem(str(k), str(v), bool(s), bool(p)) for k, v, s, p in items])
+
+
+def mask_stamp(allowed: Iterable[str]) -> str:
+    """What decides how the check's values were masked: the rules (an entry without a
+    finding under them has nothing to mask), the fingerprint key and the fingerprints
+    shown in clear (``allowed``: the session's findings marked false positive)."""
+    from explorer.secrets import RULES_VERSION
+
+    digest = hashlib.sha256(RULES_VERSION.encode() + b"\n" + conf.secrets_key())
+    for fingerprint in sorted(allowed):
+        digest.update(b"\n" + fingerprint.encode())
+    return digest.hexdigest()[:32]
+
+
+def stored_report(session: Any, entry_pk: int) -> SurvivalReport | None:
+    """The stored check of the entry with primary key ``entry_pk``, read under the masking
+    the page has now (None: not stored, or stored under another masking)."""
+    from explorer.models import SurvivalCheck
+    from explorer.queries.keep import allowed_fingerprints
+
+    if not entry_pk:
+        return None
+    row = SurvivalCheck.objects.filter(pk=entry_pk).values_list("report", "mask").first()
+    if row is None or row[1] != mask_stamp(allowed_fingerprints(session)):
+        return None
+    return decode(row[0])
+
+
+def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
+    """Store the checks of the just-stored ``entries`` ((entry id, type), compactions and
+    branch summaries; others are skipped) of ``session``, whose counters are up to date.
+    Each costs what its detail's check costs on the page, once: a walk of its route and the
+    newest replaced entries it reads. Returns how many rows were written."""
+    from explorer.models import SurvivalCheck
+    from explorer.queries.compactions import branch_summary_check, compaction_check
+    from explorer.queries.keep import allowed_fingerprints
+    from explorer.queries.routes import light_path
+
+    rows = []
+    mask: str | None = None
+    for entry_id, kind in entries:
+        if kind not in CHECKED_TYPES:
+            continue
+        light = light_path(session, entry_id)
+        if not light or light[-1].entry_id != entry_id or not light[-1].pk:
+            continue
+        if kind == "compaction":
+            report = compaction_check(session, light)
+        else:
+            report = branch_summary_check(session, light)
+        if report is not None:
+            if mask is None:  # the masking the entries were just read with
+                mask = mask_stamp(allowed_fingerprints(session))
+            rows.append(
+                SurvivalCheck(
+                    entry_id=light[-1].pk, session_id=session.pk, report=encode(report), mask=mask
+                )
+            )
+    SurvivalCheck.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
