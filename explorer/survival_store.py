@@ -13,14 +13,19 @@ finding marked a false positive since), is checked on the page, with the same fi
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable
 from typing import Any
+
+from django.db import DatabaseError, transaction
 
 from explorer import conf
 from explorer.analysis.compactions import SurvivalItem, SurvivalReport
 from explorer.session import jsonfmt
 
 CHECKED_TYPES = ("compaction", "branch_summary")
+
+logger = logging.getLogger(__name__)
 
 
 def encode(report: SurvivalReport) -> str:
@@ -62,7 +67,9 @@ def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
     """Store the checks of the just-stored ``entries`` ((entry id, type), compactions and
     branch summaries; others are skipped) of ``session``, whose counters are up to date.
     Each costs what its detail's check costs on the page, once: a walk of its route and the
-    newest replaced entries it reads. Returns how many rows were written."""
+    newest replaced entries it reads. Never fails the write it follows: a check that
+    cannot be computed or stored is logged and left to the page. Returns how many rows
+    were written."""
     from explorer.models import SurvivalCheck
     from explorer.queries.compactions import branch_summary_check, compaction_check
     from explorer.queries.keep import allowed_fingerprints
@@ -73,13 +80,17 @@ def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
     for entry_id, kind in entries:
         if kind not in CHECKED_TYPES:
             continue
-        light = light_path(session, entry_id)
-        if not light or light[-1].entry_id != entry_id or not light[-1].pk:
+        try:
+            light = light_path(session, entry_id)
+            if not light or light[-1].entry_id != entry_id or not light[-1].pk:
+                continue
+            if kind == "compaction":
+                report = compaction_check(session, light)
+            else:
+                report = branch_summary_check(session, light)
+        except Exception:  # the page checks it instead
+            logger.exception("survival check of %s in session %s", entry_id, session.pk)
             continue
-        if kind == "compaction":
-            report = compaction_check(session, light)
-        else:
-            report = branch_summary_check(session, light)
         if report is not None:
             if mask is None:  # the masking the entries were just read with
                 mask = mask_stamp(allowed_fingerprints(session))
@@ -88,5 +99,12 @@ def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
                     entry_id=light[-1].pk, session_id=session.pk, report=encode(report), mask=mask
                 )
             )
-    SurvivalCheck.objects.bulk_create(rows, ignore_conflicts=True)
+    if not rows:
+        return 0
+    try:
+        with transaction.atomic():  # a savepoint: the write it follows goes on
+            SurvivalCheck.objects.bulk_create(rows, ignore_conflicts=True)
+    except DatabaseError:
+        logger.exception("survival checks of session %s not stored", session.pk)
+        return 0
     return len(rows)

@@ -184,21 +184,28 @@ def compaction_detail(
 
 def compaction_check(session: Session, light: Sequence[LightEntry]) -> SurvivalReport | None:
     """The survival check of the compaction ending the route ``light``, as
-    :func:`compaction_detail` computes it when none is stored (None: not a compaction)."""
-    from explorer.analysis.compactions import replaced_indices, survival_of
+    :func:`compaction_detail` computes it when none is stored (None: not a compaction).
+    Its range is :func:`route_compactions`'s; the lines are read without a Codex
+    compaction's recorded context, which the check does not read (a write path calls it)."""
+    from explorer.analysis.compactions import (
+        extend_compaction_ranges,
+        replaced_indices,
+        survival_of,
+    )
 
-    items = route_compactions(session, light)
-    if not items or items[-1]["index"] != len(light) - 1:
-        return None
-    ci, start, fk = items[-1]["index"], items[-1]["start"], items[-1]["first_kept_index"]
     types = [e.type for e in light]
-    checked = replaced_indices(types, (ci, start, fk))[-REPLACED_SHOWN:]
-    data = load_entries(session, [light[j].entry_id for j in sorted({*checked, ci})])
-    comp = data.get(light[ci].entry_id, {})
-    summary = comp.get("summary")
-    summary = summary if isinstance(summary, str) else None
-    entries = [data[light[j].entry_id] for j in checked if light[j].entry_id in data]
-    return survival_of(entries, summary or "")
+    comps = [i for i, t in enumerate(types) if t == "compaction"]
+    if not comps or comps[-1] != len(light) - 1:
+        return None
+    data = load_entries(session, [light[i].entry_id for i in comps], recorded=False)
+    index = {e.entry_id: i for i, e in enumerate(light)}
+    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in comps]
+    ranges, _start = extend_compaction_ranges(fks, index, 0)
+    checked = replaced_indices(types, ranges[-1])[-REPLACED_SHOWN:]
+    lines = load_entries(session, [light[j].entry_id for j in checked], recorded=False)
+    summary = data.get(light[-1].entry_id, {}).get("summary")
+    entries = [lines[light[j].entry_id] for j in checked if light[j].entry_id in lines]
+    return survival_of(entries, summary if isinstance(summary, str) else "")
 
 
 def _previous_summary(
@@ -275,7 +282,7 @@ def _branch_summary_detail(
     from explorer.analysis.compactions import survival_of
 
     summary_id = route[-1].entry_id
-    entry = load_entries(session, [summary_id]).get(summary_id, {})
+    entry = load_entries(session, [summary_id], recorded=not computed).get(summary_id, {})
     summary = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     from_id = entry.get("fromId") if isinstance(entry.get("fromId"), str) else ""
     known = not from_id or entry_exists(session, from_id)
@@ -284,7 +291,7 @@ def _branch_summary_detail(
     common = max((k for k, e in enumerate(left) if e.entry_id in on_route), default=-1)
     summarised = left[common + 1 :]
     shown = summarised[-REPLACED_SHOWN:]
-    data = load_entries(session, [e.entry_id for e in shown])
+    data = load_entries(session, [e.entry_id for e in shown], recorded=not computed)
     entries = [data[e.entry_id] for e in shown if e.entry_id in data]
     if computed:  # the check alone, for storing
         return (

@@ -222,3 +222,23 @@ def test_migration_0025_fills_the_checks_of_sessions_stored_before_it(tmp_path):
         assert survival_store.stored_report(session, light[-1].pk) == want[light[-1].entry_id]
         migrate([("explorer", "0024_entry_body_last")])  # and back: the table goes
         assert "explorer_survivalcheck" not in connection.introspection.table_names()
+
+
+def test_a_check_that_fails_never_fails_the_import(monkeypatch):
+    from explorer.queries import compactions as query
+
+    def broken(*_args):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(query, "compaction_check", broken)
+    lines = [_msg(0, None, "edit src/a.py"), _msg(1, "m0", "more"),
+             {"type": "compaction", "id": "c2", "parentId": "m1", "summary": "src/a.py",
+              "firstKeptEntryId": "m1", "tokensBefore": 9, "timestamp": "t"}]  # fmt: skip
+    session = services.import_bytes(HEADER + _lines(lines)).session
+    assert Entry.objects.filter(session=session).count() == 3
+    assert not SurvivalCheck.objects.filter(session=session).exists()
+    want = _analysis_reports(_entries(session))["c2"]
+    light = light_path(session, "c2")
+    assert (
+        compaction_detail(session, light, route_compactions(session, light)[-1])["report"] == want
+    )
