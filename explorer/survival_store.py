@@ -71,34 +71,16 @@ def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
     cannot be computed or stored is logged and left to the page. Returns how many rows
     were written."""
     from explorer.models import SurvivalCheck
-    from explorer.queries.compactions import branch_summary_check, compaction_check
-    from explorer.queries.keep import allowed_fingerprints
-    from explorer.queries.routes import light_path
+    from explorer.queries.keep import allowed_fingerprints, read_memo
 
-    rows = []
-    mask: str | None = None
-    for entry_id, kind in entries:
-        if kind not in CHECKED_TYPES:
-            continue
-        try:
-            light = light_path(session, entry_id)
-            if not light or light[-1].entry_id != entry_id or not light[-1].pk:
-                continue
-            if kind == "compaction":
-                report = compaction_check(session, light)
-            else:
-                report = branch_summary_check(session, light)
-        except Exception:  # the page checks it instead
-            logger.exception("survival check of %s in session %s", entry_id, session.pk)
-            continue
-        if report is not None:
-            if mask is None:  # the masking the entries were just read with
-                mask = mask_stamp(allowed_fingerprints(session))
-            rows.append(
-                SurvivalCheck(
-                    entry_id=light[-1].pk, session_id=session.pk, report=encode(report), mask=mask
-                )
-            )
+    wanted = [(entry_id, kind) for entry_id, kind in entries if kind in CHECKED_TYPES]
+    if not wanted:  # most appends
+        return 0
+    rows: list[SurvivalCheck] = []
+    with read_memo():  # the session's false positives read once, not per entry
+        mask = mask_stamp(allowed_fingerprints(session))
+        for entry_id, kind in wanted:
+            _check(session, entry_id, kind, mask, rows)
     if not rows:
         return 0
     try:
@@ -108,3 +90,29 @@ def write_checks(session: Any, entries: Iterable[tuple[str, str]]) -> int:
         logger.exception("survival checks of session %s not stored", session.pk)
         return 0
     return len(rows)
+
+
+def _check(session: Any, entry_id: str, kind: str, mask: str, rows: list[Any]) -> None:
+    """Add the row of one compaction or branch summary to ``rows`` (none when it cannot be
+    checked: logged, left to the page)."""
+    from explorer.models import SurvivalCheck
+    from explorer.queries.compactions import branch_summary_check, compaction_check
+    from explorer.queries.routes import light_path
+
+    try:
+        light = light_path(session, entry_id)
+        if not light or light[-1].entry_id != entry_id or not light[-1].pk:
+            return
+        if kind == "compaction":
+            report = compaction_check(session, light)
+        else:
+            report = branch_summary_check(session, light)
+    except Exception:  # the page checks it instead
+        logger.exception("survival check of %s in session %s", entry_id, session.pk)
+        return
+    if report is not None:
+        rows.append(
+            SurvivalCheck(
+                entry_id=light[-1].pk, session_id=session.pk, report=encode(report), mask=mask
+            )
+        )
