@@ -1,7 +1,7 @@
 """The survival check of every compaction and branch summary is stored when the entry is
 (an import, an append): the same report the analysis gives from the session's lines, read by
 the Compactions page instead of a pass over the replaced text; a GET writes no row, and an
-entry without a row (stored before migration 0025) is checked on the page alike."""
+entry without a row (stored before migration 0026) is checked on the page alike."""
 
 from __future__ import annotations
 
@@ -179,9 +179,9 @@ def test_a_row_read_under_another_masking_is_not_shown():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_migration_0025_fills_the_checks_of_sessions_stored_before_it(tmp_path):
-    """Entries stored at 0024 (through that state's models) get their rows from 0025: the
-    analysis's reports, under the masking the page has; back at 0024 the table goes."""
+def test_migration_0026_fills_the_checks_of_sessions_stored_before_it(tmp_path):
+    """Entries stored at 0025 (through that state's models) get their rows from 0026: the
+    analysis's reports, under the masking the page has; back at 0025 the table goes."""
     from django.db import connection
 
     from tests.web.migration_states import migration_states
@@ -198,16 +198,16 @@ def test_migration_0025_fills_the_checks_of_sessions_stored_before_it(tmp_path):
     want = _analysis_reports(values)
     assert len(want) > 3 and "bs01" in want and "bs02" not in want
     with migration_states() as migrate:
-        apps = migrate([("explorer", "0024_entry_body_last")])
+        apps = migrate([("explorer", "0025_session_cost_sum")])
         OldSession = apps.get_model("explorer", "Session")
         OldEntry = apps.get_model("explorer", "Entry")
-        stored = OldSession.objects.create(session_id="s-0025", header_raw="{}")
+        stored = OldSession.objects.create(session_id="s-0026", header_raw="{}")
         OldEntry.objects.bulk_create(
             OldEntry(session=stored, entry_id=v["id"], parent_id=v.get("parentId"),
                      type=v["type"], position=k + 1, line_no=k + 2, raw=json.dumps(v))
             for k, v in enumerate(values)
         )  # fmt: skip
-        migrate([("explorer", "0025_survival_checks")])
+        migrate([("explorer", "0026_survival_checks")])
         with connection.cursor() as cur:  # raw SQL: today's code may expect later tables
             cur.execute(
                 "SELECT e.entry_id, c.report FROM explorer_survivalcheck c "
@@ -217,10 +217,10 @@ def test_migration_0025_fills_the_checks_of_sessions_stored_before_it(tmp_path):
             got = {k: survival_store.decode(v) for k, v in cur.fetchall()}
         assert got == want
         migrate()  # the newest state
-        session = Session.objects.get(session_id="s-0025")
+        session = Session.objects.get(session_id="s-0026")
         light = light_path(session, "bs01")
         assert survival_store.stored_report(session, light[-1].pk) == want[light[-1].entry_id]
-        migrate([("explorer", "0024_entry_body_last")])  # and back: the table goes
+        migrate([("explorer", "0025_session_cost_sum")])  # and back: the table goes
         assert "explorer_survivalcheck" not in connection.introspection.table_names()
 
 

@@ -141,7 +141,7 @@ def fill(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("explorer", "0024_entry_body_last")]
+    dependencies = [("explorer", "0025_session_cost_sum")]
 
     operations = [
         migrations.CreateModel(
