@@ -802,3 +802,36 @@ class SegmentEntry(models.Model):
 
     def __str__(self) -> str:
         return f"entry {self.entry_id} at {self.segment_id}:{self.offset}"
+
+
+class SurvivalCheck(models.Model):
+    """The survival check of a compaction or a branch summary (which references of the
+    history it replaced its summary kept), written with the entry and never invalidated.
+
+    The check reads only what lies above the entry (the replaced entries, the summary, for a
+    branch summary the route it summarised), which never changes: computed once when the
+    entry is stored (an import, an append), it spares every Compactions page a pass over the
+    replaced text (multi-MB tool outputs included). Its values are read masked, as a page
+    shows them, so the row holds the masking it was read with (``mask``); a page under
+    another (a finding marked a false positive since, new rules) checks the entry itself, as
+    it does an entry without a row. ``explorer.survival_store`` writes and reads them.
+    """
+
+    # No cascade from the entry, as for RouteFigure: entries go only with their session.
+    entry = models.OneToOneField(
+        Entry,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="survival_check",
+    )
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="+")
+    report = models.TextField(help_text="The report's items as JSON: [kind, value, kept, partial]")
+    mask = models.CharField(
+        max_length=64,
+        help_text="The masking it was read with (survival_store.mask_stamp): another one, and "
+        "the page checks the entry itself",
+    )
+
+    def __str__(self) -> str:
+        return f"Survival check of entry {self.entry_id}"

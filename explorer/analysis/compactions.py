@@ -81,6 +81,16 @@ REFERENCE_KINDS = ("path", "entry_id", "url", "command", "number")
 _MAX_PER_KIND = 150
 
 
+_HEX_BYTES = bytes(1 if chr(b) in "0123456789abcdef" else 0 for b in range(256))
+
+
+def _has_hex_run(text: str) -> bool:
+    """Whether ``text`` holds 8 lowercase hex digits in a row, as every entry id match does
+    (a C-speed test: a multi-MB tool output without one is not scanned for ids)."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_HEX_BYTES)
+    return b"\x01" * 8 in marks
+
+
 def _is_command(text: str) -> bool:
     word = text.strip().split(" ", 1)[0]
     return word in _COMMAND_WORDS
@@ -109,32 +119,54 @@ def extract_references(
         if value and len(found[kind]) < _MAX_PER_KIND:
             found[kind][value] = None
 
+    def room(kind: str) -> bool:
+        return len(found[kind]) < _MAX_PER_KIND
+
     for cmd in commands:
         first = cmd.strip().splitlines()[0] if cmd.strip() else ""
         if first:
             add("command", first[:200])
+    # Each kind keeps its first _MAX_PER_KIND values, so a kind that is full reads no more
+    # text, and a scan that cannot match (no "://" for a URL, no run of 8 hex digits for an
+    # entry id) is not run: the answer is the one reading every text whole, found at the
+    # cost of what it keeps (a 3.7 MB tool output is no longer walked for its 10,000th path).
     quiet = [(t, True) for t in outputs]
     for text, is_output in [*((t, False) for t in texts), *quiet]:
         if not text:
             continue
-        rest = text
-        for m in _URL.finditer(text):
-            add("url", m.group(0).rstrip(".,;:!?"))
-        rest = _URL.sub(" ", rest)
-        if not is_output:
+        want_cmd = not is_output and room("command")
+        want_path = room("path")
+        want_id = bool(ids) and room("entry_id")
+        want_num = not is_output and room("number")
+        has_url = "://" in text  # every URL match holds it
+        if has_url and room("url"):
+            for m in _URL.finditer(text):
+                add("url", m.group(0).rstrip(".,;:!?"))
+                if not room("url"):
+                    break
+        if not (want_cmd or want_path or want_id or want_num):
+            continue
+        rest = _URL.sub(" ", text) if has_url else text
+        if want_cmd:
             for m in _BACKTICK.finditer(rest):
                 if _is_command(m.group(1)):
                     add("command", m.group(1))
             for m in _PROMPT.finditer(rest):
                 add("command", m.group(1))
-        for m in _PATH.finditer(rest):
-            v = m.group(0)
-            if "/" in v or "." in v:
-                add("path", v)
-        for m in _HEX_ID.finditer(rest):
-            if m.group(0) in ids:
-                add("entry_id", m.group(0))
-        if is_output:
+        if want_path:
+            for m in _PATH.finditer(rest):
+                v = m.group(0)
+                if "/" in v or "." in v:
+                    add("path", v)
+                    if not room("path"):
+                        break
+        if want_id and _has_hex_run(rest):
+            for m in _HEX_ID.finditer(rest):
+                if m.group(0) in ids:
+                    add("entry_id", m.group(0))
+                    if not room("entry_id"):
+                        break
+        if not want_num:
             continue
         scrub = _PATH.sub(" ", _HEX_ID.sub(" ", rest))
         for m in _NUMBER.finditer(scrub):
@@ -142,6 +174,8 @@ def extract_references(
             digits = v.replace(",", "").replace("_", "")
             if "." in digits or len(digits) >= 3:
                 add("number", v)
+                if not room("number"):
+                    break
     return {k: list(v) for k, v in found.items()}
 
 

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from explorer import conf, route_store
+from explorer import conf, route_store, survival_store
 from explorer.files.findings import findings_for
 from explorer.files.index import search_row, store_search_rows
 from explorer.files.progress import _progress
@@ -81,6 +81,9 @@ class _Writer:
         # The search index is filled from the entries parsed here, in the same pass: reading
         # every stored line back and parsing it again doubled the import's time.
         self.texts: list[tuple] = []
+        # Compactions and branch summaries written, whose survival checks are stored once
+        # the import's entries and counters are (``explorer.survival_store``).
+        self.checked: list[tuple[str, str]] = []
         self.secrets_key = conf.secrets_key()
         self.buffered = 0
         self.first_position: int | None = None
@@ -147,6 +150,8 @@ class _Writer:
         ]
         self.rows.append(row)
         self.pending[entry_id] = row
+        if fields["type"] in survival_store.CHECKED_TYPES:
+            self.checked.append((entry_id, fields["type"]))
         self.figures.add(entry_id, parent, position, value if type(value) is dict else {})
         if value is not None:
             self.findings.extend(
@@ -417,6 +422,8 @@ def _finish_session(session: Session, scan: _Scan, writer: _Writer) -> None:
     for entry_id, depth in scan.fixed.items():
         Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
     refresh_counters(session, scan)
+    survival_store.write_checks(session, writer.checked)
+    writer.checked = []
 
 
 def refresh_counters(session: Session, scan: _Scan | None = None) -> None:

@@ -5,14 +5,17 @@ each (what it replaced, the summary before it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from explorer import codex_context, route_store
+from explorer import codex_context, route_store, survival_store
 from explorer.models import Session
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import kept_below, kept_by, mask_key
 from explorer.queries.routes import LightEntry, entry_exists, light_path
 from explorer.session.describe import entry_title
+
+if TYPE_CHECKING:
+    from explorer.analysis.compactions import SurvivalReport
 
 # ---------------------------------------------------------------------------------------------
 # Compactions on a route
@@ -116,7 +119,8 @@ def compaction_detail(
     listed_replaced = replaced_at[win["replaced_from"] : win["replaced_to"]]
     listed_kept = kept_at[win["kept_from"] : win["kept_to"]]
     checked = replaced_at[-REPLACED_SHOWN:]
-    wanted = {*listed_replaced, *listed_kept, *checked, ci}
+    stored_report = survival_store.stored_report(session, light[ci].pk)
+    wanted = {*listed_replaced, *listed_kept, ci, *(checked if stored_report is None else ())}
     data = load_entries(session, [light[j].entry_id for j in sorted(wanted)])
 
     def entries(at: Sequence[int]) -> list[dict]:
@@ -171,9 +175,37 @@ def compaction_detail(
         "hidden_before": win["replaced_from"],  # replaced entries before the window
         "checked_count": len(checked),
         "unchecked_count": len(replaced_at) - len(checked),  # older than the check reads
-        "report": survival_of(entries(checked), summary or ""),
+        "report": stored_report
+        if stored_report is not None
+        else survival_of(entries(checked), summary or ""),
         "previous": _previous_summary(session, light, ci, summary or ""),
     }
+
+
+def compaction_check(session: Session, light: Sequence[LightEntry]) -> SurvivalReport | None:
+    """The survival check of the compaction ending the route ``light``, as
+    :func:`compaction_detail` computes it when none is stored (None: not a compaction).
+    Its range is :func:`route_compactions`'s; the lines are read without a Codex
+    compaction's recorded context, which the check does not read (a write path calls it)."""
+    from explorer.analysis.compactions import (
+        extend_compaction_ranges,
+        replaced_indices,
+        survival_of,
+    )
+
+    types = [e.type for e in light]
+    comps = [i for i, t in enumerate(types) if t == "compaction"]
+    if not comps or comps[-1] != len(light) - 1:
+        return None
+    data = load_entries(session, [light[i].entry_id for i in comps], recorded=False)
+    index = {e.entry_id: i for i, e in enumerate(light)}
+    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in comps]
+    ranges, _start = extend_compaction_ranges(fks, index, 0)
+    checked = replaced_indices(types, ranges[-1])[-REPLACED_SHOWN:]
+    lines = load_entries(session, [light[j].entry_id for j in checked], recorded=False)
+    summary = data.get(light[-1].entry_id, {}).get("summary")
+    entries = [lines[light[j].entry_id] for j in checked if light[j].entry_id in lines]
+    return survival_of(entries, summary if isinstance(summary, str) else "")
 
 
 def _previous_summary(
@@ -237,20 +269,35 @@ def branch_summary_detail(
     )
 
 
-def _branch_summary_detail(session: Session, route: Sequence[LightEntry]) -> dict[str, Any]:
+def branch_summary_check(session: Session, route: Sequence[LightEntry]) -> SurvivalReport | None:
+    """The survival check of the branch summary ending ``route``, as its detail computes it
+    when none is stored (None: not to be stored, since the route it summarised, from its
+    ``fromId``, is not all stored yet)."""
+    return _branch_summary_detail(session, route, computed=True).get("report")
+
+
+def _branch_summary_detail(
+    session: Session, route: Sequence[LightEntry], *, computed: bool = False
+) -> dict[str, Any]:
     from explorer.analysis.compactions import survival_of
 
     summary_id = route[-1].entry_id
-    entry = load_entries(session, [summary_id]).get(summary_id, {})
+    entry = load_entries(session, [summary_id], recorded=not computed).get(summary_id, {})
     summary = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     from_id = entry.get("fromId") if isinstance(entry.get("fromId"), str) else ""
-    left = light_path(session, from_id) if from_id and entry_exists(session, from_id) else []
+    known = not from_id or entry_exists(session, from_id)
+    left = light_path(session, from_id) if from_id and known else []
     on_route = {e.entry_id for e in route}
     common = max((k for k, e in enumerate(left) if e.entry_id in on_route), default=-1)
     summarised = left[common + 1 :]
     shown = summarised[-REPLACED_SHOWN:]
-    data = load_entries(session, [e.entry_id for e in shown])
+    data = load_entries(session, [e.entry_id for e in shown], recorded=not computed)
     entries = [data[e.entry_id] for e in shown if e.entry_id in data]
+    if computed:  # the check alone, for storing
+        return (
+            {"report": survival_of(entries, summary, (e.entry_id for e in left))} if known else {}
+        )
+    stored = survival_store.stored_report(session, route[-1].pk)
     return {
         "id": summary_id,
         "from_id": from_id or None,
@@ -269,5 +316,7 @@ def _branch_summary_detail(session: Session, route: Sequence[LightEntry]) -> dic
         ],
         "summarised_count": len(summarised),
         "hidden_before": len(summarised) - len(shown),
-        "report": survival_of(entries, summary, (e.entry_id for e in left)),
+        "report": stored
+        if stored is not None
+        else survival_of(entries, summary, (e.entry_id for e in left)),
     }

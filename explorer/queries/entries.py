@@ -48,8 +48,10 @@ def shown_row(row: Entry, allow: frozenset[str] | None = None) -> dict:
     return shown_entry(data, allowed_fingerprints(row.session_id))
 
 
-def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
-    """Parsed entries for the given ids (chunked IN queries), secrets masked."""
+def load_entries(session: Session, ids: Iterable[str], *, recorded: bool = True) -> dict[str, dict]:
+    """Parsed entries for the given ids (chunked IN queries), secrets masked. ``recorded``:
+    a Codex compaction carries its recorded context (False: the line alone, for a write
+    path, which must not read the session's file before the import has stored it)."""
     wanted = list(dict.fromkeys(i for i in ids if i))
     out: dict[str, dict] = {}
     if not wanted:
@@ -63,7 +65,7 @@ def load_entries(session: Session, ids: Iterable[str]) -> dict[str, dict]:
         rows = Entry.objects.filter(session=session, entry_id__in=chunk).order_by()
         for eid, raw in rows.values_list("entry_id", "raw"):
             _parse_into(out, eid, raw, holding, allow)
-    return _with_recorded_context(session, out)
+    return _with_recorded_context(session, out) if recorded else out
 
 
 def _with_recorded_context(session: Session, entries: dict[str, dict]) -> dict[str, dict]:
