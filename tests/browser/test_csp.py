@@ -159,3 +159,25 @@ def test_unfolding_and_clicking_on_the_tree_page_stays_under_the_policy(admin_pa
     page.screenshot(path=str(SHOTS / "csp-tree-unfolded.png"))
     assert page.evaluate("window.__csp") == []
     assert [m for m in page.problems if "Content Security Policy" in m] == []
+
+
+def test_a_swap_does_not_copy_a_style_set_by_script(admin_page):
+    """The graph's pan and zoom set its elements' style from script (allowed); htmx's settle
+    once copied such a style onto the swapped-in element of the same id with an attribute
+    write, which the policy refuses (seen now and then after clicks on the Tree page)."""
+    page, base, _browser = admin_page
+    small = services.import_bytes(SMALL_SESSION).session
+    visit(page, f"{base}/sessions/{small.pk}/")
+    page.evaluate(
+        """() => {
+          const probe = document.createElement("div");
+          probe.id = "settle-probe";
+          probe.innerHTML = '<span id="settle-inner">before</span>';
+          document.body.appendChild(probe);
+          document.getElementById("settle-inner").style.color = "red";
+          htmx.swap(probe, '<span id="settle-inner">after</span>', {swapStyle: "innerHTML"});
+        }"""
+    )
+    page.wait_for_timeout(300)  # the settle step runs after a short delay
+    assert page.locator("#settle-inner").inner_text() == "after"
+    assert page.evaluate("window.__csp") == []
