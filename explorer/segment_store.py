@@ -495,10 +495,12 @@ def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
     """Whether the entry ``entry_id`` is on the route root → ``leaf_id``, from the segments:
     the leaf's chain of segments (one row per branch point above it, not per entry) holds the
     entry's segment at or below its offset. None when the segments do not settle it: either
-    id unknown, or the session holds a repeated id or a loop (entries in no segment), where
-    the route is the parent links' walk (``queries.routes.light_path``), not the tree's.
+    id unknown, or either entry in no segment (a loop, or below one).
 
-    Ids are in their stored (visible) form."""
+    A placed entry's parent is placed (else it is a root: no parent stored, or itself), so
+    the parent links above a placed leaf are exactly its chain of segments, ending at a
+    true root: the route walk (``queries.routes.light_path``) reads the same entries, and
+    entries elsewhere that loop change nothing. Ids are in their stored (visible) form."""
     from explorer.models import Entry, Segment, SegmentEntry
 
     entries = connection.ops.quote_name(Entry._meta.db_table)
@@ -519,12 +521,6 @@ def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
                 return None
             places[eid] = (seg, offset)
         if entry_id not in places or leaf_id not in places:
-            return None
-        cur.execute(
-            f"SELECT 1 FROM {members} WHERE segment_id IS NULL AND session_id = %s LIMIT 1",
-            [session_pk],
-        )
-        if cur.fetchone() is not None:
             return None
         (target_seg, target_off), (leaf_seg, leaf_off) = places[entry_id], places[leaf_id]
         cur.execute(

@@ -6,6 +6,7 @@ from django.db import transaction
 
 from explorer import broadcast, files, queries
 from explorer.models import Entry, Leaf, Session
+from explorer.queries.routes import BY_PARENT_COLS
 from explorer.session.errors import SessionError
 
 # ---------------------------------------------------------------------------------------------
@@ -61,10 +62,12 @@ def follow_appends(session: Session, entries: list[Entry]) -> list[Leaf]:
     moved: list[Leaf] = []
     leaves = Leaf.objects.filter(session=session, entry_id__in=points).exclude(name=Leaf.DEFAULT)
     for leaf in leaves.select_related("user"):
-        had_children = (
+        # A column the covering skeleton index lacks (``BY_PARENT_COLS``): else SQLite
+        # walks the whole session with that index instead of looking the parent up.
+        had_children = bool(
             Entry.objects.filter(session=session, parent_id=leaf.entry_id)
             .exclude(entry_id__in=new_ids)
-            .exists()
+            .values_list(*BY_PARENT_COLS)[:1]
         )
         if had_children:
             continue
