@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -87,8 +88,66 @@ def _signature(message: Any) -> bytes:
     return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
-# (source id, role, preview, tokens, signature) of one message the model sees.
-ProjectedRow = tuple[str, str, str, int, bytes]
+def _shape(value: Any) -> Any:
+    """A hashable stand-in for ``value`` that costs its structure, not its text: each string
+    is its length and its first and last 16 characters. Two messages with equal
+    :func:`_signature` have equal shapes (equal encodings are equal strings, dicts with
+    the same keys in the same order, lists of the same length; every non-finite float
+    encodes as ``null``, as None does), so the shape can hash a message for matching while
+    :func:`_signature` alone decides equality."""
+    if isinstance(value, str):
+        return (len(value), value[:16], value[-16:])
+    if isinstance(value, dict):
+        return tuple((_shape(k), _shape(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_shape(v) for v in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        hash(value)
+    except TypeError:
+        return type(value).__name__
+    return value
+
+
+class MessageKey:
+    """What tells two messages apart when matching the routes' contexts, computed lazily.
+
+    Equal exactly when the messages' :func:`_signature` are equal, as the digests compared
+    before, but the digest of a multi-MB tool result is made only when two distinct
+    objects with the same shape are compared: both routes' shared messages are the same
+    parsed objects (one read of both live ranges), so they match without encoding or
+    hashing a byte of their text, where each was serialized and hashed once per route.
+    """
+
+    __slots__ = ("_digest", "_hash", "message")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        try:
+            self._hash = hash(_shape(message))
+        except RecursionError:  # nested beyond Python's stack: the digest alone decides
+            self._hash = 0
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        if self._digest is None:
+            self._digest = _signature(self.message)
+        return self._digest
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageKey):
+            return NotImplemented
+        if self.message is other.message:
+            return True
+        return self._hash == other._hash and self.digest() == other.digest()
+
+
+# (source id, role, preview, tokens, key) of one message the model sees.
+ProjectedRow = tuple[str, str, str, int, MessageKey]
 
 
 def projected_rows(path: Sequence[dict], projection: Any = None) -> list[ProjectedRow]:
@@ -100,7 +159,7 @@ def projected_rows(path: Sequence[dict], projection: Any = None) -> list[Project
         for m in pe.messages:
             role = m.get("role", "") if isinstance(m, dict) else ""
             source = str(pe.source_entry.get("id", ""))
-            out.append((source, role, message_preview(m), tokens_of([m]), _signature(m)))
+            out.append((source, role, message_preview(m), tokens_of([m]), MessageKey(m)))
     return out
 
 
