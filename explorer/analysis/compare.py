@@ -22,6 +22,7 @@ from explorer.session.describe import (
     tool_calls_of,
     total_tokens_of,
 )
+from explorer.session.tokens import estimate_tokens
 
 # --- comparing routes --------------------------------------------------------------------
 
@@ -143,7 +144,28 @@ class MessageKey:
             return NotImplemented
         if self.message is other.message:
             return True
+        if isinstance(self.message, OmittedMessage) or isinstance(other.message, OmittedMessage):
+            return False
         return self._hash == other._hash and self.digest() == other.digest()
+
+
+class OmittedMessage(dict):
+    """A message whose text was not read, standing in for it in a projection: its role, and
+    its estimate taken from elsewhere (the caller's stored figures). The projection passes
+    a user or tool-result message through untouched, so where the real one would be, this
+    is; it matches only itself (:class:`MessageKey`), and its text is never listed. A
+    caller that finds one where content decides (an unaligned stretch, a listed line)
+    reads the real message instead."""
+
+    def __init__(self, role: str, tokens: int) -> None:
+        super().__init__(role=role, content="")
+        self.tokens = tokens
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
 
 
 # (source id, role, preview, tokens, key) of one message the model sees.
@@ -159,22 +181,66 @@ def projected_rows(path: Sequence[dict], projection: Any = None) -> list[Project
         for m in pe.messages:
             role = m.get("role", "") if isinstance(m, dict) else ""
             source = str(pe.source_entry.get("id", ""))
+            if isinstance(m, OmittedMessage):
+                out.append((source, role, "", m.tokens, MessageKey(m)))
+                continue
             out.append((source, role, message_preview(m), tokens_of([m]), MessageKey(m)))
     return out
 
 
 def diff_rows(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> list[ProjectionDiffRow]:
     """Two contexts' :func:`projected_rows` aligned in model order (:func:`projection_diff`)."""
+    return checked_diff_rows(ra, rb)[0]
+
+
+def checked_diff_rows(
+    ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]
+) -> tuple[list[ProjectionDiffRow], bool]:
+    """:func:`diff_rows`, and whether an :class:`OmittedMessage` was matched where its
+    content could decide (:func:`_undecided`): then the caller must read the real message
+    and align again. Otherwise the rows are the real messages' but for the omitted ones'
+    text, which is empty."""
     keys_a = [(r[0], r[4]) for r in ra]
     keys_b = [(r[0], r[4]) for r in rb]
     out: list[ProjectionDiffRow] = []
+    undecided = False
     matcher = SequenceMatcher(None, keys_a, keys_b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             out.extend(ProjectionDiffRow("both", *r[:4]) for r in ra[i1:i2])
             continue
+        undecided = undecided or _undecided(ra[i1:i2], rb[j1:j2])
         out.extend(_same_content(ra[i1:i2], rb[j1:j2]))
-    return out
+    return out, undecided
+
+
+def _undecided(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> bool:
+    """Whether an omitted message of one unaligned stretch might equal, by content, a
+    message of the other stretch other than itself (:func:`_same_content` matches by
+    content alone). Equal content means the same role, and for a user or tool-result
+    message an equal estimate unless one of the two estimates is not finite: equal
+    encodings differ at most by a non-finite float where the other has null, which the
+    estimate counts alike (both falsy) or makes NaN (infinity's length). An omitted
+    message's estimate is finite, so a message of the same role whose estimate is finite
+    and different, or an omitted one whose estimate differs, cannot equal it; anything
+    else might."""
+    for xs, ys in ((ra, rb), (rb, ra)):
+        for x in xs:
+            m = x[4].message if isinstance(x[4], MessageKey) else None
+            if not isinstance(m, OmittedMessage):
+                continue
+            for y in ys:
+                n = y[4].message if isinstance(y[4], MessageKey) else None
+                if n is m or y[1] != x[1]:
+                    continue
+                if isinstance(n, OmittedMessage):
+                    if n.tokens == m.tokens:
+                        return True
+                    continue
+                estimate = estimate_tokens(n)
+                if not math.isfinite(estimate) or estimate == m.tokens:
+                    return True
+    return False
 
 
 def _same_content(

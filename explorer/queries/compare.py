@@ -19,6 +19,7 @@ from explorer import route_store
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, load_entries
+from explorer.queries.omitted import needs_content, omitted_entries
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session.describe import entry_role, entry_title
 
@@ -58,6 +59,7 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     from dataclasses import asdict
 
     from explorer.analysis.compare import (
+        checked_diff_rows,
         collapse_shared,
         common_ancestor_index,
         diff_rows,
@@ -73,24 +75,39 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
     # Every line the page needs parsed, in one read: the listed ones, both contexts and
-    # the replies after the ancestor that called tools (for the files they name).
+    # the replies after the ancestor that called tools (for the files they name). A
+    # multi-MB line of the contexts that no row lists is stood in for by its stored
+    # estimate (``queries.omitted``), and read after all only where its content decides.
+    parsed = {
+        *(e.entry_id for e in (*shown_a, *shown_b)),
+        *([ancestor] if ancestor else []),
+        *_calling(route_a, k, stored),
+        *_calling(route_b, k, stored),
+    }
+    omitted = omitted_entries(session, [*live_a, *live_b], parsed)
     data = load_entries(
         session,
-        [
-            *(e.entry_id for e in (*shown_a, *shown_b, *live_a, *live_b)),
-            *([ancestor] if ancestor else []),
-            *_calling(route_a, k, stored),
-            *_calling(route_b, k, stored),
-        ],
+        [*parsed, *(e.entry_id for e in (*live_a, *live_b) if e.entry_id not in omitted)],
     )
+    data.update(omitted)
     ends = [r[-1].entry_id for r in (route_a, route_b) if r]
     figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
     stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures)
     stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures)
     projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
     projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
-    diff = diff_rows(projected_a, projected_b)
+    diff, undecided = checked_diff_rows(projected_a, projected_b)
     lines = collapse_shared(diff)
+    listed = listed_lines(lines, DIFF_SHOWN)
+    if omitted and (
+        estimate_a is None or estimate_b is None or undecided or needs_content(listed, omitted)
+    ):
+        data.update(load_entries(session, list(omitted)))
+        projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
+        projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
+        diff = diff_rows(projected_a, projected_b)
+        lines = collapse_shared(diff)
+        listed = listed_lines(lines, DIFF_SHOWN)
     return {
         "a": a,
         "b": b,
@@ -106,7 +123,7 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
         # Raw vs projected's figure: the engine's estimate, stored with each entry.
         "projected_a": estimate_a,
         "projected_b": estimate_b,
-        "diff": listed_lines(lines, DIFF_SHOWN),
+        "diff": listed,
         "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
         "diff_counts": {
             **{s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
@@ -208,13 +225,15 @@ def _context_of(
     live: Sequence[LightEntry],
     data: dict[str, dict],
     figures: dict[str, Any],
-) -> tuple[list[Any], int]:
+) -> tuple[list[Any], int | None]:
     """The messages the model sees at the end of ``route`` (``analysis.compare``'s
     projected rows, for the difference) from its live range ``live`` parsed in ``data``,
-    and the engine's estimate of them (``figures``: the route figures by entry id): the one stored with the entry, except where a
-    compaction carries the context its agent recorded (a Codex session:
-    ``analysis.recorded``), which the stored figure does not follow."""
-    from explorer.analysis.compare import projected_rows
+    and the engine's estimate of them (``figures``: the route figures by entry id): the one
+    stored with the entry, except where a compaction carries the context its agent recorded
+    (a Codex session: ``analysis.recorded``), which the stored figure does not follow. The
+    estimate is None where the engine must estimate a path holding a stood-in message
+    (``queries.omitted``): the caller reads the real lines."""
+    from explorer.analysis.compare import OmittedMessage, projected_rows
     from explorer.analysis.projection import projected_estimate
     from explorer.analysis.recorded import projection_of, recorded_of
 
@@ -225,6 +244,8 @@ def _context_of(
     recorded = bool(projection.entries) and recorded_of(projection.entries[0].source_entry)
     value = stored.context_tokens if stored is not None else math.nan
     if recorded or value != value:
+        if any(isinstance(e.get("message"), OmittedMessage) for e in path):
+            return rows, None
         return rows, projected_estimate(path, projection)
     return rows, int(value)
 

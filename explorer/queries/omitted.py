@@ -1,0 +1,110 @@
+"""Multi-MB lines a page aligns but does not show, stood in for by their stored figures.
+
+Compare projects both routes' live ranges to match their contexts, but lists only their
+newest entries and the lines that differ: a 3.7 MB tool result both routes share counts in
+a shared run by its estimate alone. Parsing it for that cost a third of a second per
+hundred such lines on every request. Such an entry is given to the projection as an
+:class:`~explorer.analysis.compare.OmittedMessage` carrying its estimate, read from the
+route figures stored with it, and its line is not read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from django.db import connection
+
+from explorer import route_store
+from explorer.analysis.compare import OmittedMessage
+from explorer.models import Entry, Session
+from explorer.queries.entries import entries_with_secrets
+from explorer.queries.routes import LightEntry
+from explorer.session import jsonfmt
+
+# Lines at least this long are stood in for; shorter ones cost less to parse than to check.
+BIG_LINE = 256 * 1024
+# Roles whose message the projection passes through as it is, whatever its content (never a
+# system message, which a compaction supersedes, nor an assistant reply, whose model the
+# settings and whose usage the estimate read).
+OMITTED_ROLES = frozenset(("user", "toolResult"))
+CHUNK = 500
+
+
+def omitted_entries(
+    session: Session, light: Sequence[LightEntry], parsed: Collection[str]
+) -> dict[str, dict]:
+    """Stand-ins (id → entry) for the entries of ``light`` not in ``parsed`` whose line is
+    at least :data:`BIG_LINE` bytes and whose estimate is exactly known without it.
+
+    An entry qualifies when it is a user or tool-result message that holds no secret (its
+    masked text is its text, the one the stored figures estimated), that no context edit
+    of the session targets (so every route projects its message untouched), and whose
+    stored figures and its parent's say it added exactly one message: the difference of
+    their ``every_estimate`` is then that message's estimate, as :func:`next_figures`
+    adds it. Anything else is parsed as before."""
+    by_id = {e.entry_id: e for e in light if e.type == "message" and e.entry_id not in parsed}
+    if not by_id:
+        return {}
+    big = _big_lines(session, list(by_id))
+    holding = entries_with_secrets(session)
+    big = {
+        eid: role
+        for eid, role in big.items()
+        if eid not in holding and jsonfmt.visible(eid) == eid and role in OMITTED_ROLES
+    }
+    if not big:
+        return {}
+    targeted = set(
+        Entry.objects.filter(session=session, type="context_edit", target_id__in=list(big))
+        .order_by()
+        .values_list("target_id", flat=True)
+    )
+    big = {eid: role for eid, role in big.items() if eid not in targeted}
+    parents = {eid: by_id[eid].parent_id for eid in big}
+    figures = route_store.figures_of(
+        session, [*big, *(p for p in parents.values() if p is not None)]
+    )
+    out: dict[str, dict] = {}
+    for eid, role in big.items():
+        own = figures.get(eid)
+        parent = parents[eid]
+        base = figures.get(parent) if parent is not None else None
+        if own is None or (parent is not None and base is None):
+            continue
+        every = own.every_estimate - (base.every_estimate if base is not None else 0.0)
+        added = own.messages - (base.messages if base is not None else 0)
+        if added != 1 or not math.isfinite(every) or every < 0 or every != int(every):
+            continue
+        out[eid] = {
+            "type": "message",
+            "id": eid,
+            "parentId": parent,
+            "message": OmittedMessage(role, int(every)),
+        }
+    return out
+
+
+def _big_lines(session: Session, ids: list[str]) -> dict[str, str]:
+    """Id → role of the entries among ``ids`` whose line is at least :data:`BIG_LINE` bytes:
+    index columns only, stored before the line (migration 0024), so no line is read."""
+    table = Entry._meta.db_table
+    out: dict[str, str] = {}
+    with connection.cursor() as cursor:
+        for i in range(0, len(ids), CHUNK):
+            part = ids[i : i + CHUNK]
+            marks = ",".join(["%s"] * len(part))
+            cursor.execute(
+                f"SELECT entry_id, role FROM {table} "  # noqa: S608
+                f"WHERE session_id = %s AND size >= %s AND entry_id IN ({marks})",
+                [session.pk, BIG_LINE, *part],
+            )
+            out.update((eid, role or "") for eid, role in cursor.fetchall())
+    return out
+
+
+def needs_content(listed: Sequence[dict[str, Any]], omitted: Collection[str]) -> bool:
+    """Whether a stood-in entry's message is on a listed line of the difference, which
+    shows its text (a run of shared messages shows only counts and ids)."""
+    return any(line["side"] != "both" and line.get("source_id") in omitted for line in listed)
