@@ -22,7 +22,7 @@ from explorer.session.describe import (
     tool_calls_of,
     total_tokens_of,
 )
-from explorer.session.tokens import estimate_tokens
+from explorer.session.tokens import OmittedMessage, estimate_tokens
 
 # --- comparing routes --------------------------------------------------------------------
 
@@ -147,25 +147,6 @@ class MessageKey:
         if isinstance(self.message, OmittedMessage) or isinstance(other.message, OmittedMessage):
             return False
         return self._hash == other._hash and self.digest() == other.digest()
-
-
-class OmittedMessage(dict):
-    """A message whose text was not read, standing in for it in a projection: its role, and
-    its estimate taken from elsewhere (the caller's stored figures). The projection passes
-    a user or tool-result message through untouched, so where the real one would be, this
-    is; it matches only itself (:class:`MessageKey`), and its text is never listed. A
-    caller that finds one where content decides (an unaligned stretch, a listed line)
-    reads the real message instead."""
-
-    def __init__(self, role: str, tokens: int) -> None:
-        super().__init__(role=role, content="")
-        self.tokens = tokens
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __hash__(self) -> int:
-        return id(self)
 
 
 # (source id, role, preview, tokens, key) of one message the model sees.

@@ -400,11 +400,25 @@ def summary_row(r: AlignedRow) -> dict[str, Any]:
         "raw_tokens": r.raw_tokens,
         "projected_tokens": r.projected_tokens,
         "raw_text": entry_title(e, 220),
-        "projected": [
-            (o, str(m.get("role", "")), message_preview(m, 220))
-            for o, m in zip(r.order, r.projected, strict=False)
-        ],
+        "projected": _previews(r.order, r.projected),
         "editable": e.get("type") == "custom_message" or role in EDITABLE_ROLES,
+    }
+
+
+def _previews(order: Sequence[int], messages: Sequence[dict]) -> list[tuple[int, str, str]]:
+    return [
+        (o, str(m.get("role", "")), message_preview(m, 220))
+        for o, m in zip(order, messages, strict=False)
+    ]
+
+
+def summary_row_texts(entry: dict, order: Sequence[int]) -> dict[str, Any]:
+    """The texts :func:`summary_row` gives the row of ``entry`` when the model gets the
+    entry's own messages (numbered ``order``; none when ``order`` is empty): for a row made
+    from a stand-in (``session.tokens.OmittedMessage``), once its line is read."""
+    return {
+        "raw_text": entry_title(entry, 220),
+        "projected": _previews(order, session_entry_to_context_messages(entry)),
     }
 
 

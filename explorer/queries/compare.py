@@ -233,9 +233,10 @@ def _context_of(
     (a Codex session: ``analysis.recorded``), which the stored figure does not follow. The
     estimate is None where the engine must estimate a path holding a stood-in message
     (``queries.omitted``): the caller reads the real lines."""
-    from explorer.analysis.compare import OmittedMessage, projected_rows
+    from explorer.analysis.compare import projected_rows
     from explorer.analysis.projection import projected_estimate
     from explorer.analysis.recorded import projection_of, recorded_of
+    from explorer.session.tokens import OmittedMessage
 
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_of(path)

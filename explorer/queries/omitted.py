@@ -17,11 +17,11 @@ from typing import Any
 from django.db import connection
 
 from explorer import route_store
-from explorer.analysis.compare import OmittedMessage
 from explorer.models import Entry, Session
 from explorer.queries.entries import entries_with_secrets
 from explorer.queries.routes import LightEntry
 from explorer.session import jsonfmt
+from explorer.session.tokens import OmittedMessage
 
 # Lines at least this long are stood in for; shorter ones cost less to parse than to check.
 BIG_LINE = 256 * 1024

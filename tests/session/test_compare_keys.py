@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from explorer.analysis import compare
 from explorer.analysis.compare import (
     MessageKey,
-    OmittedMessage,
     _signature,
     checked_diff_rows,
     diff_rows,
@@ -24,7 +23,7 @@ from explorer.analysis.compare import (
 from explorer.session.context import _walk_up, build_entry_index
 from explorer.session.manager import SessionManager
 from explorer.session.messages import session_entry_to_context_messages
-from explorer.session.tokens import estimate_tokens
+from explorer.session.tokens import OmittedMessage, estimate_tokens
 from tests.conftest import pi_fixture_files
 from tests.session.test_route_figures import sessions
 
