@@ -101,16 +101,23 @@ def _live_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[dict
     return path, start
 
 
-def shown_rows(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` (a window of :func:`context_summary`'s) as :func:`summary_row` makes them
-    from the real entries: a stood-in row gets the title and previews of its line, read
-    now. Such an entry is a user or tool-result message no edit targets, so the messages
-    it gives the model, when it gives any, are its own (``session_entry_to_context_messages``)."""
+def shown_rows(session: Session, rows: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """``rows`` (a window of :func:`context_summary`'s, named ``key``: its cursor, window,
+    reserve and rows) as :func:`summary_row` makes them from the real entries: a stood-in
+    row gets the title and previews of its line. Kept per session version like the summary,
+    so only the first request of a window reads its lines."""
+    if not any(r.get(OMITTED) for r in rows):
+        return list(rows)
+    return cached(session, f"ctx-rows:{key}", lambda: _read_texts(session, rows))
+
+
+def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stood-in row of ``rows`` with the texts of its line, read now. Such an entry is a
+    user or tool-result message no edit targets, so the messages it gives the model, when
+    it gives any, are its own (``session_entry_to_context_messages``)."""
     from explorer.analysis.projection import summary_row_texts
 
     wanted = [r["id"] for r in rows if r.get(OMITTED)]
-    if not wanted:
-        return list(rows)
     data = load_entries(session, wanted)
     out = []
     for r in rows:

@@ -65,7 +65,8 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     summary = queries.context_summary(session, cursor, window, reserve)
     rows = summary["rows"]
     lo, hi = row_window(request, len(rows))
-    shown = queries.shown_rows(session, rows[lo:hi])  # the window's stood-in lines read
+    # The window's stood-in lines read (queries.omitted)
+    shown = queries.shown_rows(session, rows[lo:hi], f"{cursor}:{window}:{reserve}:{lo}:{hi}")
     show_folded = request.GET.get("folded") == "1"
     start = summary["folded_count"]
     offset = _int(request.GET.get("offset"), 0, 0, max(start, 0))
