@@ -412,13 +412,28 @@ def _previews(order: Sequence[int], messages: Sequence[dict]) -> list[tuple[int,
     ]
 
 
-def summary_row_texts(entry: dict, order: Sequence[int]) -> dict[str, Any]:
-    """The texts :func:`summary_row` gives the row of ``entry`` when the model gets the
-    entry's own messages (numbered ``order``; none when ``order`` is empty): for a row made
-    from a stand-in (``session.tokens.OmittedMessage``), once its line is read."""
+def entry_texts(entry: dict) -> tuple[str, list[tuple[str, str]]]:
+    """The title :func:`summary_row` gives ``entry`` and the (role, preview) of each of its
+    own messages (``session_entry_to_context_messages``): what a row made from a stand-in
+    (``session.tokens.OmittedMessage``) shows once its line is read
+    (:func:`summary_row_texts`). Small, and the same for every route and version, so a
+    caller may keep it."""
+    previews = [
+        (str(m.get("role", "")), message_preview(m, 220))
+        for m in session_entry_to_context_messages(entry)
+    ]
+    return entry_title(entry, 220), previews
+
+
+def summary_row_texts(
+    texts: tuple[str, Sequence[tuple[str, str]]], order: Sequence[int]
+) -> dict[str, Any]:
+    """The texts :func:`summary_row` gives the row of an entry (its :func:`entry_texts`)
+    when the model gets the entry's own messages, numbered ``order`` (none when empty)."""
+    title, previews = texts
     return {
-        "raw_text": entry_title(entry, 220),
-        "projected": _previews(order, session_entry_to_context_messages(entry)),
+        "raw_text": title,
+        "projected": [(o, role, text) for o, (role, text) in zip(order, previews, strict=False)],
     }
 
 

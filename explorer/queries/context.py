@@ -97,7 +97,13 @@ def _live_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[dict
     if not omitted:
         return full_path(session, live), start
     data = _load_by_pk(session, [e for e in live if e.entry_id not in omitted])
-    path = [x for e in live if (x := omitted.get(e.entry_id) or data.get(e.entry_id))]
+    path: list[dict] = []
+    for e in live:  # in route order, as full_path gives them (unparsed lines left out)
+        entry = omitted.get(e.entry_id)
+        if entry is None:
+            entry = data.get(e.entry_id)
+        if entry is not None:
+            path.append(entry)
     return path, start
 
 
@@ -115,19 +121,45 @@ def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[s
     """Each stood-in row of ``rows`` with the texts of its line, read now. Such an entry is a
     user or tool-result message no edit targets, so the messages it gives the model, when
     it gives any, are its own (``session_entry_to_context_messages``)."""
-    from explorer.analysis.projection import summary_row_texts
+    from explorer.analysis.projection import entry_texts, summary_row_texts
 
-    wanted = [r["id"] for r in rows if r.get(OMITTED)]
-    data = load_entries(session, wanted)
+    kept = _session_texts(session)
+    with _TEXTS_LOCK:
+        known = {r["id"]: kept[r["id"]] for r in rows if r.get(OMITTED) and r["id"] in kept}
+    wanted = [r["id"] for r in rows if r.get(OMITTED) and r["id"] not in known]
+    for eid, entry in load_entries(session, wanted).items():
+        known[eid] = entry_texts(entry)
+    with _TEXTS_LOCK:
+        if len(kept) > TEXTS_KEPT:
+            kept.clear()
+        kept.update(known)
     out = []
     for r in rows:
         if not r.get(OMITTED):
             out.append(r)
             continue
         row = {k: v for k, v in r.items() if k != OMITTED}
-        row.update(summary_row_texts(data.get(r["id"], {}), [o for o, *_ in r["projected"]]))
+        texts = known.get(r["id"], entry_texts({}))
+        row.update(summary_row_texts(texts, [o for o, *_ in r["projected"]]))
         out.append(row)
     return out
+
+
+# Texts of stood-in lines a process read (entry id → ``entry_texts``), per session and mask,
+# tied to the shared cache's stamp like the alignments: a line never changes, so after an
+# append the next version's window, which mostly shows the same rows, reads none again.
+TEXTS_KEPT = 2000
+_TEXTS: OrderedDict[str, tuple[str, list]] = OrderedDict()
+_TEXTS_LOCK = threading.Lock()
+
+
+def _session_texts(session: Session) -> dict[str, Any]:
+    key = _identity_key(session, f"row-texts|{mask_key(session)}")
+    holder = _stamped_list(_TEXTS, _TEXTS_LOCK, key)
+    with _TEXTS_LOCK:
+        if not holder:
+            holder.append({})
+        return holder[0]
 
 
 ALIGNMENTS_KEPT = 4  # routes whose alignment a process keeps per session

@@ -97,16 +97,20 @@ def test_rows_not_shown_parse_no_big_line(viewer_client, make_session, monkeypat
 def test_an_append_after_stand_ins_answers_as_a_fresh_build(
     viewer_client, make_session, monkeypatch
 ):
-    """The alignment kept with stand-ins goes on after an append, as a fresh build would."""
+    """The alignment kept with stand-ins goes on after an append, as a fresh build would,
+    and the next version's window reads none of the big lines the last one read."""
     lines = _with_tail(_big_session_lines(), "ra", 2)
     session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
     url = reverse("explorer:context", args=[session.pk])
+    sizes = _big_parses(monkeypatch)
     viewer_client.get(url, {"leaf": "p1", "format": "json", "limit": 1000})
+    assert len(sizes) == 4  # the window shows the four big results: read once
     message = {"role": "user", "content": "one more", "timestamp": 9}
     services.append_message(session, None, message, leaf_id="p1")
     session.refresh_from_db()
     new_leaf = Entry.objects.filter(session=session).order_by("-position")[0].entry_id
     extended = viewer_client.get(url, {"leaf": new_leaf, "format": "json", "limit": 1000}).json()
+    assert len(sizes) == 4
     assert extended == _every_row(viewer_client, session, new_leaf, monkeypatch, 10**12)
     assert extended["rows"][-1]["raw_text"] == "one more"
 
