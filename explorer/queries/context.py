@@ -14,7 +14,7 @@ from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.models import Session
 from explorer.queries.entries import _load_by_pk, context_light, full_path, load_entries
 from explorer.queries.keep import _identity_key, _stamped_list, cached, mask_key
-from explorer.queries.omitted import omitted_entries
+from explorer.queries.omitted import TEXTS_LOCK, kept_texts, omitted_entries
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session.tokens import OmittedMessage
 
@@ -123,15 +123,13 @@ def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[s
     it gives any, are its own (``session_entry_to_context_messages``)."""
     from explorer.analysis.projection import entry_texts, summary_row_texts
 
-    kept = _session_texts(session)
-    with _TEXTS_LOCK:
+    kept = kept_texts(session, "context-row")
+    with TEXTS_LOCK:
         known = {r["id"]: kept[r["id"]] for r in rows if r.get(OMITTED) and r["id"] in kept}
     wanted = [r["id"] for r in rows if r.get(OMITTED) and r["id"] not in known]
     for eid, entry in load_entries(session, wanted).items():
         known[eid] = entry_texts(entry)
-    with _TEXTS_LOCK:
-        if len(kept) > TEXTS_KEPT:
-            kept.clear()
+    with TEXTS_LOCK:
         kept.update(known)
     out = []
     for r in rows:
@@ -143,23 +141,6 @@ def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[s
         row.update(summary_row_texts(texts, [o for o, *_ in r["projected"]]))
         out.append(row)
     return out
-
-
-# Texts of stood-in lines a process read (entry id → ``entry_texts``), per session and mask,
-# tied to the shared cache's stamp like the alignments: a line never changes, so after an
-# append the next version's window, which mostly shows the same rows, reads none again.
-TEXTS_KEPT = 2000
-_TEXTS: OrderedDict[str, tuple[str, list]] = OrderedDict()
-_TEXTS_LOCK = threading.Lock()
-
-
-def _session_texts(session: Session) -> dict[str, Any]:
-    key = _identity_key(session, f"row-texts|{mask_key(session)}")
-    holder = _stamped_list(_TEXTS, _TEXTS_LOCK, key)
-    with _TEXTS_LOCK:
-        if not holder:
-            holder.append({})
-        return holder[0]
 
 
 ALIGNMENTS_KEPT = 4  # routes whose alignment a process keeps per session

@@ -11,6 +11,8 @@ route figures stored with it, and its line is not read.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -19,6 +21,7 @@ from django.db import connection
 from explorer import route_store
 from explorer.models import Entry, Session
 from explorer.queries.entries import entries_with_secrets
+from explorer.queries.keep import _identity_key, _stamped_list, mask_key
 from explorer.queries.routes import LightEntry
 from explorer.session import jsonfmt
 from explorer.session.tokens import OmittedMessage
@@ -47,7 +50,7 @@ def omitted_entries(
     by_id = {e.entry_id: e for e in light if e.type == "message" and e.entry_id not in parsed}
     if not by_id:
         return {}
-    big = _big_lines(session, list(by_id))
+    big = big_lines(session, list(by_id))
     holding = entries_with_secrets(session)
     big = {
         eid: role
@@ -86,7 +89,7 @@ def omitted_entries(
     return out
 
 
-def _big_lines(session: Session, ids: list[str]) -> dict[str, str]:
+def big_lines(session: Session, ids: list[str]) -> dict[str, str]:
     """Id → role of the entries among ``ids`` whose line is at least :data:`BIG_LINE` bytes:
     index columns only, stored before the line (migration 0024), so no line is read."""
     table = Entry._meta.db_table
@@ -104,7 +107,24 @@ def _big_lines(session: Session, ids: list[str]) -> dict[str, str]:
     return out
 
 
-def needs_content(listed: Sequence[dict[str, Any]], omitted: Collection[str]) -> bool:
-    """Whether a stood-in entry's message is on a listed line of the difference, which
-    shows its text (a run of shared messages shows only counts and ids)."""
-    return any(line["side"] != "both" and line.get("source_id") in omitted for line in listed)
+# What a process read from big lines to show them (titles, previews: a few hundred
+# characters per entry), per session, mask and use, tied to the shared cache's stamp like
+# the routes and alignments: a line never changes, so the next request, or the next
+# version after an append, shows the same rows without reading their lines again.
+TEXTS_KEPT = 2000  # entries per session and use; beyond, the memo starts afresh
+_TEXTS: OrderedDict[str, tuple[str, list]] = OrderedDict()
+TEXTS_LOCK = threading.Lock()
+
+
+def kept_texts(session: Session, use: str) -> dict[str, Any]:
+    """This process's memo (entry id → what ``use`` made of its line) for ``session`` under
+    its current mask. Read and write it holding :data:`TEXTS_LOCK`."""
+    key = _identity_key(session, f"line-texts|{use}|{mask_key(session)}")
+    holder = _stamped_list(_TEXTS, TEXTS_LOCK, key)
+    with TEXTS_LOCK:
+        if not holder:
+            holder.append({})
+        memo: dict[str, Any] = holder[0]
+        if len(memo) > TEXTS_KEPT:
+            memo.clear()
+        return memo

@@ -142,10 +142,20 @@ def test_a_big_line_listed_is_parsed(viewer_client, make_session, monkeypatch):
     lines = _big_session_lines()
     session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
     sizes = _big_parses(monkeypatch)
-    answer = _cold(viewer_client, session, "t3", "rb")["result"]
-    assert [r["id"] for r in answer["route_a"]] == []  # t3 is the ancestor, titled
-    assert answer["ancestor"] == "t3" and answer["ancestor_title"].startswith("3 xxx")
+    answer = _cold(viewer_client, session, "t3", "rb")
+    assert [r["id"] for r in answer["result"]["route_a"]] == []  # t3 is the ancestor, titled
+    title = answer["result"]["ancestor_title"]
+    assert answer["result"]["ancestor"] == "t3" and title.startswith("3 xxx")
     assert len(sizes) == 1
+    # Its title is kept: a warm request reads it no more, nor the next version's.
+    url = reverse("explorer:compare", args=[session.pk])
+    again = viewer_client.get(url, {"a": "t3", "b": "rb", "format": "json"}).json()
+    assert again == answer and len(sizes) == 1
+    message = {"role": "user", "content": "one more", "timestamp": 9}
+    services.append_message(session, None, message, leaf_id="rb")
+    session.refresh_from_db()
+    grown = viewer_client.get(url, {"a": "t3", "b": "rb", "format": "json"}).json()
+    assert grown["result"]["ancestor_title"] == title and len(sizes) == 1
 
 
 def test_equal_big_results_of_two_branches_are_read_and_shared(
@@ -202,6 +212,11 @@ def test_generated_sessions_answer_as_with_every_line_parsed(
     made = _count_stand_ins(monkeypatch)
     assert _answers(viewer_client, session, pairs, monkeypatch, 0) == reference
     assert sum(made) > 0
+    # Warm: the titles and previews kept of the lines read stand in for them as well.
+    url = reverse("explorer:compare", args=[session.pk])
+    for (a, b), expected in zip(pairs * 2, reference * 2, strict=True):
+        warm = viewer_client.get(url, {"a": a, "b": b, "format": "json"}).json()
+        assert warm == expected, (a, b)
 
 
 @pytest.mark.pi_fixtures
@@ -215,3 +230,25 @@ def test_pi_fixtures_answer_as_with_every_line_parsed(viewer_client, make_sessio
         made = _count_stand_ins(monkeypatch)
         assert _answers(viewer_client, session, pairs, monkeypatch, 0) == reference, path.name
         assert sum(made) > 0, path.name
+        url = reverse("explorer:compare", args=[session.pk])
+        for (a, b), expected in zip(pairs * 2, reference * 2, strict=True):
+            warm = viewer_client.get(url, {"a": a, "b": b, "format": "json"}).json()
+            assert warm == expected, (path.name, a, b)
+
+
+def test_big_lines_listed_in_a_route_are_read_once(viewer_client, make_session, monkeypatch):
+    lines = _big_session_lines()
+    session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
+    sizes = _big_parses(monkeypatch)
+    cold = _cold(viewer_client, session, "rb", "t1")
+    assert [r["id"] for r in cold["result"]["route_a"]][:2] == ["t2", "t3"]
+    assert cold["result"]["route_a"][0]["title"].startswith("2 xxx")
+    assert len(sizes) == 3  # t2 and t3 listed, t1 the ancestor
+    url = reverse("explorer:compare", args=[session.pk])
+    warm = viewer_client.get(url, {"a": "rb", "b": "t1", "format": "json"}).json()
+    diff = {
+        k: (v, warm["result"].get(k))
+        for k, v in cold["result"].items()
+        if warm["result"].get(k) != v
+    }
+    assert warm == cold and len(sizes) == 3, (diff, {k for k in cold if warm.get(k) != cold[k]})
