@@ -206,22 +206,35 @@ def _undecided(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> bool:
     and different, or an omitted one whose estimate differs, cannot equal it; anything
     else might."""
     for xs, ys in ((ra, rb), (rb, ra)):
-        for x in xs:
-            m = x[4].message if isinstance(x[4], MessageKey) else None
-            if not isinstance(m, OmittedMessage):
+        omitted = [(x[1], x[4].message) for x in xs if _omitted(x)]
+        if not omitted:
+            continue
+        # The other side by role: its real messages' estimates (None: one not finite), and
+        # its omitted messages by estimate. Each estimated once, not once per omitted one.
+        real: dict[Any, set[float] | None] = {}
+        stood: dict[tuple[Any, int], list[OmittedMessage]] = {}
+        for y in ys:
+            n = y[4].message if isinstance(y[4], MessageKey) else None
+            if isinstance(n, OmittedMessage):
+                stood.setdefault((y[1], n.tokens), []).append(n)
                 continue
-            for y in ys:
-                n = y[4].message if isinstance(y[4], MessageKey) else None
-                if n is m or y[1] != x[1]:
-                    continue
-                if isinstance(n, OmittedMessage):
-                    if n.tokens == m.tokens:
-                        return True
-                    continue
+            seen = real.setdefault(y[1], set())
+            if seen is not None:
                 estimate = estimate_tokens(n)
-                if not math.isfinite(estimate) or estimate == m.tokens:
-                    return True
+                if math.isfinite(estimate):
+                    seen.add(estimate)
+                else:
+                    real[y[1]] = None
+        for role, m in omitted:
+            if role in real and (real[role] is None or m.tokens in real[role]):  # type: ignore[operator]
+                return True
+            if any(n is not m for n in stood.get((role, m.tokens), ())):
+                return True
     return False
+
+
+def _omitted(row: ProjectedRow) -> bool:
+    return isinstance(row[4], MessageKey) and isinstance(row[4].message, OmittedMessage)
 
 
 def _same_content(
