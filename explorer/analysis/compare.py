@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -21,6 +22,7 @@ from explorer.session.describe import (
     tool_calls_of,
     total_tokens_of,
 )
+from explorer.session.tokens import OmittedMessage, estimate_tokens
 
 # --- comparing routes --------------------------------------------------------------------
 
@@ -87,8 +89,68 @@ def _signature(message: Any) -> bytes:
     return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
-# (source id, role, preview, tokens, signature) of one message the model sees.
-ProjectedRow = tuple[str, str, str, int, bytes]
+def _shape(value: Any) -> Any:
+    """A hashable stand-in for ``value`` that costs its structure, not its text: each string
+    is its length and its first and last 16 characters. Two messages with equal
+    :func:`_signature` have equal shapes (equal encodings are equal strings, dicts with
+    the same keys in the same order, lists of the same length; every non-finite float
+    encodes as ``null``, as None does), so the shape can hash a message for matching while
+    :func:`_signature` alone decides equality."""
+    if isinstance(value, str):
+        return (len(value), value[:16], value[-16:])
+    if isinstance(value, dict):
+        return tuple((_shape(k), _shape(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_shape(v) for v in value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    try:
+        hash(value)
+    except TypeError:
+        return type(value).__name__
+    return value
+
+
+class MessageKey:
+    """What tells two messages apart when matching the routes' contexts, computed lazily.
+
+    Equal exactly when the messages' :func:`_signature` are equal, as the digests compared
+    before, but the digest of a multi-MB tool result is made only when two distinct
+    objects with the same shape are compared: both routes' shared messages are the same
+    parsed objects (one read of both live ranges), so they match without encoding or
+    hashing a byte of their text, where each was serialized and hashed once per route.
+    """
+
+    __slots__ = ("_digest", "_hash", "message")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        try:
+            self._hash = hash(_shape(message))
+        except RecursionError:  # nested beyond Python's stack: the digest alone decides
+            self._hash = 0
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        if self._digest is None:
+            self._digest = _signature(self.message)
+        return self._digest
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageKey):
+            return NotImplemented
+        if self.message is other.message:
+            return True
+        if isinstance(self.message, OmittedMessage) or isinstance(other.message, OmittedMessage):
+            return False
+        return self._hash == other._hash and self.digest() == other.digest()
+
+
+# (source id, role, preview, tokens, key) of one message the model sees.
+ProjectedRow = tuple[str, str, str, int, MessageKey]
 
 
 def projected_rows(path: Sequence[dict], projection: Any = None) -> list[ProjectedRow]:
@@ -100,22 +162,79 @@ def projected_rows(path: Sequence[dict], projection: Any = None) -> list[Project
         for m in pe.messages:
             role = m.get("role", "") if isinstance(m, dict) else ""
             source = str(pe.source_entry.get("id", ""))
-            out.append((source, role, message_preview(m), tokens_of([m]), _signature(m)))
+            if isinstance(m, OmittedMessage):
+                out.append((source, role, "", m.tokens, MessageKey(m)))
+                continue
+            out.append((source, role, message_preview(m), tokens_of([m]), MessageKey(m)))
     return out
 
 
 def diff_rows(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> list[ProjectionDiffRow]:
     """Two contexts' :func:`projected_rows` aligned in model order (:func:`projection_diff`)."""
+    return checked_diff_rows(ra, rb)[0]
+
+
+def checked_diff_rows(
+    ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]
+) -> tuple[list[ProjectionDiffRow], bool]:
+    """:func:`diff_rows`, and whether an :class:`OmittedMessage` was matched where its
+    content could decide (:func:`_undecided`): then the caller must read the real message
+    and align again. Otherwise the rows are the real messages' but for the omitted ones'
+    text, which is empty."""
     keys_a = [(r[0], r[4]) for r in ra]
     keys_b = [(r[0], r[4]) for r in rb]
     out: list[ProjectionDiffRow] = []
+    undecided = False
     matcher = SequenceMatcher(None, keys_a, keys_b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             out.extend(ProjectionDiffRow("both", *r[:4]) for r in ra[i1:i2])
             continue
+        undecided = undecided or _undecided(ra[i1:i2], rb[j1:j2])
         out.extend(_same_content(ra[i1:i2], rb[j1:j2]))
-    return out
+    return out, undecided
+
+
+def _undecided(ra: Sequence[ProjectedRow], rb: Sequence[ProjectedRow]) -> bool:
+    """Whether an omitted message of one unaligned stretch might equal, by content, a
+    message of the other stretch other than itself (:func:`_same_content` matches by
+    content alone). Equal content means the same role, and for a user or tool-result
+    message an equal estimate unless one of the two estimates is not finite: equal
+    encodings differ at most by a non-finite float where the other has null, which the
+    estimate counts alike (both falsy) or makes NaN (infinity's length). An omitted
+    message's estimate is finite, so a message of the same role whose estimate is finite
+    and different, or an omitted one whose estimate differs, cannot equal it; anything
+    else might."""
+    for xs, ys in ((ra, rb), (rb, ra)):
+        omitted = [(x[1], x[4].message) for x in xs if _omitted(x)]
+        if not omitted:
+            continue
+        # The other side by role: its real messages' estimates (None: one not finite), and
+        # its omitted messages by estimate. Each estimated once, not once per omitted one.
+        real: dict[Any, set[float] | None] = {}
+        stood: dict[tuple[Any, int], list[OmittedMessage]] = {}
+        for y in ys:
+            n = y[4].message if isinstance(y[4], MessageKey) else None
+            if isinstance(n, OmittedMessage):
+                stood.setdefault((y[1], n.tokens), []).append(n)
+                continue
+            seen = real.setdefault(y[1], set())
+            if seen is not None:
+                estimate = estimate_tokens(n)
+                if math.isfinite(estimate):
+                    seen.add(estimate)
+                else:
+                    real[y[1]] = None
+        for role, m in omitted:
+            if role in real and (real[role] is None or m.tokens in real[role]):  # type: ignore[operator]
+                return True
+            if any(n is not m for n in stood.get((role, m.tokens), ())):
+                return True
+    return False
+
+
+def _omitted(row: ProjectedRow) -> bool:
+    return isinstance(row[4], MessageKey) and isinstance(row[4].message, OmittedMessage)
 
 
 def _same_content(

@@ -400,11 +400,40 @@ def summary_row(r: AlignedRow) -> dict[str, Any]:
         "raw_tokens": r.raw_tokens,
         "projected_tokens": r.projected_tokens,
         "raw_text": entry_title(e, 220),
-        "projected": [
-            (o, str(m.get("role", "")), message_preview(m, 220))
-            for o, m in zip(r.order, r.projected, strict=False)
-        ],
+        "projected": _previews(r.order, r.projected),
         "editable": e.get("type") == "custom_message" or role in EDITABLE_ROLES,
+    }
+
+
+def _previews(order: Sequence[int], messages: Sequence[dict]) -> list[tuple[int, str, str]]:
+    return [
+        (o, str(m.get("role", "")), message_preview(m, 220))
+        for o, m in zip(order, messages, strict=False)
+    ]
+
+
+def entry_texts(entry: dict) -> tuple[str, list[tuple[str, str]]]:
+    """The title :func:`summary_row` gives ``entry`` and the (role, preview) of each of its
+    own messages (``session_entry_to_context_messages``): what a row made from a stand-in
+    (``session.tokens.OmittedMessage``) shows once its line is read
+    (:func:`summary_row_texts`). Small, and the same for every route and version, so a
+    caller may keep it."""
+    previews = [
+        (str(m.get("role", "")), message_preview(m, 220))
+        for m in session_entry_to_context_messages(entry)
+    ]
+    return entry_title(entry, 220), previews
+
+
+def summary_row_texts(
+    texts: tuple[str, Sequence[tuple[str, str]]], order: Sequence[int]
+) -> dict[str, Any]:
+    """The texts :func:`summary_row` gives the row of an entry (its :func:`entry_texts`)
+    when the model gets the entry's own messages, numbered ``order`` (none when empty)."""
+    title, previews = texts
+    return {
+        "raw_text": title,
+        "projected": [(o, role, text) for o, (role, text) in zip(order, previews, strict=False)],
     }
 
 

@@ -47,6 +47,7 @@ from explorer.queries.context import (
     _context_summary,
     _session_alignments,
     context_summary,
+    shown_rows,
 )
 from explorer.queries.costs import (
     entry_costs,
@@ -232,6 +233,7 @@ __all__ = [
     "context_light",
     "context_path",
     "context_summary",
+    "shown_rows",
     "current_labels",
     "cursor_id",
     "default_leaf_id",

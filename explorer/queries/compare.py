@@ -19,8 +19,15 @@ from explorer import route_store
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, load_entries
+from explorer.queries.omitted import (
+    TEXTS_LOCK,
+    big_lines,
+    kept_texts,
+    omitted_entries,
+)
 from explorer.queries.routes import LightEntry, light_path
-from explorer.session.describe import entry_role, entry_title
+from explorer.session.describe import entry_role, entry_title, message_preview
+from explorer.session.messages import session_entry_to_context_messages
 
 # ---------------------------------------------------------------------------------------------
 # Comparing two routes
@@ -43,24 +50,90 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
     return _compare_routes(session, a, b, cursor)
 
 
-def _route_rows(route: Sequence[LightEntry], data: dict[str, dict]) -> list[dict[str, str]]:
+def _route_rows(
+    route: Sequence[LightEntry], data: dict[str, dict], known: dict[str, Texts]
+) -> list[dict[str, str]]:
     return [
         {
             "id": e.entry_id,
-            "role": entry_role(data.get(e.entry_id, {})) or e.type,
-            "title": entry_title(data.get(e.entry_id, {}), 110),
+            "role": (
+                known[e.entry_id][0]
+                if e.entry_id in known
+                else entry_role(data.get(e.entry_id, {}))
+            )
+            or e.type,  # fmt: skip
+            "title": known[e.entry_id][1]
+            if e.entry_id in known
+            else entry_title(data.get(e.entry_id, {}), 110),  # fmt: skip
         }
         for e in route
     ]
+
+
+# What Compare shows of an entry: its role, its title in a route's list and as the common
+# ancestor, and the preview of its one message on a line of the difference (None unless it
+# gives one message). Kept per process for big lines (``omitted.kept_texts``).
+Texts = tuple[str, str, str, str | None]
+
+
+def _row_texts(entry: dict) -> Texts:
+    own = session_entry_to_context_messages(entry)
+    preview = message_preview(own[0]) if len(own) == 1 and isinstance(own[0], dict) else None
+    return entry_role(entry), entry_title(entry, 110), entry_title(entry, 100), preview
+
+
+def _undecided_lines(
+    diff: Sequence[Any],
+    listed: Sequence[dict[str, Any]],
+    stood: set[str],
+    undecided: bool,
+    known: dict[str, Texts],
+) -> set[str]:
+    """The stood-in entries whose lines must be read: every one in an unaligned stretch
+    when one there might equal a message of the other side by content (``undecided``:
+    ``analysis.compare.checked_diff_rows``), and those on a listed line of the difference
+    whose preview this process has not kept. Read, the stretches hold no stand-in (the
+    alignment by source entry is the same with or without them), so a second alignment
+    needs none read."""
+    out: set[str] = set()
+    if undecided:
+        for d in diff:
+            if d.side != "both" or d.source_b:
+                out.update(x for x in (d.source_id, d.source_b) if x in stood)
+    for line in listed:
+        eid = line.get("source_id")
+        if line["side"] != "both" and eid in stood and (eid not in known or known[eid][3] is None):
+            out.add(eid)
+    return out
+
+
+def _with_preview(line: dict[str, Any], stood: set[str], known: dict[str, Texts]) -> dict[str, Any]:
+    """A listed line of a stood-in entry with the preview kept of its message."""
+    eid = line.get("source_id")
+    if line["side"] == "both" or eid not in stood:
+        return line
+    return {**line, "text": known[eid][3]}
+
+
+def _known_texts(
+    session: Session, ids: set[str]
+) -> tuple[dict[str, Texts], dict[str, Texts], set[str]]:
+    """(the texts this process kept of the big lines among ``ids``, the memo itself, the
+    big lines among ``ids`` it has not kept)."""
+    memo = kept_texts(session, "compare-row")
+    with TEXTS_LOCK:
+        known = {eid: memo[eid] for eid in ids if eid in memo}
+    missing = set(big_lines(session, [i for i in ids if i not in known]))
+    return known, memo, missing
 
 
 def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
     from dataclasses import asdict
 
     from explorer.analysis.compare import (
+        checked_diff_rows,
         collapse_shared,
         common_ancestor_index,
-        diff_rows,
         listed_lines,
     )
 
@@ -73,32 +146,67 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
     # Every line the page needs parsed, in one read: the listed ones, both contexts and
-    # the replies after the ancestor that called tools (for the files they name).
+    # the replies after the ancestor that called tools (for the files they name). A
+    # multi-MB line of the contexts that no row lists is stood in for by its stored
+    # estimate (``queries.omitted``), and read after all only where its content decides.
+    # The titles of big lines listed are kept per process (``omitted.kept_texts``): a
+    # warm request, or the next version's, reads none of those lines again.
+    titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
+    known, memo, big = _known_texts(session, titled)
+    parsed = {
+        *(titled - known.keys()),
+        *_calling(route_a, k, stored),
+        *_calling(route_b, k, stored),
+    }
+    omitted = omitted_entries(session, [*live_a, *live_b], parsed)
     data = load_entries(
         session,
-        [
-            *(e.entry_id for e in (*shown_a, *shown_b, *live_a, *live_b)),
-            *([ancestor] if ancestor else []),
-            *_calling(route_a, k, stored),
-            *_calling(route_b, k, stored),
-        ],
+        [*parsed, *(e.entry_id for e in (*live_a, *live_b) if e.entry_id not in omitted)],
     )
+    read = {eid: _row_texts(data[eid]) for eid in big if eid in data}
+    with TEXTS_LOCK:
+        memo.update(read)
+    known.update(read)
+    data.update(omitted)
     ends = [r[-1].entry_id for r in (route_a, route_b) if r]
     figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
     stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures)
     stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures)
-    projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
-    projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
-    diff = diff_rows(projected_a, projected_b)
-    lines = collapse_shared(diff)
+    for attempt in range(4):  # the third reads every stand-in left; the fourth aligns
+        projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
+        projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
+        diff, undecided = checked_diff_rows(projected_a, projected_b)
+        lines = collapse_shared(diff)
+        listed = listed_lines(lines, DIFF_SHOWN)
+        stood = {eid for eid in omitted if data.get(eid) is omitted[eid]}
+        if not stood:
+            break
+        if estimate_a is None or estimate_b is None or attempt >= 2:
+            reread = stood  # the engine estimates a path holding one: every line read
+        else:
+            reread = _undecided_lines(diff, listed, stood, undecided, known)
+        if not reread:
+            listed = [_with_preview(line, stood, known) for line in listed]
+            break
+        # Read where their content decides, and kept for the next request (big lines all).
+        loaded = load_entries(session, list(reread))
+        data.update(loaded)
+        read = {eid: _row_texts(e) for eid, e in loaded.items()}
+        with TEXTS_LOCK:
+            memo.update(read)
+        known.update(read)
     return {
         "a": a,
         "b": b,
         "same": a == b,
         "ancestor": ancestor,
-        "ancestor_title": entry_title(data.get(ancestor, {}), 100) if ancestor else "",
-        "route_a": _route_rows(shown_a, data),
-        "route_b": _route_rows(shown_b, data),
+        "ancestor_title": (
+            known[ancestor][2] if ancestor in known else entry_title(data.get(ancestor, {}), 100)
+        )
+        if ancestor
+        else "",  # fmt: skip
+        "route_a": _route_rows(shown_a, data, known),
+        "route_b": _route_rows(shown_b, data, known),
         "len_a": len(tail_a),
         "len_b": len(tail_b),
         "stats_a": asdict(stats_a),
@@ -106,7 +214,7 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
         # Raw vs projected's figure: the engine's estimate, stored with each entry.
         "projected_a": estimate_a,
         "projected_b": estimate_b,
-        "diff": listed_lines(lines, DIFF_SHOWN),
+        "diff": listed,
         "diff_hidden": max(0, len(lines) - DIFF_SHOWN),  # lines not listed
         "diff_counts": {
             **{s: sum(1 for d in diff if d.side == s) for s in ("both", "a", "b")},
@@ -208,15 +316,18 @@ def _context_of(
     live: Sequence[LightEntry],
     data: dict[str, dict],
     figures: dict[str, Any],
-) -> tuple[list[Any], int]:
+) -> tuple[list[Any], int | None]:
     """The messages the model sees at the end of ``route`` (``analysis.compare``'s
     projected rows, for the difference) from its live range ``live`` parsed in ``data``,
-    and the engine's estimate of them (``figures``: the route figures by entry id): the one stored with the entry, except where a
-    compaction carries the context its agent recorded (a Codex session:
-    ``analysis.recorded``), which the stored figure does not follow."""
+    and the engine's estimate of them (``figures``: the route figures by entry id): the one
+    stored with the entry, except where a compaction carries the context its agent recorded
+    (a Codex session: ``analysis.recorded``), which the stored figure does not follow. The
+    estimate is None where the engine must estimate a path holding a stood-in message
+    (``queries.omitted``): the caller reads the real lines."""
     from explorer.analysis.compare import projected_rows
     from explorer.analysis.projection import projected_estimate
     from explorer.analysis.recorded import projection_of, recorded_of
+    from explorer.session.tokens import OmittedMessage
 
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_of(path)
@@ -225,6 +336,8 @@ def _context_of(
     recorded = bool(projection.entries) and recorded_of(projection.entries[0].source_entry)
     value = stored.context_tokens if stored is not None else math.nan
     if recorded or value != value:
+        if any(isinstance(e.get("message"), OmittedMessage) for e in path):
+            return rows, None
         return rows, projected_estimate(path, projection)
     return rows, int(value)
 

@@ -12,9 +12,11 @@ from typing import Any
 
 from explorer.analysis.projection import AlignedRow, AlignedView
 from explorer.models import Session
-from explorer.queries.entries import context_path, full_path
+from explorer.queries.entries import _load_by_pk, context_light, full_path, load_entries
 from explorer.queries.keep import _identity_key, _stamped_list, cached, mask_key
+from explorer.queries.omitted import TEXTS_LOCK, kept_texts, omitted_entries
 from explorer.queries.routes import LightEntry, light_path
+from explorer.session.tokens import OmittedMessage
 
 # ---------------------------------------------------------------------------------------------
 # Raw versus projected
@@ -51,7 +53,7 @@ def _context_summary(
     if base is not None:  # the kept route plus the entries appended below it
         path, start = base.path + full_path(session, light[base.fed :]), base.start
     else:
-        path, start = context_path(session, light)
+        path, start = _live_path(session, light)
     view = align_projection(
         path,
         context_window=window,
@@ -61,6 +63,9 @@ def _context_summary(
     settings_only = len(path) - (len(light) - start)  # settings entries kept from the folded part
     shown = view.rows[settings_only:]
     summary = summarize_view(view, shown, (base.shown, base.rows) if base is not None else None)
+    for row, aligned in zip(summary["rows"], shown, strict=True):
+        if OMITTED not in row and isinstance(aligned.entry.get("message"), OmittedMessage):
+            row[OMITTED] = True  # its texts are read when a window shows it: shown_rows
     summary["folded_count"] = start
     summary["path_length"] = len(light)
     summary["leaf_id"] = cursor
@@ -74,6 +79,68 @@ def _context_summary(
             kept.append(item)
             del kept[:-ALIGNMENTS_KEPT]
     return summary
+
+
+# A row whose entry was stood in for (``queries.omitted``): its title and preview are empty
+# until :func:`shown_rows` reads the line, for the window that shows it.
+OMITTED = "omitted_line"
+
+
+def _live_path(session: Session, light: Sequence[LightEntry]) -> tuple[list[dict], int]:
+    """:func:`~explorer.queries.entries.context_path` with the multi-MB user and tool-result
+    lines stood in for by their stored estimates (``queries.omitted``): the alignment and
+    every figure need only their role and estimate, and a window of rows shows their text
+    (:func:`shown_rows`). The live range of the benchmark's 441 MB session held a hundred
+    3.7 MB tool results, parsed on every cold request whichever rows it showed."""
+    live, start = context_light(session, light)
+    omitted = omitted_entries(session, live, ())
+    if not omitted:
+        return full_path(session, live), start
+    data = _load_by_pk(session, [e for e in live if e.entry_id not in omitted])
+    path: list[dict] = []
+    for e in live:  # in route order, as full_path gives them (unparsed lines left out)
+        entry = omitted.get(e.entry_id)
+        if entry is None:
+            entry = data.get(e.entry_id)
+        if entry is not None:
+            path.append(entry)
+    return path, start
+
+
+def shown_rows(session: Session, rows: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """``rows`` (a window of :func:`context_summary`'s, named ``key``: its cursor, window,
+    reserve and rows) as :func:`summary_row` makes them from the real entries: a stood-in
+    row gets the title and previews of its line. Kept per session version like the summary,
+    so only the first request of a window reads its lines."""
+    if not any(r.get(OMITTED) for r in rows):
+        return list(rows)
+    return cached(session, f"ctx-rows:{key}", lambda: _read_texts(session, rows))
+
+
+def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each stood-in row of ``rows`` with the texts of its line, read now. Such an entry is a
+    user or tool-result message no edit targets, so the messages it gives the model, when
+    it gives any, are its own (``session_entry_to_context_messages``)."""
+    from explorer.analysis.projection import entry_texts, summary_row_texts
+
+    kept = kept_texts(session, "context-row")
+    with TEXTS_LOCK:
+        known = {r["id"]: kept[r["id"]] for r in rows if r.get(OMITTED) and r["id"] in kept}
+    wanted = [r["id"] for r in rows if r.get(OMITTED) and r["id"] not in known]
+    for eid, entry in load_entries(session, wanted).items():
+        known[eid] = entry_texts(entry)
+    with TEXTS_LOCK:
+        kept.update(known)
+    out = []
+    for r in rows:
+        if not r.get(OMITTED):
+            out.append(r)
+            continue
+        row = {k: v for k, v in r.items() if k != OMITTED}
+        texts = known.get(r["id"], entry_texts({}))
+        row.update(summary_row_texts(texts, [o for o, *_ in r["projected"]]))
+        out.append(row)
+    return out
 
 
 ALIGNMENTS_KEPT = 4  # routes whose alignment a process keeps per session

@@ -174,8 +174,29 @@ def _ceil_quarter(chars: float) -> float:
     return math.ceil(chars / 4)
 
 
+class OmittedMessage(dict):
+    """A user or tool-result message whose text was not read, standing in for it in a
+    projection: its role, and its estimate known from elsewhere (the stored route figures:
+    ``explorer.queries.omitted``), which :func:`estimate_tokens` gives. The projection
+    passes such a message through untouched, so where the real one would be, this is, and
+    every estimate is the real one's. Equal only to itself; its text is never shown: a
+    caller that needs it where content decides (Compare's matching, a listed row) reads
+    the real message instead."""
+
+    def __init__(self, role: str, tokens: int) -> None:
+        super().__init__(role=role, content="")
+        self.tokens = tokens
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    __hash__ = None  # type: ignore[assignment]  # a dict: unhashable, as before
+
+
 def estimate_tokens(message: Any) -> float:
     """Estimated tokens of one message: ceil(characters / 4); NaN in the agent's NaN cases."""
+    if type(message) is OmittedMessage:
+        return message.tokens
     if not isinstance(message, dict):
         return 0
     role = message.get("role")

@@ -65,13 +65,16 @@ def context_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict
     summary = queries.context_summary(session, cursor, window, reserve)
     rows = summary["rows"]
     lo, hi = row_window(request, len(rows))
+    # The window's stood-in lines read (queries.omitted)
+    shown = queries.shown_rows(session, rows[lo:hi], f"{cursor}:{window}:{reserve}:{lo}:{hi}")
     show_folded = request.GET.get("folded") == "1"
     start = summary["folded_count"]
     offset = _int(request.GET.get("offset"), 0, 0, max(start, 0))
     return {
         "view": summary,
         "form_errors": form.error_messages(),
-        "rows_html": _rows_html(request, session, f"{cursor}:{window}:{reserve}:{lo}", rows[lo:hi]),
+        "rows_html": _rows_html(request, session, f"{cursor}:{window}:{reserve}:{lo}", shown),
+        "shown_rows": shown,
         "row_count": len(rows),
         "hidden_rows": lo,
         "rows_from": lo,
@@ -126,7 +129,7 @@ def _json_answer(request: HtmxHttpRequest, ctx: dict[str, Any]) -> dict[str, Any
         following = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
     return {
         **view,
-        "rows": view["rows"][lo:hi],
+        "rows": ctx["shown_rows"],
         "row_count": ctx["row_count"],
         "rows_from": lo,
         "rows_to": hi,

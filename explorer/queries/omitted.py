@@ -1,0 +1,130 @@
+"""Multi-MB lines a page aligns but does not show, stood in for by their stored figures.
+
+Compare projects both routes' live ranges to match their contexts, but lists only their
+newest entries and the lines that differ: a 3.7 MB tool result both routes share counts in
+a shared run by its estimate alone. Parsing it for that cost a third of a second per
+hundred such lines on every request. Such an entry is given to the projection as an
+:class:`~explorer.analysis.compare.OmittedMessage` carrying its estimate, read from the
+route figures stored with it, and its line is not read.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from django.db import connection
+
+from explorer import route_store
+from explorer.models import Entry, Session
+from explorer.queries.entries import entries_with_secrets
+from explorer.queries.keep import _identity_key, _stamped_list, mask_key
+from explorer.queries.routes import LightEntry
+from explorer.session import jsonfmt
+from explorer.session.tokens import OmittedMessage
+
+# Lines at least this long are stood in for; shorter ones cost less to parse than to check.
+BIG_LINE = 256 * 1024
+# Roles whose message the projection passes through as it is, whatever its content (never a
+# system message, which a compaction supersedes, nor an assistant reply, whose model the
+# settings and whose usage the estimate read).
+OMITTED_ROLES = frozenset(("user", "toolResult"))
+CHUNK = 500
+
+
+def omitted_entries(
+    session: Session, light: Sequence[LightEntry], parsed: Collection[str]
+) -> dict[str, dict]:
+    """Stand-ins (id → entry) for the entries of ``light`` not in ``parsed`` whose line is
+    at least :data:`BIG_LINE` bytes and whose estimate is exactly known without it.
+
+    An entry qualifies when it is a user or tool-result message that holds no secret (its
+    masked text is its text, the one the stored figures estimated), that no context edit
+    of the session targets (so every route projects its message untouched), and whose
+    stored figures and its parent's say it added exactly one message: the difference of
+    their ``every_estimate`` is then that message's estimate, as :func:`next_figures`
+    adds it. Anything else is parsed as before."""
+    by_id = {e.entry_id: e for e in light if e.type == "message" and e.entry_id not in parsed}
+    if not by_id:
+        return {}
+    big = big_lines(session, list(by_id))
+    holding = entries_with_secrets(session)
+    big = {
+        eid: role
+        for eid, role in big.items()
+        if eid not in holding and jsonfmt.visible(eid) == eid and role in OMITTED_ROLES
+    }
+    if not big:
+        return {}
+    targeted = set(
+        Entry.objects.filter(session=session, type="context_edit", target_id__in=list(big))
+        .order_by()
+        .values_list("target_id", flat=True)
+    )
+    big = {eid: role for eid, role in big.items() if eid not in targeted}
+    parents = {eid: by_id[eid].parent_id for eid in big}
+    figures = route_store.figures_of(
+        session, [*big, *(p for p in parents.values() if p is not None)]
+    )
+    out: dict[str, dict] = {}
+    for eid, role in big.items():
+        own = figures.get(eid)
+        parent = parents[eid]
+        base = figures.get(parent) if parent is not None else None
+        if own is None or (parent is not None and base is None):
+            continue
+        every = own.every_estimate - (base.every_estimate if base is not None else 0.0)
+        added = own.messages - (base.messages if base is not None else 0)
+        if added != 1 or not math.isfinite(every) or every < 0 or every != int(every):
+            continue
+        out[eid] = {
+            "type": "message",
+            "id": eid,
+            "parentId": parent,
+            "message": OmittedMessage(role, int(every)),
+        }
+    return out
+
+
+def big_lines(session: Session, ids: list[str]) -> dict[str, str]:
+    """Id → role of the entries among ``ids`` whose line is at least :data:`BIG_LINE` bytes:
+    index columns only, stored before the line (migration 0024), so no line is read."""
+    table = Entry._meta.db_table
+    out: dict[str, str] = {}
+    with connection.cursor() as cursor:
+        for i in range(0, len(ids), CHUNK):
+            part = ids[i : i + CHUNK]
+            marks = ",".join(["%s"] * len(part))
+            cursor.execute(
+                f"SELECT entry_id, role FROM {table} "  # noqa: S608
+                f"WHERE session_id = %s AND size >= %s AND entry_id IN ({marks})",
+                [session.pk, BIG_LINE, *part],
+            )
+            out.update((eid, role or "") for eid, role in cursor.fetchall())
+    return out
+
+
+# What a process read from big lines to show them (titles, previews: a few hundred
+# characters per entry), per session, mask and use, tied to the shared cache's stamp like
+# the routes and alignments: a line never changes, so the next request, or the next
+# version after an append, shows the same rows without reading their lines again.
+TEXTS_KEPT = 2000  # entries per session and use; beyond, the memo starts afresh
+_TEXTS: OrderedDict[str, tuple[str, list]] = OrderedDict()
+TEXTS_LOCK = threading.Lock()
+
+
+def kept_texts(session: Session, use: str) -> dict[str, Any]:
+    """This process's memo (entry id → what ``use`` made of its line) for ``session`` under
+    its current mask. Read and write it holding :data:`TEXTS_LOCK`."""
+    key = _identity_key(session, f"line-texts|{use}|{mask_key(session)}")
+    holder = _stamped_list(_TEXTS, TEXTS_LOCK, key)
+    with TEXTS_LOCK:
+        if not holder:
+            holder.append({})
+        memo: dict[str, Any] = holder[0]
+        if len(memo) > TEXTS_KEPT:
+            memo.clear()
+        return memo
