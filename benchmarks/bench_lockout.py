@@ -31,27 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_appends import _followed_line  # noqa: E402
 from benchmarks.gen_session import generate_session  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
 GOAL_SECONDS = 2.0  # issue 28: a write during an import is stored within this
-
-
-def _followed_line(session, k: int) -> tuple[str, str]:
-    """A user message appended at the followed session's tip, as its agent would write it."""
-    import json
-    import uuid
-
-    tip = session.entries.order_by("-position").values_list("entry_id", flat=True).first()
-    eid = uuid.uuid4().hex[:8]
-    line = {
-        "type": "message",
-        "id": eid,
-        "parentId": tip,
-        "timestamp": "2026-12-07T00:00:00.000Z",
-        "message": {"role": "user", "content": f"followed line {k}", "timestamp": 0},
-    }
-    return json.dumps(line), eid
 
 
 def _writes(
