@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer import conf, route_store, survival_store
+from explorer import conf, route_store, survival_writer
 from explorer.files.export import export_bytes
 from explorer.files.findings import findings_for
 from explorer.files.scan import entry_fields, session_name_of
@@ -198,7 +198,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
     session.next_position = position
     session.missing_final_newline = False
     session.save(update_fields=[*COUNTER_FIELDS, "modified"])
-    survival_store.write_checks(session, [(row.entry_id, row.type) for row in created])
+    survival_writer.write_checks(session, [(row.entry_id, row.type) for row in created])
     if created:
         Leaf.objects.update_or_create(
             session=session,

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from explorer import conf, route_store, survival_store
+from explorer import conf, route_store, survival_store, survival_writer
 from explorer.files.findings import findings_for
 from explorer.files.index import search_row, store_search_rows
 from explorer.files.progress import _progress
@@ -422,7 +422,7 @@ def _finish_session(session: Session, scan: _Scan, writer: _Writer) -> None:
     for entry_id, depth in scan.fixed.items():
         Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
     refresh_counters(session, scan)
-    survival_store.write_checks(session, writer.checked)
+    survival_writer.write_checks(session, writer.checked)
     writer.checked = []
 
 

@@ -225,12 +225,12 @@ def test_migration_0026_fills_the_checks_of_sessions_stored_before_it(tmp_path):
 
 
 def test_a_check_that_fails_never_fails_the_import(monkeypatch):
-    from explorer.queries import compactions as query
+    from explorer import survival_writer
 
     def broken(*_args):
         raise ValueError("boom")
 
-    monkeypatch.setattr(query, "compaction_check", broken)
+    monkeypatch.setattr(survival_writer, "compaction_check", broken)
     lines = [_msg(0, None, "edit src/a.py"), _msg(1, "m0", "more"),
              {"type": "compaction", "id": "c2", "parentId": "m1", "summary": "src/a.py",
               "firstKeptEntryId": "m1", "tokensBefore": 9, "timestamp": "t"}]  # fmt: skip
