@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from django.test import Client
@@ -17,6 +18,18 @@ from tests.browser.conftest import ARGS, SHOTS
 from tests.web.test_export_html import HOSTILE, LONG_WORD, wide_session_bytes
 
 pytestmark = pytest.mark.django_db
+
+
+def _until(page, expression: str, seconds: float = 15.0) -> None:
+    """Wait until ``expression`` is true in the page, asking from here: Playwright's own
+    ``wait_for_function`` polls by evaluating a string inside the page once the first try
+    fails, which the export's policy refuses (no eval) and which failed the test now and
+    then on a busy machine."""
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true after {seconds} s: {expression}")
+        page.wait_for_timeout(50)
 
 
 @pytest.fixture
@@ -204,6 +217,10 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         # the image is shown from the file's one copy
         imgs = t.locator("img.msg-img")
         assert imgs.count() == 2
+        # An image decodes after the page's load on a busy machine: wait for both, then check.
+        _until(
+            page, "[...document.querySelectorAll('#transcript img.msg-img')].every(i => i.complete)"
+        )
         assert all(
             imgs.nth(k).evaluate("i => i.complete && i.naturalWidth === 1") for k in range(2)
         )
@@ -241,7 +258,7 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
         expect(target.locator(".t-copy")).to_have_text(re.compile("Copied|Copy failed"))
         assert target.locator("a.t-anchor").get_attribute("href") == "#e-a1000003"
         page.goto(url + "#e-t1000001")  # a tool result: read in its call's card
-        page.wait_for_function("document.querySelector('.t-entry.is-target') !== null")
+        _until(page, "document.querySelector('.t-entry.is-target') !== null")
         assert page.locator(".t-entry.is-target").get_attribute("data-entry") == "a1000001"
         # a click on an image shows it at full size; a click or Escape closes it
         page.locator('li[data-entry="u1000002"] img.msg-img').click()
@@ -255,7 +272,7 @@ def test_toggles_search_filters_and_links_work(make_session, editor, tmp_path):
             "() => { const s = document.createElement('script');"
             " s.textContent = 'window.ran = 1'; document.body.appendChild(s); }"
         )
-        page.wait_for_function("window.cspViolations.length > 0")
+        _until(page, "window.cspViolations.length > 0")
         assert page.evaluate("window.ran") is None
         assert violations(page)[0].startswith("script-src")
         browser.close()

@@ -179,6 +179,53 @@ class GeneratedSessions(HypothesisTestCase):
         result.session.delete()
 
 
+@pytest.mark.django_db
+def test_appended_edits_are_figured_from_their_target(monkeypatch):
+    """Hide, replace, a second edit of the same entry and an edit after a compaction, each
+    appended on its own: figured from the target alone (the difference is used every time)
+    and equal to the engine's figures."""
+    from django.db import transaction
+
+    from explorer import storage
+    from explorer.session import edit_delta
+
+    msg = lambda i, parent, role="user": {  # noqa: E731
+        "type": "message", "id": f"m{i}", "parentId": parent, "timestamp": "t",
+        "message": {"role": role, "content": [{"type": "text", "text": "w " * (5 + 3 * i)}]},
+    }  # fmt: skip
+    edit = lambda eid, parent, target, replacement: {  # noqa: E731
+        "type": "context_edit", "id": eid, "parentId": parent, "targetId": target,
+        "replacement": replacement, "timestamp": "t",
+    }  # fmt: skip
+    head = [msg(0, None), msg(1, "m0", "assistant"), msg(2, "m1"), msg(3, "m2", "assistant")]
+    session = services.import_bytes(HEADER + _lines(head)).session
+    used: list[object] = []
+    real = edit_delta.edit_difference
+
+    def counted(*args):
+        answer = real(*args)
+        used.append(answer)
+        return answer
+
+    monkeypatch.setattr(route_store, "edit_difference", counted)
+    tail = [
+        edit("x4", "m3", "m1", None),
+        edit("x5", "x4", "m2", {"content": "shorter"}),
+        edit("x6", "x5", "m1", {"content": [{"type": "text", "text": "back, shorter"}]}),
+        msg(7, "x6"),
+        {"type": "compaction", "id": "c8", "parentId": "m7", "summary": "so far",
+         "firstKeptEntryId": "m2", "tokensBefore": 99, "timestamp": "t"},
+        msg(9, "c8", "assistant"),
+        edit("x10", "m9", "m2", None),
+        edit("x11", "x10", "m0", None),  # before the kept entries: changes nothing
+    ]  # fmt: skip
+    for value in tail:
+        with transaction.atomic():
+            storage.append_lines(session, _lines([value]))
+    assert len(used) >= 4 and all(u is not None for u in used)
+    assert assert_stored(session) == len(head) + len(tail)
+
+
 class AppendedSessions(HypothesisTestCase):
     """Generated sessions whose tail arrives line by line through the append path: a context
     edit there is figured from its target alone where the stored segments and depths settle
@@ -192,8 +239,9 @@ class AppendedSessions(HypothesisTestCase):
     def tearDownClass(cls):
         super().tearDownClass()
         assert cls.stored > 20, "the generated sessions were hardly ever stored"
-        assert cls.settled > 20, "appended edits were hardly ever figured from their target"
-        assert cls.differed > 2, "no appended edit was figured from its target's messages"
+        # How often generation reaches the target-alone path varies from run to run; a test
+        # below reaches it on purpose (``test_appended_edits_are_figured_from_their_target``).
+        assert cls.settled > 0, "appended edits were never figured from their target"
 
     @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
     @given(sessions(), st.integers(1, 12))
