@@ -16,8 +16,21 @@ the ratio of the two p99s and the slowest requests. Targets: 0 errors and the p9
 viewers within 3x of one viewer's (issue 28; issue 12 asked p99 ≤ 2 s, printed too). The
 exit status is 1 when a target is missed.
 
+``--shape route4mb`` serves issue 28's session instead: the 50,000 entries with 100 tool
+results of about 4 MB on the default route, 441 MB (``bench_pages.session_file``); with
+``--cache-dir`` the file and its imported database are made once there and shared with
+``bench_pages`` (per app commit), and the server starts on a copy of that database.
+
+``--pause S`` makes each viewer wait a random 0-2·S seconds after each answer, as a person
+reading a page does (mean S); the default 0 asks back to back. Back to back, one worker
+serves the viewers one request at a time, so the p99 of fifty is about fifty times the mean
+request whatever the pages cost: the ratio then measures the queue. With a pause it measures
+whether the server keeps up with fifty people reading.
+
     .venv/bin/python -m benchmarks.bench_load [--entries 50000] [--viewers 50] [--seconds 60]
-                                              [--leaves random|default] [--write-results]
+                                              [--leaves random|default] [--pause S]
+                                              [--shape default|route4mb] [--cache-dir DIR]
+                                              [--write-results]
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -84,8 +98,12 @@ def pages(pk: int, ids: list[str], leaves: list[str]) -> list[tuple[str, Callabl
     return chosen
 
 
-def browse(server: LiveServer, cookie: str, choices, until: float, out: list) -> None:
+def browse(
+    server: LiveServer, cookie: str, choices, until: float, out: list, pause: float = 0.0
+) -> None:
     while time.monotonic() < until:
+        if pause:
+            time.sleep(random.uniform(0, 2 * pause))
         name, make = random.choice(choices)
         url = make()
         request = urllib.request.Request(server.base_url + url, headers={"Cookie": cookie})
@@ -101,12 +119,14 @@ def browse(server: LiveServer, cookie: str, choices, until: float, out: list) ->
         out.append((name, status, time.perf_counter() - start, url))
 
 
-def run_phase(server, cookies: list[str], choices, viewers: int, seconds: float) -> list:
+def run_phase(
+    server, cookies: list[str], choices, viewers: int, seconds: float, pause: float = 0.0
+) -> list:
     """``viewers`` threads, each with the cookie of an account of its own."""
     results: list = []
     until = time.monotonic() + seconds
     threads = [
-        threading.Thread(target=browse, args=(server, cookies[i], choices, until, results))
+        threading.Thread(target=browse, args=(server, cookies[i], choices, until, results, pause))
         for i in range(viewers)
     ]
     for t in threads:
@@ -134,17 +154,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--baseline-seconds", type=float, default=20)
     ap.add_argument("--leaves", choices=["random", "default"], default="random")
+    ap.add_argument("--pause", type=float, default=0.0, help="mean seconds between pages")
+    ap.add_argument("--shape", choices=["default", "route4mb"], default="default")
+    ap.add_argument("--target-mb", type=int, default=441, help="route4mb: the file's size")
+    ap.add_argument("--cache-dir", help="keep the file and its imported database here")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-load-"))
-    path = tmp / "big.jsonl"
-    generate_session(str(path), entries=args.entries, branch_points=200, seed=7)
+    sessions: list[str] = []
+    if args.cache_dir or args.shape != "default":
+        from benchmarks.bench_pages import imported_db, session_file
+
+        folder = Path(args.cache_dir) if args.cache_dir else tmp
+        folder.mkdir(parents=True, exist_ok=True)
+        path = session_file(
+            folder,
+            shape=args.shape,
+            entries=args.entries,
+            branch_points=200,
+            seed=7,
+            target_mb=args.target_mb if args.shape == "route4mb" else 0,
+        )
+        # The server starts on a copy of the imported database (migrate finds it current).
+        (tmp / "srv").mkdir(parents=True)
+        shutil.copy(imported_db(folder, path), tmp / "srv" / "db.sqlite3")
+    else:
+        path = tmp / "big.jsonl"
+        generate_session(str(path), entries=args.entries, branch_points=200, seed=7)
+        sessions = [str(path)]
     port = free_port()
     server = LiveServer(
         tmp / "srv",
         users={f"viewer{i}": "viewer" for i in range(max(args.viewers, 1))},
-        sessions=[str(path)],
+        sessions=sessions,
         manage_args=["serve", "--no-demo", "--host", "127.0.0.1", "--port", str(port)],
         autostart=False,
     )
@@ -154,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         server.env.pop("SESSIONS_REQUEST_TIMEOUT", None)  # the shipped default
         server.port = server.ports[0] = port
         server.start()
-        pk = server.session_pks[0]
+        if server.session_pks:
+            pk = server.session_pks[0]
+        else:
+            with server.db() as conn:
+                pk = conn.execute("SELECT id FROM explorer_session ORDER BY id").fetchone()[0]
         with server.db() as conn:
             rows = conn.execute(
                 "SELECT entry_id, child_count FROM explorer_entry WHERE session_id=? "
@@ -170,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             req = urllib.request.Request(server.base_url + make(), headers={"Cookie": cookies[0]})
             with urllib.request.urlopen(req, timeout=300) as r:
                 r.read()
-        one = run_phase(server, cookies, choices, 1, args.baseline_seconds)
-        many = run_phase(server, cookies, choices, args.viewers, args.seconds)
+        one = run_phase(server, cookies, choices, 1, args.baseline_seconds, args.pause)
+        many = run_phase(server, cookies, choices, args.viewers, args.seconds, args.pause)
         log_tail = server.log.read_text(errors="replace")[-2000:]
 
     s1, sn = summary(one), summary(many)
@@ -190,10 +237,13 @@ def main(argv: list[str] | None = None) -> int:
         "## Load: concurrent viewers (`benchmarks/bench_load.py`)",
         "",
         f"`manage.py serve` as the README runs it (daphne, DEBUG off, 1 worker: SQLite and the "
-        f"in-memory channel layer), a generated {args.entries:,}-entry session; {os.cpu_count()} "
+        f"in-memory channel layer), a generated {args.entries:,}-entry session"
+        f"{f' of {path.stat().st_size / 2**20:,.0f} MiB (tool results of about 4 MB on its default route)' if args.shape == 'route4mb' else ''}; {os.cpu_count()} "
         f"cores shared by the server and the client threads. Each viewer, logged in as an "
         f"account of its own, asks for random pages {where} (permalinks and entry panels at "
-        f"random entries) back to back: {args.baseline_seconds:g} s with 1 viewer, then "
+        f"random entries) "
+        f"{f'with a random pause of 0-{2 * args.pause:g} s after each answer' if args.pause else 'back to back'}"
+        f": {args.baseline_seconds:g} s with 1 viewer, then "
         f"{args.seconds:g} s with {args.viewers}.",
         "",
         "| viewers | requests | errors | p50 s | p99 s | mean s |",
