@@ -313,3 +313,16 @@ def test_migration_0027_fills_the_rows_of_sessions_stored_before_it():
         assert set(line_text_store.stored_texts(session, want)) == set(want)
         migrate([("explorer", "0026_survival_checks")])  # and back: the table goes
         assert "explorer_biglinetext" not in connection.introspection.table_names()
+
+
+def test_a_grown_import_stores_the_rows_of_its_new_lines(make_session):
+    """The file imported again with more lines (the grown import's batch writer): its new
+    big line gets its row like the first import's."""
+    lines = _session_lines()
+    session = make_session(_jsonl(lines))
+    assert assert_stored_texts(session) == 4
+    more = [_tool("t4", "r2", "4 " + "v" * BIG), _reply("r3", "t4", "done")]
+    result = services.import_bytes(_jsonl(lines + more))
+    assert result.ok and result.session.pk == session.pk
+    session = Session.objects.get(pk=session.pk)
+    assert assert_stored_texts(session) == 5
