@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from explorer import line_text_store, queries, services, storage
-from explorer.analysis.line_texts import line_texts
+from explorer.analysis.line_texts import kept_row, line_texts
 from explorer.models import BigLineText, Entry, SecretFinding, Session
 from explorer.queries.entries import load_entries
 from tests.web.test_compare_omitted import HEADER, SECRET, _big_parses, _reply, _tool, _user
@@ -58,6 +58,7 @@ def assert_stored_texts(session: Session, big_line: int | None = None) -> int:
             want["cmp"],
             want["list"],
         )
+        assert got.kept == kept_row(entry)
         if entry_id in masked:
             assert SECRET not in rows[entry_id]
     return len(rows)
@@ -212,6 +213,53 @@ def test_pages_answer_alike_with_and_without_the_rows(viewer_client, make_sessio
     assert SECRET not in "".join(with_rows)
     BigLineText.objects.filter(session=session).delete()  # as before migration 0027
     assert with_rows == _answers(viewer_client, session)
+
+
+def test_generated_session_pages_answer_alike_with_and_without_the_rows(
+    viewer_client, make_session, monkeypatch, tmp_path
+):
+    """Seed 6 (four compactions, six branch points) with every line of 1,500 bytes or more
+    counted big, for the rows and the stand-ins alike: every tab's page, partial and JSON at
+    several leaves (Compare between them) is the same with the rows and without."""
+    from benchmarks.gen_session import generate_session
+    from explorer.queries import omitted
+    from tests.web.test_compare_omitted import _leaves
+
+    monkeypatch.setattr(line_text_store, "BIG_LINE", 1500)
+    monkeypatch.setattr(omitted, "BIG_LINE", 1500)
+    src = generate_session(tmp_path / "gen.jsonl", entries=1200, branch_points=6, seed=6)
+    session = make_session(src.read_bytes())
+    assert assert_stored_texts(session, 1500) > 20
+    leaves = _leaves(session)
+    picked = [leaves[0], leaves[len(leaves) // 2], leaves[-1]]
+    asked: list[tuple[str, dict[str, str]]] = []
+    for leaf in picked:
+        asked += [
+            ("explorer:compactions", {"leaf": leaf}),
+            ("explorer:context", {"leaf": leaf, "limit": "1000"}),
+            ("explorer:context", {"leaf": leaf, "limit": "5"}),
+        ]
+    asked += [("explorer:compare", {"a": a, "b": b}) for a in picked for b in picked if a != b]
+
+    def answers() -> list[str]:
+        out = []
+        for name, query in asked:
+            url = reverse(name, args=[session.pk])
+            for params, headers in (
+                (query, {}),
+                (query, {"HX-Request": "true"}),
+                ({**query, "format": "json"}, {}),
+            ):
+                queries.forget_reads()
+                cache.clear()
+                r = viewer_client.get(url, params, headers=headers)
+                assert r.status_code == 200, (name, params)
+                out.append(TOKEN.sub(r"\1T", r.content.decode()))
+        return out
+
+    with_rows = answers()
+    BigLineText.objects.filter(session=session).delete()
+    assert with_rows == answers()
 
 
 def test_under_another_masking_the_pages_read_the_lines(viewer_client, make_session):
