@@ -1,6 +1,6 @@
 """The figures stored with each entry when it arrives: its route's figures (:class:`RouteFigure`),
-its place in the tree's chains (:class:`Segment`, :class:`SegmentEntry`) and a compaction's
-survival check (:class:`SurvivalCheck`). Written by the entry writers only, never
+its place in the tree's chains (:class:`Segment`, :class:`SegmentEntry`), a compaction's
+survival check (:class:`SurvivalCheck`) and a multi-MB line's row texts (:class:`BigLineText`). Written by the entry writers only, never
 invalidated (an entry's route never changes). Apart from ``explorer.models`` by topic; that
 module re-exports them, so ``from explorer.models import RouteFigure`` keeps working.
 """
@@ -159,3 +159,36 @@ class SurvivalCheck(models.Model):
 
     def __str__(self) -> str:
         return f"Survival check of entry {self.entry_id}"
+
+
+class BigLineText(models.Model):
+    """The texts the rows of Raw vs projected, Compare and Compactions show of one multi-MB
+    line (titles, role, previews: a few hundred characters), written with the entry.
+
+    A line never changes, so what a row shows of it is computed once when it is stored
+    (``explorer.line_text_store.TextWriter``, from the import's batches and the appends) and
+    spares every page that lists it a parse of megabytes. The texts are masked as a page
+    shows them, so the row holds the masking it was read with (``mask``); a page under
+    another, or for a line without a row, parses the line itself, as for a short line.
+    """
+
+    # No cascade from the entry, as for RouteFigure: entries go only with their session.
+    entry = models.OneToOneField(
+        "explorer.Entry",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="big_line_text",
+    )
+    session = models.ForeignKey("explorer.Session", on_delete=models.CASCADE, related_name="+")
+    texts = models.TextField(
+        help_text="analysis.line_texts.line_texts of the masked entry, as JSON"
+    )
+    mask = models.CharField(
+        max_length=64,
+        help_text="The masking it was read with (survival_store.mask_stamp): another one, and "
+        "the page parses the line itself",
+    )
+
+    def __str__(self) -> str:
+        return f"Row texts of entry {self.entry_id}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from explorer import conf, route_store, survival_writer
+from explorer import conf, line_text_store, route_store, survival_writer
 from explorer.files.export import export_bytes
 from explorer.files.findings import findings_for
 from explorer.files.scan import entry_fields, session_name_of
@@ -141,6 +141,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
     created: list[Entry] = []
     by_id: dict[str, Entry] = {}
     findings: list[SecretFinding] = []
+    texts = line_text_store.TextWriter(session.pk)  # what rows show of multi-MB lines
     key = conf.secrets_key()
     position = session.next_position
     for (piece, line, value), fields in zip(parsed, fields_of, strict=True):
@@ -173,7 +174,9 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
         )
         created.append(row)
         by_id[entry_id] = row
-        findings.extend(findings_for(session, entry_id, position + 1, value, key))
+        found = findings_for(session, entry_id, position + 1, value, key)
+        findings.extend(found)
+        texts.add(entry_id, value, row.size, secret=bool(found))
         position += 1
         session.entry_count += 1
         session.leaf_count += 1
@@ -190,6 +193,7 @@ def append_lines(session: Session, data: bytes, *, author=None) -> list[Entry]:
             exactsum.added(known, [row.cost for row in created if row.cost])
         )
     route_store.write_appended(session.pk, created, [value for _p, _l, value in parsed])
+    texts.write({row.entry_id: row.pk for row in created if row.pk is not None})
     for pk, _depth, before, after in parents.values():
         if after != before:
             Entry.objects.filter(pk=pk).update(child_count=after)

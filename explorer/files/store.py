@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from explorer import conf, route_store, survival_store, survival_writer
+from explorer import conf, line_text_store, route_store, survival_store, survival_writer
 from explorer.files.findings import findings_for
 from explorer.files.index import search_row, store_search_rows
 from explorer.files.progress import _progress
@@ -84,6 +84,8 @@ class _Writer:
         # Compactions and branch summaries written, whose survival checks are stored once
         # the import's entries and counters are (``explorer.survival_store``).
         self.checked: list[tuple[str, str]] = []
+        # The row texts of multi-MB lines, written after each batch (``line_text_store``).
+        self.line_texts = line_text_store.TextWriter(session.pk)
         self.secrets_key = conf.secrets_key()
         self.buffered = 0
         self.first_position: int | None = None
@@ -154,9 +156,9 @@ class _Writer:
             self.checked.append((entry_id, fields["type"]))
         self.figures.add(entry_id, parent, position, value if type(value) is dict else {})
         if value is not None:
-            self.findings.extend(
-                findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
-            )
+            found = findings_for(self.session, entry_id, position + 1, value, self.secrets_key)
+            self.findings.extend(found)
+            self.line_texts.add(entry_id, value, size, secret=bool(found))
             row_text = search_row(
                 self.session.pk, entry_id, position, fields, value, escaped=escaped
             )
@@ -194,6 +196,7 @@ class _Writer:
                 cursor.close()
             self.rows = []
             self.figures.write()
+            self.line_texts.write()
             self.pending = {}
             self.buffered = 0
         if self.extras:

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from explorer import codex_context, route_store, survival_store
+from explorer.analysis.line_texts import kept_row, listed_row
+from explorer.line_text_store import LineTexts, stored_texts
 from explorer.models import Session
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import kept_below, kept_by, mask_key
 from explorer.queries.routes import LightEntry, entry_exists, light_path
-from explorer.session.describe import entry_title
 
 if TYPE_CHECKING:
     from explorer.analysis.compactions import SurvivalReport
@@ -120,7 +121,11 @@ def compaction_detail(
     listed_kept = kept_at[win["kept_from"] : win["kept_to"]]
     checked = replaced_at[-REPLACED_SHOWN:]
     stored_report = survival_store.stored_report(session, light[ci].pk)
-    wanted = {*listed_replaced, *listed_kept, ci, *(checked if stored_report is None else ())}
+    # A listed multi-MB line shows the texts stored with it (``line_text_store``): its line
+    # is read only for the check, when that is not stored either.
+    texts = stored_texts(session, [light[j].entry_id for j in (*listed_replaced, *listed_kept)])
+    listed = [j for j in (*listed_replaced, *listed_kept) if light[j].entry_id not in texts]
+    wanted = {*listed, ci, *(checked if stored_report is None else ())}
     data = load_entries(session, [light[j].entry_id for j in sorted(wanted)])
 
     def entries(at: Sequence[int]) -> list[dict]:
@@ -154,21 +159,8 @@ def compaction_detail(
             "off_path": item["off_path"],
             **codex_context.recorded_figures(comp),  # a Codex compaction's history
         },
-        "replaced": [
-            {
-                "id": e.get("id"),
-                "type": e.get("type"),
-                "title": entry_title(e, 140),
-                "role": (e.get("message") or {}).get("role")
-                if isinstance(e.get("message"), dict)
-                else "",
-            }
-            for e in entries(listed_replaced)
-        ],
-        "kept": [
-            {"id": e.get("id"), "type": e.get("type"), "title": entry_title(e, 140)}
-            for e in entries(listed_kept)
-        ],
+        "replaced": _rows(light, listed_replaced, data, texts),
+        "kept": _rows(light, listed_kept, data, texts, kept=True),
         **win,
         "replaced_count": item["replaced_count"],
         "kept_count": item["kept_count"],
@@ -180,6 +172,27 @@ def compaction_detail(
         else survival_of(entries(checked), summary or ""),
         "previous": _previous_summary(session, light, ci, summary or ""),
     }
+
+
+def _rows(
+    light: Sequence[LightEntry],
+    at: Sequence[int],
+    data: dict[str, dict],
+    texts: dict[str, LineTexts],
+    *,
+    kept: bool = False,
+) -> list[dict[str, Any]]:
+    """The listed rows of the entries at ``at`` on ``light``: from their stored texts, else
+    from their parsed lines (``data``; a line that did not parse to an object is left out)."""
+    out: list[dict[str, Any]] = []
+    for j in at:
+        eid = light[j].entry_id
+        stored = texts.get(eid)
+        if stored is not None:
+            out.append(stored.kept if kept else stored.listed)
+        elif eid in data:
+            out.append(kept_row(data[eid]) if kept else listed_row(data[eid]))
+    return out
 
 
 def compaction_check(session: Session, light: Sequence[LightEntry]) -> SurvivalReport | None:
@@ -291,29 +304,23 @@ def _branch_summary_detail(
     common = max((k for k, e in enumerate(left) if e.entry_id in on_route), default=-1)
     summarised = left[common + 1 :]
     shown = summarised[-REPLACED_SHOWN:]
-    data = load_entries(session, [e.entry_id for e in shown], recorded=not computed)
+    stored = None if computed else survival_store.stored_report(session, route[-1].pk)
+    # With the check stored, a multi-MB line listed shows its stored texts, unread.
+    texts = stored_texts(session, [e.entry_id for e in shown]) if stored is not None else {}
+    data = load_entries(
+        session, [e.entry_id for e in shown if e.entry_id not in texts], recorded=not computed
+    )
     entries = [data[e.entry_id] for e in shown if e.entry_id in data]
     if computed:  # the check alone, for storing
         return (
             {"report": survival_of(entries, summary, (e.entry_id for e in left))} if known else {}
         )
-    stored = survival_store.stored_report(session, route[-1].pk)
     return {
         "id": summary_id,
         "from_id": from_id or None,
         "common_ancestor": left[common].entry_id if common >= 0 else None,
         "summary": summary,
-        "summarised": [
-            {
-                "id": e.get("id"),
-                "type": e.get("type"),
-                "title": entry_title(e, 140),
-                "role": (e.get("message") or {}).get("role")
-                if isinstance(e.get("message"), dict)
-                else "",
-            }
-            for e in entries
-        ],
+        "summarised": _rows(shown, range(len(shown)), data, texts),
         "summarised_count": len(summarised),
         "hidden_before": len(summarised) - len(shown),
         "report": stored

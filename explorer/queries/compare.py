@@ -10,24 +10,21 @@ entries of each route (:data:`ROUTE_SHOWN`), the tool-calling replies after the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import connection
 
 from explorer import route_store
+from explorer.analysis.line_texts import CompareTexts as Texts
+from explorer.analysis.line_texts import compare_texts
+from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, load_entries
-from explorer.queries.omitted import (
-    TEXTS_LOCK,
-    big_lines,
-    kept_texts,
-    omitted_entries,
-)
+from explorer.queries.omitted import omitted_entries
 from explorer.queries.routes import LightEntry, light_path
-from explorer.session.describe import entry_role, entry_title, message_preview
-from explorer.session.messages import session_entry_to_context_messages
+from explorer.session.describe import entry_role, entry_title
 
 # ---------------------------------------------------------------------------------------------
 # Comparing two routes
@@ -70,16 +67,10 @@ def _route_rows(
     ]
 
 
-# What Compare shows of an entry: its role, its title in a route's list and as the common
-# ancestor, and the preview of its one message on a line of the difference (None unless it
-# gives one message). Kept per process for big lines (``omitted.kept_texts``).
-Texts = tuple[str, str, str, str | None]
-
-
-def _row_texts(entry: dict) -> Texts:
-    own = session_entry_to_context_messages(entry)
-    preview = message_preview(own[0]) if len(own) == 1 and isinstance(own[0], dict) else None
-    return entry_role(entry), entry_title(entry, 110), entry_title(entry, 100), preview
+def _stored_texts(session: Session, ids: Collection[str]) -> dict[str, Texts]:
+    """What Compare shows of the multi-MB lines among ``ids``, stored with them
+    (``line_text_store``: ``analysis.line_texts.compare_texts`` of the masked line)."""
+    return {eid: texts.compare for eid, texts in stored_texts(session, ids).items()}
 
 
 def _undecided_lines(
@@ -92,7 +83,7 @@ def _undecided_lines(
     """The stood-in entries whose lines must be read: every one in an unaligned stretch
     when one there might equal a message of the other side by content (``undecided``:
     ``analysis.compare.checked_diff_rows``), and those on a listed line of the difference
-    whose preview this process has not kept. Read, the stretches hold no stand-in (the
+    whose preview is not stored. Read, the stretches hold no stand-in (the
     alignment by source entry is the same with or without them), so a second alignment
     needs none read."""
     out: set[str] = set()
@@ -108,23 +99,11 @@ def _undecided_lines(
 
 
 def _with_preview(line: dict[str, Any], stood: set[str], known: dict[str, Texts]) -> dict[str, Any]:
-    """A listed line of a stood-in entry with the preview kept of its message."""
+    """A listed line of a stood-in entry with the stored preview of its message."""
     eid = line.get("source_id")
     if line["side"] == "both" or eid not in stood:
         return line
     return {**line, "text": known[eid][3]}
-
-
-def _known_texts(
-    session: Session, ids: set[str]
-) -> tuple[dict[str, Texts], dict[str, Texts], set[str]]:
-    """(the texts this process kept of the big lines among ``ids``, the memo itself, the
-    big lines among ``ids`` it has not kept)."""
-    memo = kept_texts(session, "compare-row")
-    with TEXTS_LOCK:
-        known = {eid: memo[eid] for eid in ids if eid in memo}
-    missing = set(big_lines(session, [i for i in ids if i not in known]))
-    return known, memo, missing
 
 
 def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
@@ -149,24 +128,21 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     # the replies after the ancestor that called tools (for the files they name). A
     # multi-MB line of the contexts that no row lists is stood in for by its stored
     # estimate (``queries.omitted``), and read after all only where its content decides.
-    # The titles of big lines listed are kept per process (``omitted.kept_texts``): a
-    # warm request, or the next version's, reads none of those lines again.
+    # The texts of a big line listed, or stood in for, are stored with it
+    # (``line_text_store``): a listed row reads them, not the line.
     titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
-    known, memo, big = _known_texts(session, titled)
+    known = _stored_texts(session, titled)
     parsed = {
         *(titled - known.keys()),
         *_calling(route_a, k, stored),
         *_calling(route_b, k, stored),
     }
     omitted = omitted_entries(session, [*live_a, *live_b], parsed)
+    known.update(_stored_texts(session, [eid for eid in omitted if eid not in known]))
     data = load_entries(
         session,
         [*parsed, *(e.entry_id for e in (*live_a, *live_b) if e.entry_id not in omitted)],
     )
-    read = {eid: _row_texts(data[eid]) for eid in big if eid in data}
-    with TEXTS_LOCK:
-        memo.update(read)
-    known.update(read)
     data.update(omitted)
     ends = [r[-1].entry_id for r in (route_a, route_b) if r]
     figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
@@ -188,13 +164,10 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
         if not reread:
             listed = [_with_preview(line, stood, known) for line in listed]
             break
-        # Read where their content decides, and kept for the next request (big lines all).
+        # Read where their content decides (or their texts are not stored).
         loaded = load_entries(session, list(reread))
         data.update(loaded)
-        read = {eid: _row_texts(e) for eid, e in loaded.items()}
-        with TEXTS_LOCK:
-            memo.update(read)
-        known.update(read)
+        known.update({eid: compare_texts(e) for eid, e in loaded.items()})
     return {
         "a": a,
         "b": b,

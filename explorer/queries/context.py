@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.analysis.projection import AlignedRow, AlignedView
+from explorer.line_text_store import stored_texts
 from explorer.models import Session
 from explorer.queries.entries import _load_by_pk, context_light, full_path, load_entries
 from explorer.queries.keep import _identity_key, _stamped_list, cached, mask_key
-from explorer.queries.omitted import TEXTS_LOCK, kept_texts, omitted_entries
+from explorer.queries.omitted import omitted_entries
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session.tokens import OmittedMessage
 
@@ -118,19 +119,17 @@ def shown_rows(session: Session, rows: Sequence[dict[str, Any]], key: str) -> li
 
 
 def _read_texts(session: Session, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each stood-in row of ``rows`` with the texts of its line, read now. Such an entry is a
-    user or tool-result message no edit targets, so the messages it gives the model, when
-    it gives any, are its own (``session_entry_to_context_messages``)."""
+    """Each stood-in row of ``rows`` with the texts of its line: those stored with it
+    (``line_text_store``), else read from the line now. Such an entry is a user or
+    tool-result message no edit targets, so the messages it gives the model, when it gives
+    any, are its own (``session_entry_to_context_messages``)."""
     from explorer.analysis.projection import entry_texts, summary_row_texts
 
-    kept = kept_texts(session, "context-row")
-    with TEXTS_LOCK:
-        known = {r["id"]: kept[r["id"]] for r in rows if r.get(OMITTED) and r["id"] in kept}
-    wanted = [r["id"] for r in rows if r.get(OMITTED) and r["id"] not in known]
+    stood = [r["id"] for r in rows if r.get(OMITTED)]
+    known = {eid: texts.context for eid, texts in stored_texts(session, stood).items()}
+    wanted = [eid for eid in stood if eid not in known]
     for eid, entry in load_entries(session, wanted).items():
         known[eid] = entry_texts(entry)
-    with TEXTS_LOCK:
-        kept.update(known)
     out = []
     for r in rows:
         if not r.get(OMITTED):

@@ -11,23 +11,21 @@ route figures stored with it, and its line is not read.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from django.db import connection
 
-from explorer import route_store
+from explorer import line_text_store, route_store
 from explorer.models import Entry, Session
 from explorer.queries.entries import entries_with_secrets
-from explorer.queries.keep import _identity_key, _stamped_list, mask_key
 from explorer.queries.routes import LightEntry
 from explorer.session import jsonfmt
 from explorer.session.tokens import OmittedMessage
 
 # Lines at least this long are stood in for; shorter ones cost less to parse than to check.
-BIG_LINE = 256 * 1024
+# The same threshold as the row texts stored with such lines (``line_text_store``), so a
+# stand-in a page shows has its texts stored.
+BIG_LINE = line_text_store.BIG_LINE
 # Roles whose message the projection passes through as it is, whatever its content (never a
 # system message, which a compaction supersedes, nor an assistant reply, whose model the
 # settings and whose usage the estimate read).
@@ -105,26 +103,3 @@ def big_lines(session: Session, ids: list[str]) -> dict[str, str]:
             )
             out.update((eid, role or "") for eid, role in cursor.fetchall())
     return out
-
-
-# What a process read from big lines to show them (titles, previews: a few hundred
-# characters per entry), per session, mask and use, tied to the shared cache's stamp like
-# the routes and alignments: a line never changes, so the next request, or the next
-# version after an append, shows the same rows without reading their lines again.
-TEXTS_KEPT = 2000  # entries per session and use; beyond, the memo starts afresh
-_TEXTS: OrderedDict[str, tuple[str, list]] = OrderedDict()
-TEXTS_LOCK = threading.Lock()
-
-
-def kept_texts(session: Session, use: str) -> dict[str, Any]:
-    """This process's memo (entry id → what ``use`` made of its line) for ``session`` under
-    its current mask. Read and write it holding :data:`TEXTS_LOCK`."""
-    key = _identity_key(session, f"line-texts|{use}|{mask_key(session)}")
-    holder = _stamped_list(_TEXTS, TEXTS_LOCK, key)
-    with TEXTS_LOCK:
-        if not holder:
-            holder.append({})
-        memo: dict[str, Any] = holder[0]
-        if len(memo) > TEXTS_KEPT:
-            memo.clear()
-        return memo

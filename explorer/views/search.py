@@ -12,8 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from explorer import archives, html, params, queries
+from explorer.analysis.snippets import snippet_source
 from explorer.permissions import get_session_for_user, viewer_required
-from explorer.session.describe import readable_tool_calls
 from explorer.views.common import (
     HtmxHttpRequest,
     render_panel,
@@ -74,11 +74,13 @@ def search_context(request: HtmxHttpRequest, session=None, *, exact: bool = True
     keep = [(archives.SHOW_PARAM, archives.SHOW_VALUE)] if shown else []
     results = []
     for hit in found["hits"] if found else []:
+        # The readable text around the first match only (a multi-MB hit is not read whole).
+        source = snippet_source(hit["text"], q)
         results.append(
             {
                 **hit,
-                "snippet": html.highlight(readable_tool_calls(hit["text"]), q),
-                "plain": plain_snippet(readable_tool_calls(hit["text"]), q),
+                "snippet": html.highlight(source, q),
+                "plain": plain_snippet(source, q),
                 "archived": hit["entry_id"] in hide.get(hit["session_id"], ()),
             }
         )

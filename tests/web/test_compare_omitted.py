@@ -137,8 +137,11 @@ def test_big_lines_not_listed_are_not_parsed(viewer_client, make_session, monkey
     assert len(sizes) == 3 * len(read)
 
 
-def test_a_big_line_listed_is_parsed(viewer_client, make_session, monkeypatch):
-    """A route's newest entries are listed with their titles: a big one among them is read."""
+def test_a_big_line_listed_shows_its_stored_texts(viewer_client, make_session, monkeypatch):
+    """A route's newest entries are listed with their titles: a big one among them shows the
+    texts stored with it (``line_text_store``), unread; without its row it is read."""
+    from explorer.models import BigLineText
+
     lines = _big_session_lines()
     session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
     sizes = _big_parses(monkeypatch)
@@ -146,16 +149,14 @@ def test_a_big_line_listed_is_parsed(viewer_client, make_session, monkeypatch):
     assert [r["id"] for r in answer["result"]["route_a"]] == []  # t3 is the ancestor, titled
     title = answer["result"]["ancestor_title"]
     assert answer["result"]["ancestor"] == "t3" and title.startswith("3 xxx")
-    assert len(sizes) == 1
-    # Its title is kept: a warm request reads it no more, nor the next version's.
-    url = reverse("explorer:compare", args=[session.pk])
-    again = viewer_client.get(url, {"a": "t3", "b": "rb", "format": "json"}).json()
-    assert again == answer and len(sizes) == 1
+    assert len(sizes) == 0
     message = {"role": "user", "content": "one more", "timestamp": 9}
     services.append_message(session, None, message, leaf_id="rb")
     session.refresh_from_db()
-    grown = viewer_client.get(url, {"a": "t3", "b": "rb", "format": "json"}).json()
-    assert grown["result"]["ancestor_title"] == title and len(sizes) == 1
+    grown = _cold(viewer_client, session, "t3", "rb")
+    assert grown["result"]["ancestor_title"] == title and len(sizes) == 0
+    BigLineText.objects.filter(session=session).delete()  # as before migration 0027
+    assert _cold(viewer_client, session, "t3", "rb") == grown and len(sizes) == 1
 
 
 def test_equal_big_results_of_two_branches_are_read_and_shared(
@@ -236,14 +237,14 @@ def test_pi_fixtures_answer_as_with_every_line_parsed(viewer_client, make_sessio
             assert warm == expected, (path.name, a, b)
 
 
-def test_big_lines_listed_in_a_route_are_read_once(viewer_client, make_session, monkeypatch):
+def test_big_lines_listed_in_a_route_are_not_read(viewer_client, make_session, monkeypatch):
     lines = _big_session_lines()
     session = make_session(("\n".join(json.dumps(x) for x in lines) + "\n").encode())
     sizes = _big_parses(monkeypatch)
     cold = _cold(viewer_client, session, "rb", "t1")
     assert [r["id"] for r in cold["result"]["route_a"]][:2] == ["t2", "t3"]
     assert cold["result"]["route_a"][0]["title"].startswith("2 xxx")
-    assert len(sizes) == 3  # t2 and t3 listed, t1 the ancestor
+    assert len(sizes) == 0  # t2 and t3 listed, t1 the ancestor: their stored texts
     url = reverse("explorer:compare", args=[session.pk])
     warm = viewer_client.get(url, {"a": "rb", "b": "t1", "format": "json"}).json()
     diff = {
@@ -251,4 +252,4 @@ def test_big_lines_listed_in_a_route_are_read_once(viewer_client, make_session, 
         for k, v in cold["result"].items()
         if warm["result"].get(k) != v
     }
-    assert warm == cold and len(sizes) == 3, (diff, {k for k in cold if warm.get(k) != cold[k]})
+    assert warm == cold and len(sizes) == 0, (diff, {k for k in cold if warm.get(k) != cold[k]})
