@@ -22,10 +22,10 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from explorer import queries
+from explorer.analysis.line_texts import row_facts
 from explorer.analysis.tree import PAGE_ROWS, default_folds, path_window
+from explorer.line_text_store import row_facts_of
 from explorer.session.describe import (
-    entry_role,
-    entry_title,
     error_in_words,
     kind_name,
 )
@@ -117,7 +117,7 @@ def route_entry_rows(
             detail,
             entry_url,
             eid,
-            *_row_facts(d)[1:],
+            *row_facts(d)[1:],
             indent=indent,
             selected=selected,
             cursor=cursor,
@@ -129,12 +129,6 @@ def route_entry_rows(
         )  # fmt: skip
         for k, (eid, d) in enumerate(entries)
     ]
-
-
-def _row_facts(d: dict) -> tuple[str | None, str, str]:
-    """What a route row shows of its entry: (its message role, the row's role, its title)."""
-    role = entry_role(d)
-    return role, role or str(d.get("type") or "entry"), entry_title(d, 60) if d else ""
 
 
 def _route_entry_row(
@@ -197,8 +191,7 @@ class _KeptRouteRows:
         """Read the facts of the ``ids`` not known yet (one query for them all)."""
         missing = [i for i in dict.fromkeys(ids) if i not in self.facts]
         if missing:
-            data = queries.load_entries(session, missing)
-            self.facts.update((i, _row_facts(data.get(i, {}))) for i in missing)
+            self.facts.update(row_facts_of(session, missing))
             self.changed = True
 
     def role(self, eid: str) -> str | None:

@@ -24,7 +24,7 @@ from typing import Any
 from django.db import connection
 
 from explorer import conf
-from explorer.analysis.line_texts import CompareTexts, ContextTexts, line_texts
+from explorer.analysis.line_texts import CompareTexts, ContextTexts, RowFacts, line_texts
 from explorer.session import jsonfmt
 from explorer.survival_store import mask_stamp
 
@@ -45,6 +45,7 @@ class LineTexts:
     context: ContextTexts
     compare: CompareTexts
     listed: dict[str, Any]
+    row: RowFacts
 
     @property
     def kept(self) -> dict[str, Any]:
@@ -61,9 +62,28 @@ def decode(text: str) -> LineTexts:
     data = jsonfmt.loads(text)
     title, previews = data["ctx"]
     role, title_a, title_b, preview = data["cmp"]
+    own_role, row_role, row_title = data["row"]
     return LineTexts(
-        (title, [(r, p) for r, p in previews]), (role, title_a, title_b, preview), data["list"]
+        (title, [(r, p) for r, p in previews]),
+        (role, title_a, title_b, preview),
+        data["list"],
+        (own_role, row_role, row_title),
     )
+
+
+def row_facts_of(session: Any, ids: Iterable[str]) -> dict[str, RowFacts]:
+    """:func:`~explorer.analysis.line_texts.row_facts` of each of ``ids``: the stored ones
+    of big lines, the others from their parsed (masked) lines; an unknown id's are an
+    empty title's. The Tree's drawn entries and the Live and Tree route rows read this."""
+    from explorer.analysis.line_texts import row_facts
+    from explorer.queries.entries import load_entries
+
+    wanted = list(dict.fromkeys(i for i in ids if i))
+    out = {eid: texts.row for eid, texts in stored_texts(session, wanted).items()}
+    rest = [i for i in wanted if i not in out]
+    data = load_entries(session, rest) if rest else {}
+    out.update((i, row_facts(data.get(i, {}))) for i in rest)
+    return out
 
 
 def masked(value: dict, allow: frozenset[str]) -> dict:

@@ -4,7 +4,8 @@ characters whatever the line's size.
 Each tab that lists entries builds its rows' texts with the function named for it here,
 from the parsed (masked) entry: Raw vs projected with
 :func:`explorer.analysis.projection.entry_texts`, Compare with :func:`compare_texts`,
-Compactions with :func:`listed_row` and :func:`kept_row`. :func:`line_texts` is all of
+Compactions with :func:`listed_row` and :func:`kept_row`, the Tree and Live tabs' route rows
+with :func:`row_facts`. :func:`line_texts` is all of
 them at once: what ``explorer.line_text_store`` stores for a multi-MB line when it arrives,
 so that a page showing the line as one row reads those few hundred characters instead of
 parsing megabytes. One function per text, called by the page and by the write alike, so the
@@ -25,6 +26,16 @@ from explorer.session.messages import session_entry_to_context_messages
 CompareTexts = tuple[str, str, str, str | None]
 # Raw vs projected's: the row's title and the (role, preview) of each message it gives.
 ContextTexts = tuple[str, list[tuple[str, str]]]
+# A Tree or Live route row's: the entry's message role (None for other entries), the row's
+# role (the message role, else the entry's type) and its title.
+RowFacts = tuple[str | None, str, str]
+
+
+def row_facts(entry: dict) -> RowFacts:
+    """What a route row of the Tree and Live tabs shows of ``entry`` (:data:`RowFacts`);
+    an unknown entry (``{}``) shows an empty title."""
+    role = entry_role(entry)
+    return role, role or str(entry.get("type") or "entry"), entry_title(entry, 60) if entry else ""
 
 
 def compare_texts(entry: dict) -> CompareTexts:
@@ -51,6 +62,12 @@ def kept_row(entry: dict) -> dict[str, Any]:
 
 
 def line_texts(entry: dict) -> dict[str, Any]:
-    """Every text a row of Raw vs projected (``ctx``), Compare (``cmp``) or Compactions
-    (``list``; a kept row is its first three keys) shows of ``entry``."""
-    return {"ctx": entry_texts(entry), "cmp": compare_texts(entry), "list": listed_row(entry)}
+    """Every text a row of Raw vs projected (``ctx``), Compare (``cmp``), Compactions
+    (``list``; a kept row is its first three keys) or the Tree and Live route rows (``row``)
+    shows of ``entry``."""
+    return {
+        "ctx": entry_texts(entry),
+        "cmp": compare_texts(entry),
+        "list": listed_row(entry),
+        "row": row_facts(entry),
+    }

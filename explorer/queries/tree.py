@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import connection
 
+from explorer.line_text_store import row_facts_of
 from explorer.models import Entry, Session
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import cached
@@ -18,7 +19,6 @@ from explorer.queries.routes import _LIGHT_COLS, LightEntry, default_leaf_id, li
 from explorer.queries.skeleton import _skeleton
 from explorer.queries.tree_segments import segment_tree
 from explorer.session import jsonfmt
-from explorer.session.describe import entry_role, entry_title
 from explorer.session.graph import FoldedGraph, GraphNode, fold_tree
 from explorer.session.segfold import fold_segments
 
@@ -68,7 +68,8 @@ def folded_tree(
 ) -> TreeModel:
     """The folded graph of the Tree tab at ``cursor``, read afresh: the segment rows and
     the entry index rows of the segments the fold walks (``explorer.session.segfold``),
-    then the JSON bodies of the drawn entries for their titles. Nothing is kept.
+    then the drawn entries' titles (a multi-MB line's stored, the others' parsed). Nothing
+    is kept.
 
     ``max_nodes`` bounds the drawn items (the page's weight), not what can be reached:
     chains unfold (``expanded``) and closed subtrees open on their own (``root``).
@@ -104,14 +105,15 @@ def folded_tree(
         graph = fold_segments(segment_tree(session, labels, marks_of), **fold_args)
     ids = [i.entry_id for i in graph.items if i.kind == "entry"]
     ids += [i.entry_id for i in graph.items if i.kind == "chain"]
-    data = load_entries(session, ids)
-    titles = {eid: entry_title(d, 60) for eid, d in data.items()}
+    facts = row_facts_of(session, ids)
+    titles = {eid: f[2] for eid, f in facts.items() if f[2]}
     for item in graph.items:
         if item.kind == "entry" and item.node is not None:
             # Roles are read here, for the drawn entries only (the index's role column is
-            # the engine's for messages only).
+            # the engine's for messages only); a multi-MB line's from its stored texts.
+            role = facts.get(item.node.id, (None, "", ""))[0]
             item.node = GraphNode(
-                item.node.id, item.node.parent_id, item.node.type, entry_role(data.get(item.node.id, {})) or None,
+                item.node.id, item.node.parent_id, item.node.type, role or None,
                 item.node.label, titles.get(item.node.id, ""), item.node.flags,
             )  # fmt: skip
     return TreeModel(graph, titles, path_ids, cursor, flags)

@@ -240,6 +240,8 @@ def test_generated_session_pages_answer_alike_with_and_without_the_rows(
             ("explorer:context", {"leaf": leaf, "limit": "5"}),
         ]
     asked += [("explorer:compare", {"a": a, "b": b}) for a in picked for b in picked if a != b]
+    # The Tree and Live route rows and the Tree's drawn entries (titles, roles).
+    asked += [(name, {"leaf": leaf}) for leaf in picked for name in TREE_AND_LIVE]
 
     def answers() -> list[str]:
         out = []
@@ -310,6 +312,33 @@ def test_a_cold_request_reads_no_big_line_it_shows_as_a_row(
     assert len(sizes) == unstored  # without the rows, the lines shown are read
     text = json.dumps(answer)
     assert "3 xxxx" in text and SECRET not in text
+
+
+TREE_AND_LIVE = ("explorer:session_detail", "explorer:live")
+
+
+@pytest.mark.parametrize("name", TREE_AND_LIVE)
+def test_tree_and_live_rows_read_the_stored_texts(viewer_client, make_session, monkeypatch, name):
+    """The Tree's drawn entries and the route rows of the Tree and Live tabs take a big
+    line's title and role from its stored texts: the page is the same without the rows, and
+    reads fewer big lines with them."""
+    session = make_session(_jsonl(_session_lines()))
+    sizes = _big_parses(monkeypatch)
+
+    def cold_page() -> str:
+        queries.forget_reads()
+        cache.clear()
+        r = viewer_client.get(reverse(name, args=[session.pk]), {"leaf": "r1"})
+        assert r.status_code == 200
+        return TOKEN.sub(r"\1T", r.content.decode())
+
+    page = cold_page()
+    with_rows = len(sizes)
+    del sizes[:]
+    BigLineText.objects.filter(session=session).delete()
+    assert cold_page() == page
+    assert with_rows < len(sizes), (with_rows, len(sizes))
+    assert "3 xxxx" in page and SECRET not in page
 
 
 # -- migration 0027 ----------------------------------------------------------------------------
