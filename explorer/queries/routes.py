@@ -77,6 +77,32 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     return out
 
 
+def route_length(session: Session, entry_id: str | None) -> int:
+    """Entries on the route root → ``entry_id`` (0 for none or an unknown id): the stored
+    depth of a placed entry (``RouteFigure.depth``, written when it arrived), else the
+    route read. A placed entry's parent links are its chain of segments up to a true root,
+    which is the route the depth counts."""
+    if not entry_id:
+        return 0
+    from explorer.models import RouteFigure, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    figures = connection.ops.quote_name(RouteFigure._meta.db_table)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT f.depth FROM {entries} e "
+            f"JOIN {members} m ON m.entry_id = e.id AND m.segment_id IS NOT NULL "
+            f"JOIN {figures} f ON f.entry_id = e.id "
+            f"WHERE e.session_id = %s AND e.entry_id = %s",
+            [session.pk, jsonfmt.visible(entry_id)],
+        )
+        row = cur.fetchone()
+    if row is not None and row[0] is not None:
+        return int(row[0]) + 1
+    return len(light_path(session, entry_id))
+
+
 _SEGMENT_COLS = ", ".join(f"e.{c}" for c in _PATH_COLS.split(", "))
 
 

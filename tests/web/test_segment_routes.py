@@ -99,6 +99,9 @@ def test_generated_session_grown_by_appends(make_session, tmp_path, editor_user)
     session.refresh_from_db()
     ids = list(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
     assert _assert_routes(session, ids[::7] + ids[-10:]) > 100
+    # The stored depth counts the same route (the Live JSON's route length reads it).
+    for leaf in [*ids[::5], *ids[-10:], "gone"]:
+        assert queries.route_length(session, leaf) == len(_walked(session, leaf)), leaf
 
 
 def test_a_cold_route_is_one_query_over_the_segments(make_session, tmp_path):
