@@ -38,6 +38,7 @@ __all__ = [
     "SegmentWriter",
     "on_route",
     "on_route_of",
+    "route_chain",
     "route_rows",
     "rebuild_segments",
     "segment_children",
@@ -576,3 +577,35 @@ def route_rows(session_pk: int, entry_id: str, columns: str) -> list[tuple[Any, 
             [session_pk, entry_id],
         )
         return cur.fetchall()
+
+
+def route_chain(session_pk: int, entry_id: str) -> dict[int, int] | None:
+    """The route root → ``entry_id`` as its segments: segment → the last offset the route
+    holds in it (one row per branch point above the entry). An entry is on the route when
+    its segment is here and its offset at most that. None when the segments do not settle
+    it (the id unknown, or the entry in no segment); an entry in no segment is on no
+    placed entry's route."""
+    from explorer.models import Entry, Segment, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    segments = connection.ops.quote_name(Segment._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""
+            WITH RECURSIVE chain(seg, upto) AS (
+                SELECT m.segment_id, m.{off} FROM {members} m
+                WHERE m.entry_id = (
+                    SELECT x.id FROM {entries} x WHERE x.session_id = %s AND x.entry_id = %s
+                ) AND m.segment_id IS NOT NULL
+                UNION ALL
+                SELECT s.parent_segment_id, s.parent_offset FROM {segments} s
+                JOIN chain ON s.id = chain.seg WHERE s.parent_segment_id IS NOT NULL
+            )
+            SELECT seg, upto FROM chain
+            """,
+            [session_pk, entry_id],
+        )
+        rows = cur.fetchall()
+    return dict(rows) or None

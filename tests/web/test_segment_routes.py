@@ -45,14 +45,29 @@ def _assert_routes(session, ids: list[str]) -> int:
             "entry__entry_id", flat=True
         )
     )
+    places = dict(
+        SegmentEntry.objects.filter(session=session).values_list("entry__entry_id", "segment_id")
+    )
+    offsets = dict(
+        SegmentEntry.objects.filter(session=session).values_list("entry__entry_id", "offset")
+    )
     answered = 0
     for leaf in [*ids, "gone"]:
         assert _read(session, leaf) == _walked(session, leaf), leaf
         by_segments = segment_store.route_rows(session.pk, leaf, "e.entry_id")
+        chain = segment_store.route_chain(session.pk, leaf)
         if leaf == "gone" or leaf in unplaced:
-            assert by_segments == []
+            assert by_segments == [] and chain is None
         else:
-            assert [r[0] for r in by_segments] == [r[0] for r in _walked(session, leaf)]
+            walked = [r[0] for r in _walked(session, leaf)]
+            assert [r[0] for r in by_segments] == walked
+            # The chain alone says which entries are on the route (the Tree JSON's flags).
+            marked = {
+                eid
+                for eid, seg in places.items()
+                if seg is not None and chain.get(seg, -1) >= offsets[eid]
+            }
+            assert marked == set(walked), leaf
             answered += 1
     return answered
 
