@@ -129,3 +129,27 @@ def test_a_cold_route_is_one_query_over_the_segments(make_session, tmp_path):
     walks = [q["sql"] for q in run.captured_queries if "walk" in q["sql"]]
     assert walks == [] and len(route) > 50
     assert [e.entry_id for e in route] == [r[0] for r in _walked(session, leaf)]
+
+
+def test_the_timelines_reply_rows_are_the_windows_figure_rows(make_session, tmp_path):
+    """The Timeline reads its window's replies through the route's segments and the stored
+    depth: for every window start, the same rows as looking the window's entries up."""
+    from explorer.queries import timeline
+
+    path = generate_session(tmp_path / "s.jsonl", entries=400, branch_points=5, seed=4)
+    session = make_session(path.read_bytes())
+    leaves = [c["id"] for c in queries.leaf_choices(session)][:3]
+    checked = 0
+    for leaf in leaves:
+        route = route_queries.light_path(session, leaf)
+        for start in range(0, len(route), 3):
+            window = route[start:]
+            want = {
+                pk: row
+                for pk, row in timeline._figure_rows(session, window).items()
+                if row[0] == "assistant"
+            }
+            assert timeline._reply_rows(session, leaf, start) == want, (leaf, start)
+            checked += bool(want)
+    assert checked > 50
+    assert timeline._reply_rows(session, "gone", 0) is None
