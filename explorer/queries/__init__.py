@@ -137,6 +137,7 @@ from explorer.queries.routes import (
     light_path,
     newer_than,
     newest_leaf_under,
+    route_length,
     siblings_of,
 )
 from explorer.queries.search import (
@@ -263,6 +264,7 @@ __all__ = [
     "last_position",
     "leaf_choices",
     "light_path",
+    "route_length",
     "list_path_totals",
     "list_row_labels",
     "load_entries",

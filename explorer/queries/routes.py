@@ -17,6 +17,7 @@ from django.db import connection
 
 from explorer.models import Entry, Leaf, Session
 from explorer.queries.keep import _identity_key, _once, _stamped_list
+from explorer.segment_store import route_rows
 from explorer.session import jsonfmt
 
 
@@ -49,7 +50,11 @@ _PATH_COLS = "entry_id, parent_id, type, position, id"
 
 
 def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
-    """Root→entry index rows in one recursive query; stops on cycles and dangling parents.
+    """Root→entry index rows in one query; stops on cycles and dangling parents.
+
+    Read from the stored segments (the entry's chain of segments, then their members by
+    range); an entry the segments leave out (a loop, or below one) is walked up its parent
+    links instead, one recursive query either way.
 
     Only columns stored before the raw line are read: SQLite would otherwise step over each
     entry's payload (overflow pages) to reach the later columns, and a path can be thousands
@@ -65,9 +70,49 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     known = _known_route(session, routes, entry_id)
     if known is not None:
         return known
-    out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
+    out = _segment_route(session, entry_id)
+    if out is None:
+        out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
     _remember_route(routes, out)
     return out
+
+
+def route_length(session: Session, entry_id: str | None) -> int:
+    """Entries on the route root → ``entry_id`` (0 for none or an unknown id): the stored
+    depth of a placed entry (``RouteFigure.depth``, written when it arrived), else the
+    route read. A placed entry's parent links are its chain of segments up to a true root,
+    which is the route the depth counts."""
+    if not entry_id:
+        return 0
+    from explorer.models import RouteFigure, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    figures = connection.ops.quote_name(RouteFigure._meta.db_table)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT f.depth FROM {entries} e "
+            f"JOIN {members} m ON m.entry_id = e.id AND m.segment_id IS NOT NULL "
+            f"JOIN {figures} f ON f.entry_id = e.id "
+            f"WHERE e.session_id = %s AND e.entry_id = %s",
+            [session.pk, jsonfmt.visible(entry_id)],
+        )
+        row = cur.fetchone()
+    if row is not None and row[0] is not None:
+        return int(row[0]) + 1
+    return len(light_path(session, entry_id))
+
+
+_SEGMENT_COLS = ", ".join(f"e.{c}" for c in _PATH_COLS.split(", "))
+
+
+def _segment_route(session: Session, entry_id: str) -> list[LightEntry] | None:
+    """The route to ``entry_id`` read from the stored segments (``segment_store.route_rows``),
+    or None where they do not settle it (an unknown id, an entry in a loop or below one)."""
+    rows = route_rows(session.pk, jsonfmt.visible(entry_id), _SEGMENT_COLS)
+    if not rows:
+        return None
+    return [LightEntry(r[0], r[1], r[2], "", r[3], 0, 0, "", r[4]) for r in rows]
 
 
 def _walk_up(session: Session, entry_id: str, limit: int) -> list[LightEntry]:

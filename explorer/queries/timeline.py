@@ -24,6 +24,7 @@ from explorer.analysis.timeline import (
 )
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.routes import LightEntry, light_path
+from explorer.segment_store import route_chain, route_rows
 from explorer.session import jsonfmt
 from explorer.session.describe import finite, provider_context_tokens
 
@@ -51,7 +52,11 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
     light = light_path(session, cursor)
     start = timeline_window(len(light))
     window = light[start:]
-    rows = _figure_rows(session, window)
+    rows = _reply_rows(session, light[-1].entry_id, start) if light else {}
+    if rows is None:
+        rows = _figure_rows(session, window)
+    elif window and window[-1].pk not in rows:
+        rows |= _figure_rows(session, window[-1:])  # the context now (:func:`_now_point`)
     every: list[TimelinePoint] = []
     marks: list[TimelineMark] = []
     edits: list[tuple[int, LightEntry]] = []
@@ -96,6 +101,29 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
 def _whole(value: float | None) -> int:
     """A stored figure as the chart counts it (null, i.e. NaN, is 0)."""
     return int(finite(float("nan") if value is None else value))
+
+
+def _reply_rows(
+    session: Session, leaf: str, start: int
+) -> dict[int, tuple[str, float | None, float | None]] | None:
+    """:func:`_figure_rows` of the replies at depth ``start`` or below on the route to
+    ``leaf``, the rows the chart reads (bar the leaf's own), in one query over the route's segments (no
+    list of keys); None where the segments do not settle the route."""
+    table = connection.ops.quote_name(RouteFigure._meta.db_table)
+    rows = route_rows(
+        session.pk,
+        leaf,
+        "e.id, f.role, f.context_tokens, f.every_estimate",
+        join=f"JOIN {table} f ON f.entry_id = e.id",
+        where="f.depth >= %s AND f.role = %s",
+        params=[start, "assistant"],
+    )
+    if not rows:
+        # No reply in the window, or a route the segments leave out: the rows decide.
+        if route_chain(session.pk, leaf) is None:
+            return None
+        return {}
+    return {pk: (role, projected, estimate) for pk, role, projected, estimate in rows}
 
 
 def _figure_rows(

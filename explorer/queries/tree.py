@@ -18,6 +18,7 @@ from explorer.queries.labels import current_labels
 from explorer.queries.routes import _LIGHT_COLS, LightEntry, default_leaf_id, light_path
 from explorer.queries.skeleton import _skeleton
 from explorer.queries.tree_segments import segment_tree
+from explorer.segment_store import q_offset, route_chain
 from explorer.session import jsonfmt
 from explorer.session.graph import FoldedGraph, GraphNode, fold_tree
 from explorer.session.segfold import fold_segments
@@ -243,9 +244,10 @@ def path_after(
 # The tree as data (the JSON API)
 
 
-# Nodes per page of the Tree JSON: its size stays the same whatever the session's size, and a
-# client reads the rest page by page (``next``), as the HTML tree unfolds on demand.
-TREE_JSON_PAGE = 2000
+# Nodes per page of the Tree JSON: its size stays the same whatever the session's size (a
+# 500-entry session's whole tree is one page), and a client reads the rest page by page
+# (``next``, or ``limit`` up to the maximum), as the HTML tree unfolds on demand.
+TREE_JSON_PAGE = 500
 TREE_JSON_PAGE_MAX = 10_000
 
 
@@ -258,15 +260,16 @@ def tree_nodes(
     on the last page. Read from the entry index by position, so a page costs the same on
     a 500-entry session as on a 150,000-entry one."""
     limit = max(1, min(limit, TREE_JSON_PAGE_MAX))
-    rows = list(
-        Entry.objects.filter(session=session, position__gt=max(after, 0))
-        .order_by("position")
-        .values_list("entry_id", "parent_id", "type", "role", "position")[: limit + 1]
-    )
+    rows = _page_rows(session, max(after, 0), limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     labels = current_labels(session)
-    on_route = {e.entry_id for e in light_path(session, cursor)}
+    chain = route_chain(session.pk, jsonfmt.visible(cursor)) if cursor else None
+    if chain is not None:
+        # The page's own places against the cursor's chain of segments: no route read.
+        on_route = {r[0] for r in rows if r[5] is not None and chain.get(r[5], -1) >= r[6]}
+    else:
+        on_route = {e.entry_id for e in light_path(session, cursor)}
     return {
         "cursor": cursor,
         "default_leaf": default_leaf_id(session),
@@ -283,6 +286,23 @@ def tree_nodes(
                 "on_route": eid in on_route,
                 "position": position,
             }
-            for eid, parent, kind, role, position in rows
+            for eid, parent, kind, role, position, _seg, _offset in rows
         ],
     }
+
+
+def _page_rows(session: Session, after: int, count: int) -> list[tuple[Any, ...]]:
+    """(id, parent, type, role, position, segment, offset) of ``count`` entries after file
+    position ``after``, by the entry index's (session, position) order."""
+    from explorer.models import SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT e.entry_id, e.parent_id, e.type, e.role, e.position, m.segment_id, "
+            f"m.{q_offset()} FROM {entries} e LEFT JOIN {members} m ON m.entry_id = e.id "
+            f"WHERE e.session_id = %s AND e.position > %s ORDER BY e.position LIMIT %s",
+            [session.pk, after, count],
+        )
+        return cur.fetchall()

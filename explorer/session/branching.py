@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from . import jsonfmt
-from .entries import label_entry, session_header
+from .entries import is_conversation, label_entry, session_header
 from .errors import SessionError
 from .ids import Clock, RandomSource, generate_entry_id, now_ms, uuid7, validate_session_id
 from .loading import parse_bytes
@@ -43,7 +43,6 @@ def _js_strict_equal(a: Any, b: Any) -> bool:
 
 
 def create_branched_session(manager: SessionManager, leaf_id: Any) -> str | None:
-    from .manager import _is_conversation
 
     m = manager
     previous_file = m._session_file
@@ -119,7 +118,7 @@ def create_branched_session(manager: SessionManager, leaf_id: Any) -> str | None
         m._session_file = new_file
         m._storage = m._storage_factory(new_file) if m._storage_factory else None
         m._build_index()
-        if any(_is_conversation(e) for e in m._file_entries):
+        if any(is_conversation(e) for e in m._file_entries):
             m._rewrite_file()
             m._flushed = True
         else:

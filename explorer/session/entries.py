@@ -35,6 +35,15 @@ __all__ = [
 CURRENT_SESSION_VERSION = 3
 
 
+def is_conversation(entry: Any) -> bool:
+    """A user or assistant message. A session's file is first written once it holds one
+    (the manager and a branched copy alike), so metadata alone never leaves a file behind."""
+    if type(entry) is not dict or entry.get("type") != "message":
+        return False
+    message = entry.get("message")
+    return type(message) is dict and message.get("role") in ("user", "assistant")
+
+
 def session_header(
     session_id: str, timestamp: str, cwd: str, parent_session: str | None = None
 ) -> dict[str, Any]:

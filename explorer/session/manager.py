@@ -33,6 +33,7 @@ from .entries import (
     context_edit_entry,
     custom_entry,
     custom_message_entry,
+    is_conversation,
     label_entry,
     message_entry,
     migrate_session_entries,
@@ -83,13 +84,6 @@ def _lookup(index: dict[Any, Any], key: Any) -> Any:
         return index.get(key)
     except TypeError:
         return None
-
-
-def _is_conversation(entry: Any) -> bool:
-    if type(entry) is not dict or entry.get("type") != "message":
-        return False
-    message = entry.get("message")
-    return type(message) is dict and message.get("role") in ("user", "assistant")
 
 
 def _sanitize_name(name: Any) -> str:
@@ -662,7 +656,7 @@ class SessionManager:
         self._storage.rewrite(self._serialize_all())
 
     def _has_conversation(self) -> bool:
-        return any(_is_conversation(e) for e in self._file_entries)
+        return any(is_conversation(e) for e in self._file_entries)
 
     def _persist_entry(self, entry: dict[str, Any]) -> None:
         if not self._persist or self._storage is None:

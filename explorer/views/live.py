@@ -133,15 +133,15 @@ def live_page(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 def _live_json(request: HtmxHttpRequest, session, newest: str | None, last: Any) -> dict:
     """The Live tab's JSON: the newest route's length and tip, the reader's cursor, where
-    the websocket resumes, the turn state and the meter. Read from index rows and the tip's
-    stored route figures; none of the page's tree or transcript rows is built (or parsed)
+    the websocket resumes, the turn state and the meter. Read from the tip's stored route
+    figures (its depth, its meter); none of the page's tree or transcript rows is built (or parsed)
     for it."""
-    light = queries.light_path(session, newest)
-    tip = light[-1].entry_id if light else ""
+    length = queries.route_length(session, newest)
+    tip = (newest or "") if length else ""
     window, reserve = conf.window_and_reserve()
     turn = _turn_context(request, session)
     return {
-        "route_length": len(light),
+        "route_length": length,
         "tip": tip,
         "cursor_entry": queries.cursor_id(session, request.user),
         "last_position": last,

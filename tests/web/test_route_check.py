@@ -142,7 +142,8 @@ class RawRows(HypothesisTestCase):
             )
         )
         for leaf in ids:
-            on = {e.entry_id for e in route_queries.light_path(session, leaf)}
+            # The walk over parent links is the reference (light_path reads the segments).
+            on = {e.entry_id for e in route_queries._walk_up(session, leaf, len(rows) + 1)}
             for target in [*ids, "gone"]:
                 settled = segment_store.on_route(session, target, leaf)
                 if target == "gone" or target in out or leaf in out:

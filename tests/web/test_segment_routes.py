@@ -1,0 +1,155 @@
+"""A route read from the stored segments (``segment_store.route_rows``, what ``light_path``
+reads) is the walk up the parent links, entry for entry and in order: on entry rows the
+import would refuse (self-parents, dangling and later parents, loops), on rows split into a
+stored part and appends, and on generated sessions grown through the append services."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.django import TestCase as HypothesisTestCase
+
+from benchmarks.gen_session import generate_session
+from explorer import queries, segment_store, services
+from explorer.models import Entry, SegmentEntry
+from explorer.queries import routes as route_queries
+from tests.web.test_segments import _append_rows, _store_rows, records
+
+pytestmark = pytest.mark.django_db
+
+
+def _forget_routes() -> None:
+    with route_queries._ROUTES_LOCK:
+        route_queries._ROUTES.clear()
+
+
+def _walked(session, leaf: str) -> list[tuple]:
+    rows = route_queries._walk_up(session, leaf, max(session.entry_count, 1) + 1)
+    return [(e.entry_id, e.parent_id, e.type, e.position, e.pk) for e in rows]
+
+
+def _read(session, leaf: str) -> list[tuple]:
+    _forget_routes()
+    rows = route_queries.light_path(session, leaf)
+    return [(e.entry_id, e.parent_id, e.type, e.position, e.pk) for e in rows]
+
+
+def _assert_routes(session, ids: list[str]) -> int:
+    """Every id's route as ``light_path`` reads it equals the walk; returns how many the
+    segments answered (the others are in no segment and fall back to the walk)."""
+    unplaced = set(
+        SegmentEntry.objects.filter(session=session, segment=None).values_list(
+            "entry__entry_id", flat=True
+        )
+    )
+    places = dict(
+        SegmentEntry.objects.filter(session=session).values_list("entry__entry_id", "segment_id")
+    )
+    offsets = dict(
+        SegmentEntry.objects.filter(session=session).values_list("entry__entry_id", "offset")
+    )
+    answered = 0
+    for leaf in [*ids, "gone"]:
+        assert _read(session, leaf) == _walked(session, leaf), leaf
+        by_segments = segment_store.route_rows(session.pk, leaf, "e.entry_id")
+        chain = segment_store.route_chain(session.pk, leaf)
+        if leaf == "gone" or leaf in unplaced:
+            assert by_segments == [] and chain is None
+        else:
+            walked = [r[0] for r in _walked(session, leaf)]
+            assert [r[0] for r in by_segments] == walked
+            # The chain alone says which entries are on the route (the Tree JSON's flags).
+            marked = {
+                eid
+                for eid, seg in places.items()
+                if seg is not None and chain.get(seg, -1) >= offsets[eid]
+            }
+            assert marked == set(walked), leaf
+            answered += 1
+    return answered
+
+
+class RawRows(HypothesisTestCase):
+    answered = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.answered > 100, "the segments hardly ever answered"
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(records(), st.integers(0, 24))
+    def test_raw(self, rows, cut):
+        ids = [eid for eid, _parent in rows]
+        session = _store_rows(rows)
+        session.entry_count = len(rows)
+        session.save(update_fields=["entry_count"])
+        segment_store.rebuild_segments(session.pk)
+        RawRows.answered += _assert_routes(session, ids)
+        session.delete()
+        cut = min(cut, len(rows))
+        grown = _store_rows(rows[:cut], "s-grown")
+        segment_store.rebuild_segments(grown.pk)
+        _append_rows(grown, rows[cut:], cut)
+        grown.entry_count = len(rows)
+        grown.save(update_fields=["entry_count"])
+        _assert_routes(grown, ids)
+        grown.delete()
+
+
+def test_generated_session_grown_by_appends(make_session, tmp_path, editor_user):
+    path = generate_session(
+        tmp_path / "s.jsonl", entries=900, branch_points=10, seed=3, compact_after=30_000
+    )
+    session = make_session(path.read_bytes())
+    leaves = [c["id"] for c in queries.leaf_choices(session)]
+    # Appends on a side branch and at the tip go through the writers' segments.
+    services.set_label(session, editor_user, leaves[-1], "side", leaf_id=leaves[-1])
+    for leaf in leaves[:3]:
+        message = {"role": "user", "content": "a note", "timestamp": 1}
+        services.append_message(session, editor_user, message, leaf_id=leaf)
+    session.refresh_from_db()
+    ids = list(Entry.objects.filter(session=session).values_list("entry_id", flat=True))
+    assert _assert_routes(session, ids[::7] + ids[-10:]) > 100
+    # The stored depth counts the same route (the Live JSON's route length reads it).
+    for leaf in [*ids[::5], *ids[-10:], "gone"]:
+        assert queries.route_length(session, leaf) == len(_walked(session, leaf)), leaf
+
+
+def test_a_cold_route_is_one_query_over_the_segments(make_session, tmp_path):
+    path = generate_session(tmp_path / "s.jsonl", entries=600, branch_points=6, seed=9)
+    session = make_session(path.read_bytes())
+    leaf = queries.default_leaf_id(session)
+    _forget_routes()
+    with CaptureQueriesContext(connection) as run:
+        route = route_queries.light_path(session, leaf)
+    walks = [q["sql"] for q in run.captured_queries if "walk" in q["sql"]]
+    assert walks == [] and len(route) > 50
+    assert [e.entry_id for e in route] == [r[0] for r in _walked(session, leaf)]
+
+
+def test_the_timelines_reply_rows_are_the_windows_figure_rows(make_session, tmp_path):
+    """The Timeline reads its window's replies through the route's segments and the stored
+    depth: for every window start, the same rows as looking the window's entries up."""
+    from explorer.queries import timeline
+
+    path = generate_session(tmp_path / "s.jsonl", entries=400, branch_points=5, seed=4)
+    session = make_session(path.read_bytes())
+    leaves = [c["id"] for c in queries.leaf_choices(session)][:3]
+    checked = 0
+    for leaf in leaves:
+        route = route_queries.light_path(session, leaf)
+        for start in range(0, len(route), 3):
+            window = route[start:]
+            want = {
+                pk: row
+                for pk, row in timeline._figure_rows(session, window).items()
+                if row[0] == "assistant"
+            }
+            assert timeline._reply_rows(session, leaf, start) == want, (leaf, start)
+            checked += bool(want)
+    assert checked > 50
+    assert timeline._reply_rows(session, "gone", 0) is None
