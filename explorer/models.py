@@ -696,6 +696,7 @@ class CodexFork(models.Model):
 
 # The figures stored with each entry, by topic in their own module (re-exported here).
 from explorer.figure_models import (  # noqa: E402, F401
+    FileUse,
     RouteFigure,
     Segment,
     SegmentEntry,
