@@ -383,8 +383,8 @@ def _compare_costs(
     stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     known = next((r for r in (route_a, route_b) if cursor and r and r[-1].entry_id == cursor), None)  # fmt: skip
-    on_cursor = [e.entry_id for e in (known if known is not None else light_path(session, cursor))]
-    keep = set(on_cursor)
+    on_cursor = known if known is not None else light_path(session, cursor)
+    keep = {e.entry_id for e in on_cursor}
     off = {e.position for e in (*route_a, *route_b) if e.entry_id not in keep}
     return {
         "cursor": cursor,
@@ -392,5 +392,8 @@ def _compare_costs(
         "b_abandoned": b not in keep,
         # Exactly rounded: the same figure whatever order the set gives.
         "wasted": math.fsum([stored.get(p, (0.0, 0))[0] for p in off]),
-        "abandoned_total": abandoned_cost(session, cursor, on_cursor),
+        # The route's costs read already (``stored``) are not read again.
+        "abandoned_total": abandoned_cost(
+            session, cursor, on_cursor, {p: cost for p, (cost, _calls) in stored.items()}
+        ),
     }
