@@ -49,7 +49,9 @@ _PATH_COLS = "entry_id, parent_id, type, position, id"
 
 
 def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
-    """Root→entry index rows in one recursive query; stops on cycles and dangling parents.
+    """Root→entry index rows; stops on cycles and dangling parents. Read from the stored
+    segments as a few position ranges (``segment_routes.segment_route``), where they settle
+    the route, else walked up in one recursive query (:func:`_walk_up`).
 
     Only columns stored before the raw line are read: SQLite would otherwise step over each
     entry's payload (overflow pages) to reach the later columns, and a path can be thousands
@@ -65,7 +67,12 @@ def light_path(session: Session, entry_id: str | None) -> list[LightEntry]:
     known = _known_route(session, routes, entry_id)
     if known is not None:
         return known
-    out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
+    # From the stored segments by position ranges where they settle it, else walked.
+    from explorer.queries.segment_routes import segment_route
+
+    out = segment_route(session, entry_id)
+    if out is None:
+        out = _walk_up(session, entry_id, max(session.entry_count, 1) + 1)
     _remember_route(routes, out)
     return out
 
