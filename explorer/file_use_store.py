@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+import orjson
 from django.db import connection
 
 from explorer.session.describe import file_uses
@@ -43,7 +44,13 @@ def encode(value: dict) -> str | None:
 
 
 def decode(text: str) -> Uses:
-    return [(kind, path) for kind, path in json.loads(text)]
+    """The uses of a stored row (orjson, about 5x faster on the thousands of rows a long
+    route's Compare reads; the standard parser for what orjson refuses, a lone surrogate)."""
+    try:
+        pairs = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pairs = json.loads(text)
+    return [(kind, path) for kind, path in pairs]
 
 
 class FileUseWriter:
