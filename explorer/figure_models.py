@@ -1,6 +1,7 @@
 """The figures stored with each entry when it arrives: its route's figures (:class:`RouteFigure`),
 its place in the tree's chains (:class:`Segment`, :class:`SegmentEntry`), a compaction's
-survival check (:class:`SurvivalCheck`) and a multi-MB line's row texts (:class:`BigLineText`). Written by the entry writers only, never
+survival check (:class:`SurvivalCheck`), a multi-MB line's row texts (:class:`BigLineText`) and the
+files its tool calls name (:class:`FileUse`). Written by the entry writers only, never
 invalidated (an entry's route never changes). Apart from ``explorer.models`` by topic; that
 module re-exports them, so ``from explorer.models import RouteFigure`` keeps working.
 """
@@ -192,3 +193,30 @@ class BigLineText(models.Model):
 
     def __str__(self) -> str:
         return f"Row texts of entry {self.entry_id}"
+
+
+class FileUse(models.Model):
+    """The files one entry's tool calls read and modify, written with the entry.
+
+    Only entries that name a file have a row (most have none). Compare's "files read and
+    modified" of a route after the common ancestor then reads these rows for the replies
+    that called tools instead of parsing each one (thousands on a long route, some of
+    them multi-MB). What an entry names never changes, so a row is never invalidated.
+    Keyed by the entry's position in its session's file, like the entry's own unique
+    index, so a route's calling positions are looked up without the entry table.
+    ``explorer.file_use_store`` writes and reads them.
+    """
+
+    session = models.ForeignKey("explorer.Session", on_delete=models.CASCADE, related_name="+")
+    position = models.IntegerField(help_text="The entry's position in the session's file")
+    uses = models.TextField(
+        help_text='JSON list of ["read" | "modified", path], in call order (describe.file_uses)'
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="fileuse_unique_pos")
+        ]
+
+    def __str__(self) -> str:
+        return f"file uses at {self.position} of session {self.session_id}"

@@ -697,6 +697,7 @@ class CodexFork(models.Model):
 # The figures stored with each entry, by topic in their own module (re-exported here).
 from explorer.figure_models import (  # noqa: E402, F401
     BigLineText,
+    FileUse,
     RouteFigure,
     Segment,
     SegmentEntry,

@@ -26,6 +26,7 @@ from typing import Any
 
 from django.db import connection
 
+from explorer.file_use_store import FileUseWriter
 from explorer.segment_store import SegmentWriter, on_route_of
 from explorer.session import jsonfmt
 from explorer.session.edit_delta import EditDelta, edit_difference
@@ -181,6 +182,7 @@ class FigureWriter:
         unflushed: Callable[[str], str | None] | None = None,
         segments: bool = True,
         fields: Sequence[str] = FIELDS,
+        file_uses: bool = True,
     ) -> None:
         self.session_pk = session_pk
         # The columns written: a migration names those of its own state (a later column
@@ -193,6 +195,9 @@ class FigureWriter:
         # The tree's segments go with the figures (``explorer.segment_store``); off for
         # migration 0021, whose tables come before theirs.
         self.segments = SegmentWriter(session_pk) if segments else None
+        # The files each entry names (``explorer.file_use_store``); off for the migrations
+        # before 0027, whose states have no table for them.
+        self.uses = FileUseWriter(session_pk) if file_uses else None
         self.entry_table = connection.ops.quote_name(entry_table)
         self.figure_table = connection.ops.quote_name(figure_table)
         self.flush_entries = flush_entries
@@ -209,6 +214,8 @@ class FigureWriter:
         """Figure the entry stored (or queued) at ``position``."""
         if self.segments is not None:
             self.segments.add(entry_id, parent_id, position)
+        if self.uses is not None:
+            self.uses.add(position, value)
         parent: RouteFigures | None = None
         if parent_id is not None:
             parent = self._figures(parent_id)
@@ -236,6 +243,8 @@ class FigureWriter:
         keys in one read of the batch's position range, then one plain insert."""
         if self.segments is not None:
             self.segments.write()
+        if self.uses is not None:
+            self.uses.write()
         if not self.queued:
             return
         positions = [row[-1] for row in self.queued]
@@ -504,13 +513,14 @@ def fill_session(
 ) -> None:
     """Figure every stored entry of a session without rows, in file order: what a migration
     runs on its historical tables (``fields``: the columns its state has; the tree's
-    segments are left alone, 0022 and later keep their own)."""
+    segments and the file uses are left alone, 0022 and 0027 fill their own)."""
     writer = FigureWriter(
         session_pk,
         entry_table=entry_table,
         figure_table=figure_table,
         segments=False,
         fields=fields,
+        file_uses=False,
     )
     table = connection.ops.quote_name(entry_table)
     sql = (

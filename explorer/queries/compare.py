@@ -2,9 +2,11 @@
 
 A route never changes, so what one route adds up to after the common ancestor is read
 from stored rows (:class:`explorer.models.RouteFigure` prefix sums and the entries'
-index columns: depth, type, cost); only what the page lists is parsed: the newest
-entries of each route (:data:`ROUTE_SHOWN`), the tool-calling replies after the ancestor
-(for the files read and modified) and the two contexts the projection difference aligns.
+index columns: depth, type, cost), the files each reply read and modified from the rows
+stored with it (:class:`explorer.models.FileUse`); only what the page lists is parsed: the
+newest entries of each route (:data:`ROUTE_SHOWN`), the two contexts the projection
+difference aligns, and the few tool-calling replies after the ancestor that hold a secret
+(their paths are shown masked, as a parse gives them).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from django.db import connection
 from explorer import route_store
 from explorer.analysis.line_texts import CompareTexts as Texts
 from explorer.analysis.line_texts import compare_texts
+from explorer.file_use_store import Uses, uses_at
 from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
-from explorer.queries.entries import context_light, load_entries
+from explorer.queries.entries import context_light, entries_with_secrets, load_entries
 from explorer.queries.omitted import omitted_entries
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session.describe import entry_role, entry_title
@@ -125,17 +128,20 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
     # Every line the page needs parsed, in one read: the listed ones, both contexts and
-    # the replies after the ancestor that called tools (for the files they name). A
+    # the replies after the ancestor that called tools and hold a secret (the files the
+    # others name are stored with them, read below in one query for both routes). A
     # multi-MB line of the contexts that no row lists is stood in for by its stored
     # estimate (``queries.omitted``), and read after all only where its content decides.
     # The texts of a big line listed, or stood in for, are stored with it
     # (``line_text_store``): a listed row reads them, not the line.
     titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
     known = _stored_texts(session, titled)
+    calling = [*_calling(route_a, k, stored), *_calling(route_b, k, stored)]
+    holding = entries_with_secrets(session)
+    uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
     parsed = {
         *(titled - known.keys()),
-        *_calling(route_a, k, stored),
-        *_calling(route_b, k, stored),
+        *(e.entry_id for e in calling if e.entry_id in holding),
     }
     omitted = omitted_entries(session, [*live_a, *live_b], parsed)
     known.update(_stored_texts(session, [eid for eid in omitted if eid not in known]))
@@ -146,8 +152,8 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     data.update(omitted)
     ends = [r[-1].entry_id for r in (route_a, route_b) if r]
     figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
-    stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures)
-    stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures)
+    stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures, uses, holding)
+    stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures, uses, holding)
     for attempt in range(4):  # the third reads every stand-in left; the fourth aligns
         projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
         projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
@@ -222,17 +228,34 @@ def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float
 
 def _calling(
     route: Sequence[LightEntry], k: int, stored: dict[int, tuple[float, int]]
-) -> list[str]:
-    """Ids of the entries after index ``k`` of ``route`` that called tools: where the
-    route's stored tool-call count goes up from the entry before."""
+) -> list[LightEntry]:
+    """The entries after index ``k`` of ``route`` that called tools: where the route's
+    stored tool-call count goes up from the entry before."""
     before = stored.get(route[k].position, (0.0, 0))[1] if k >= 0 else 0
-    out: list[str] = []
+    out: list[LightEntry] = []
     for e in route[k + 1 :]:
         now = stored.get(e.position, (0.0, 0))[1]
         now = before if now is None else now
         if now > before:
-            out.append(e.entry_id)
+            out.append(e)
         before = now
+    return out
+
+
+def _route_uses(
+    calling: Sequence[LightEntry], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
+) -> list[tuple[str, str]]:
+    """The file uses of the ``calling`` replies in route order: stored with each reply
+    (``uses``, by position), or from its masked parse in ``parsed`` for one that holds a
+    secret (``holding``), whose paths a page shows masked."""
+    from explorer.session.describe import file_uses
+
+    out: list[tuple[str, str]] = []
+    for e in calling:
+        if e.entry_id in holding:
+            out.extend(file_uses(parsed.get(e.entry_id, {})))
+        else:
+            out.extend(uses.get(e.position, ()))
     return out
 
 
@@ -243,18 +266,22 @@ def stats_after_ancestor(
     stored: dict[int, tuple[float, int]] | None = None,
     parsed: dict[str, dict] | None = None,
     figures: dict[str, Any] | None = None,
+    uses: dict[int, Uses] | None = None,
+    holding: Any = None,
 ) -> Any:
     """``analysis.compare.RouteStats`` of ``route``'s entries after index ``k`` (-1: all).
 
     Counts and integer sums are the leaf's stored prefix sums minus the ancestor's; the cost
     is the entries' stored costs added in route order from zero, as the engine adds them
-    (a subtraction of two float prefix sums can differ in the last bits). Only the replies
-    that called tools are parsed, for the files they name. ``stored``: what
-    :func:`_stored_rows` gives for the route, and ``parsed`` the lines of its
-    :func:`_calling` replies, ``figures`` the route figures of its last entry and the
-    ancestor, when the caller read them already."""
+    (a subtraction of two float prefix sums can differ in the last bits). The files read
+    and modified are the uses stored with the replies that called tools (:func:`_calling`),
+    in route order; only those holding a secret are parsed, masked. ``stored``: what
+    :func:`_stored_rows` gives for the route, ``figures`` the route figures of its last
+    entry and the ancestor, ``uses`` the stored uses by position, ``holding`` the entries
+    with a secret (``entries_with_secrets``) and ``parsed`` the lines of those of the
+    calling replies, when the caller read them already."""
     from explorer.analysis.compare import RouteStats
-    from explorer.session.describe import file_uses, files_of_uses
+    from explorer.session.describe import files_of_uses
 
     tail = list(route[k + 1 :])
     if not tail:
@@ -270,9 +297,13 @@ def stats_after_ancestor(
     for e in tail:
         cost += stored.get(e.position, (0.0, 0))[0]
     calling = _calling(route, k, stored)
+    if holding is None:
+        holding = entries_with_secrets(session)
+    if uses is None:
+        uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
     if parsed is None:
-        parsed = load_entries(session, calling)
-    files = files_of_uses(u for eid in calling for u in file_uses(parsed.get(eid, {})))
+        parsed = load_entries(session, [e.entry_id for e in calling if e.entry_id in holding])
+    files = files_of_uses(_route_uses(calling, uses, parsed, holding))
     return RouteStats(
         entries=len(tail),
         messages=sum(1 for e in tail if e.type == "message"),
@@ -325,8 +356,8 @@ def _compare_costs(
     stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     known = next((r for r in (route_a, route_b) if cursor and r and r[-1].entry_id == cursor), None)  # fmt: skip
-    on_cursor = [e.entry_id for e in (known if known is not None else light_path(session, cursor))]
-    keep = set(on_cursor)
+    on_cursor = known if known is not None else light_path(session, cursor)
+    keep = {e.entry_id for e in on_cursor}
     off = {e.position for e in (*route_a, *route_b) if e.entry_id not in keep}
     return {
         "cursor": cursor,
@@ -334,5 +365,8 @@ def _compare_costs(
         "b_abandoned": b not in keep,
         # Exactly rounded: the same figure whatever order the set gives.
         "wasted": math.fsum([stored.get(p, (0.0, 0))[0] for p in off]),
-        "abandoned_total": abandoned_cost(session, cursor, on_cursor),
+        # The route's costs read already (``stored``) are not read again.
+        "abandoned_total": abandoned_cost(
+            session, cursor, on_cursor, {p: cost for p, (cost, _calls) in stored.items()}
+        ),
     }

@@ -5,35 +5,43 @@ stored part and appends, and on generated sessions grown through the append serv
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from benchmarks.gen_session import generate_session
-from explorer import queries, segment_store, services
-from explorer.models import Entry, SegmentEntry
-from explorer.queries import routes as route_queries
+from explorer import queries, segment_store, services, storage
+from explorer.files import store as files_store
+from explorer.models import Entry, SegmentEntry, Session
+from explorer.queries import routes
+from tests.conftest import pi_fixture_files
+from tests.session.test_route_figures import sessions
 from tests.web.test_segments import _append_rows, _store_rows, records
 
 pytestmark = pytest.mark.django_db
 
 
 def _forget_routes() -> None:
-    with route_queries._ROUTES_LOCK:
-        route_queries._ROUTES.clear()
+    with routes._ROUTES_LOCK:
+        routes._ROUTES.clear()
 
 
 def _walked(session, leaf: str) -> list[tuple]:
-    rows = route_queries._walk_up(session, leaf, max(session.entry_count, 1) + 1)
+    rows = routes._walk_up(session, leaf, max(session.entry_count, 1) + 1)
     return [(e.entry_id, e.parent_id, e.type, e.position, e.pk) for e in rows]
 
 
 def _read(session, leaf: str) -> list[tuple]:
     _forget_routes()
-    rows = route_queries.light_path(session, leaf)
+    rows = routes.light_path(session, leaf)
     return [(e.entry_id, e.parent_id, e.type, e.position, e.pk) for e in rows]
 
 
@@ -125,7 +133,7 @@ def test_a_cold_route_is_one_query_over_the_segments(make_session, tmp_path):
     leaf = queries.default_leaf_id(session)
     _forget_routes()
     with CaptureQueriesContext(connection) as run:
-        route = route_queries.light_path(session, leaf)
+        route = routes.light_path(session, leaf)
     walks = [q["sql"] for q in run.captured_queries if "walk" in q["sql"]]
     assert walks == [] and len(route) > 50
     assert [e.entry_id for e in route] == [r[0] for r in _walked(session, leaf)]
@@ -141,7 +149,7 @@ def test_the_timelines_reply_rows_are_the_windows_figure_rows(make_session, tmp_
     leaves = [c["id"] for c in queries.leaf_choices(session)][:3]
     checked = 0
     for leaf in leaves:
-        route = route_queries.light_path(session, leaf)
+        route = routes.light_path(session, leaf)
         for start in range(0, len(route), 3):
             window = route[start:]
             want = {
@@ -153,3 +161,86 @@ def test_the_timelines_reply_rows_are_the_windows_figure_rows(make_session, tmp_
             checked += bool(want)
     assert checked > 50
     assert timeline._reply_rows(session, "gone", 0) is None
+
+
+# -- imported, grown and appended sessions; Pi's own files ---------------------------------
+
+HEADER = b'{"type":"session","version":3,"id":"s-routes","timestamp":"t","cwd":"/w"}\n'
+
+
+def _lines(entries: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in entries)
+
+
+def assert_routes(session: Session) -> tuple[int, int]:
+    """(entries, of them answered by the segments): each answer is the walk's (for the
+    Pi files and generated sessions imported in batches, grown and appended to)."""
+    session.refresh_from_db()
+    ids = Entry.objects.filter(session=session).values_list("entry_id", flat=True)
+    answered = 0
+    for entry_id in ids:
+        walked = routes._walk_up(session, entry_id, session.entry_count + 1)
+        read = routes._segment_route(session, entry_id)
+        if read is not None:
+            assert read == walked, entry_id
+            answered += 1
+    return len(ids), answered
+
+
+class GeneratedRoutes(HypothesisTestCase):
+    stored = 0
+    answered = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        assert cls.stored > 20, "the generated sessions were hardly ever stored"
+        assert cls.answered > 200, "the segments hardly ever answered"
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(sessions(), st.sampled_from([None, 1, 3]), st.integers(0, 8))
+    def test_imported_then_appended(self, entries, rows, appended):
+        dicts = [e for e in entries if isinstance(e, dict)]
+        ids = [e.get("id") for e in dicts]
+        if len(dicts) != len(entries) or not all(isinstance(i, str) for i in ids):
+            return
+        if len(set(ids)) != len(ids):
+            return
+        head = max(1, len(dicts) - appended)
+        with mock.patch.object(files_store, "_BATCH_ROWS", rows or files_store._BATCH_ROWS):
+            result = services.import_bytes(HEADER + _lines(dicts[:head]))
+        session = result.session
+        if session is None or not Entry.objects.filter(session=session).exists():
+            return
+        for value in dicts[head:]:
+            with transaction.atomic():
+                try:
+                    storage.append_lines(session, _lines([value]))
+                except ValueError:
+                    break
+        _total, answered = assert_routes(session)
+        type(self).answered += answered
+        type(self).stored += 1
+        session.delete()
+
+
+@pytest.mark.django_db
+def test_a_generated_session_with_branches_is_read_from_its_segments(tmp_path):
+    path = generate_session(
+        tmp_path / "r.jsonl", entries=900, branch_points=15, seed=4, compact_after=50_000
+    )
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    session = services.import_bytes(b"".join(lines[: len(lines) // 2])).session
+    services.import_bytes(data)  # grown
+    total, answered = assert_routes(session)
+    assert total == answered == 900
+
+
+@pytest.mark.pi_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", pi_fixture_files(), ids=lambda p: p.name)
+def test_pi_files(path: Path):
+    session = services.import_bytes(path.read_bytes(), source_path=str(path)).session
+    total, answered = assert_routes(session)
+    assert answered == total
