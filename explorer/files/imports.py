@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from explorer import survival_writer
 from explorer.files.findings import header_findings, secrets_current
 from explorer.files.index import index_new_entries
 from explorer.files.legacy import _import_legacy
@@ -352,6 +353,12 @@ def _import_new(
     if progress is not None:
         progress.phase = "finishing"
         progress.tick(force=True)
+    # The survival checks read only the committed rows of the hidden session: computed
+    # here, the last transaction only inserts them, and the write lock every other writer
+    # waits for is not held while they read (seconds for a big session).
+    writer.check_rows = survival_writer.compute_checks(
+        session, writer.checked, scanned=True, batch=True
+    )
     with transaction.atomic():
         session.state = Session.READY
         session.import_owner = ""

@@ -84,6 +84,7 @@ class _Writer:
         # Compactions and branch summaries written, whose survival checks are stored once
         # the import's entries and counters are (``explorer.survival_store``).
         self.checked: list[tuple[str, str]] = []
+        self.check_rows: list[Any] | None = None  # their rows, when computed beforehand
         # The row texts of multi-MB lines, written after each batch (``line_text_store``).
         self.line_texts = line_text_store.TextWriter(session.pk)
         self.secrets_key = conf.secrets_key()
@@ -425,8 +426,14 @@ def _finish_session(session: Session, scan: _Scan, writer: _Writer) -> None:
     for entry_id, depth in scan.fixed.items():
         Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
     refresh_counters(session, scan)
-    survival_writer.write_checks(session, writer.checked)
+    if writer.check_rows is not None:  # computed before the transaction (``_import_new``)
+        survival_writer.store_checks(session, writer.check_rows)
+    else:
+        # A new session's entries were all scanned just now, their findings stored: an
+        # entry without one is read for the checks without the masking pass.
+        survival_writer.write_checks(session, writer.checked, scanned=not scan.existing)
     writer.checked = []
+    writer.check_rows = None
 
 
 def refresh_counters(session: Session, scan: _Scan | None = None) -> None:

@@ -4,7 +4,8 @@ each (what it replaced, the summary before it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from explorer import codex_context, route_store, survival_store
@@ -195,27 +196,55 @@ def _rows(
     return out
 
 
-def compaction_check(session: Session, light: Sequence[LightEntry]) -> SurvivalReport | None:
+@dataclass(frozen=True)
+class CheckReads:
+    """What a survival check reads: the lines of some entries (parsed and masked as a page
+    reads them, without a Codex compaction's recorded context, which the check does not
+    read), the route ending at an entry (``light_path``'s rows) and whether an entry is
+    stored. An append and the page ask the database each time (:func:`database_reads`); an
+    import's end, checking every compaction of a session, reads the session's index rows
+    once and walks each route in memory (``explorer.survival_batch``), with the same
+    answers."""
+
+    lines: Callable[[Iterable[str]], dict[str, dict]]
+    route: Callable[[str], list[LightEntry]]
+    exists: Callable[[str], bool]
+
+
+def database_reads(session: Session) -> CheckReads:
+    """:class:`CheckReads` asking the database each time (one check: an append, the page)."""
+    return CheckReads(
+        lines=lambda ids: load_entries(session, ids, recorded=False),
+        route=lambda entry_id: light_path(session, entry_id),
+        exists=lambda entry_id: entry_exists(session, entry_id),
+    )
+
+
+def compaction_check(
+    session: Session, light: Sequence[LightEntry], reads: CheckReads | None = None
+) -> SurvivalReport | None:
     """The survival check of the compaction ending the route ``light``, as
     :func:`compaction_detail` computes it when none is stored (None: not a compaction).
     Its range is :func:`route_compactions`'s; the lines are read without a Codex
-    compaction's recorded context, which the check does not read (a write path calls it)."""
+    compaction's recorded context, which the check does not read (a write path calls it).
+    ``reads``: where the lines come from (the database by default)."""
     from explorer.analysis.compactions import (
         extend_compaction_ranges,
         replaced_indices,
         survival_of,
     )
 
+    lines_of = (reads or database_reads(session)).lines
     types = [e.type for e in light]
     comps = [i for i, t in enumerate(types) if t == "compaction"]
     if not comps or comps[-1] != len(light) - 1:
         return None
-    data = load_entries(session, [light[i].entry_id for i in comps], recorded=False)
+    data = lines_of([light[i].entry_id for i in comps])
     index = {e.entry_id: i for i, e in enumerate(light)}
     fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in comps]
     ranges, _start = extend_compaction_ranges(fks, index, 0)
     checked = replaced_indices(types, ranges[-1])[-REPLACED_SHOWN:]
-    lines = load_entries(session, [light[j].entry_id for j in checked], recorded=False)
+    lines = lines_of([light[j].entry_id for j in checked])
     summary = data.get(light[-1].entry_id, {}).get("summary")
     entries = [lines[light[j].entry_id] for j in checked if light[j].entry_id in lines]
     return survival_of(entries, summary if isinstance(summary, str) else "")
@@ -282,24 +311,38 @@ def branch_summary_detail(
     )
 
 
-def branch_summary_check(session: Session, route: Sequence[LightEntry]) -> SurvivalReport | None:
+def branch_summary_check(
+    session: Session, route: Sequence[LightEntry], reads: CheckReads | None = None
+) -> SurvivalReport | None:
     """The survival check of the branch summary ending ``route``, as its detail computes it
     when none is stored (None: not to be stored, since the route it summarised, from its
-    ``fromId``, is not all stored yet)."""
-    return _branch_summary_detail(session, route, computed=True).get("report")
+    ``fromId``, is not all stored yet). ``reads``: as for :func:`compaction_check`."""
+    reads = reads or database_reads(session)
+    return _branch_summary_detail(session, route, computed=True, reads=reads).get("report")
 
 
 def _branch_summary_detail(
-    session: Session, route: Sequence[LightEntry], *, computed: bool = False
+    session: Session,
+    route: Sequence[LightEntry],
+    *,
+    computed: bool = False,
+    reads: CheckReads | None = None,
 ) -> dict[str, Any]:
+    """``computed``: the check alone, for storing, read through ``reads``; else the page's
+    detail, read from the database."""
     from explorer.analysis.compactions import survival_of
 
+    ask = reads or CheckReads(
+        lines=lambda ids: load_entries(session, ids, recorded=not computed),
+        route=lambda entry_id: light_path(session, entry_id),
+        exists=lambda entry_id: entry_exists(session, entry_id),
+    )
     summary_id = route[-1].entry_id
-    entry = load_entries(session, [summary_id], recorded=not computed).get(summary_id, {})
+    entry = ask.lines([summary_id]).get(summary_id, {})
     summary = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     from_id = entry.get("fromId") if isinstance(entry.get("fromId"), str) else ""
-    known = not from_id or entry_exists(session, from_id)
-    left = light_path(session, from_id) if from_id and known else []
+    known = not from_id or ask.exists(from_id)
+    left = ask.route(from_id) if from_id and known else []
     on_route = {e.entry_id for e in route}
     common = max((k for k, e in enumerate(left) if e.entry_id in on_route), default=-1)
     summarised = left[common + 1 :]
@@ -307,9 +350,7 @@ def _branch_summary_detail(
     stored = None if computed else survival_store.stored_report(session, route[-1].pk)
     # With the check stored, a multi-MB line listed shows its stored texts, unread.
     texts = stored_texts(session, [e.entry_id for e in shown]) if stored is not None else {}
-    data = load_entries(
-        session, [e.entry_id for e in shown if e.entry_id not in texts], recorded=not computed
-    )
+    data = ask.lines([e.entry_id for e in shown if e.entry_id not in texts])
     entries = [data[e.entry_id] for e in shown if e.entry_id in data]
     if computed:  # the check alone, for storing
         return (
