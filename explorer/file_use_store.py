@@ -25,12 +25,12 @@ from collections.abc import Iterable
 import orjson
 from django.db import connection
 
+from explorer.key_lookups import rows_for_keys
 from explorer.session.describe import file_uses
 
 __all__ = ["TABLE", "FileUseWriter", "encode", "uses_at"]
 
 TABLE = "explorer_fileuse"
-CHUNK = 500  # positions per IN query
 
 Uses = list[tuple[str, str]]
 
@@ -88,17 +88,10 @@ def uses_at(session_pk: int, positions: Iterable[int]) -> dict[int, Uses]:
     from explorer.models import FileUse
 
     table = connection.ops.quote_name(FileUse._meta.db_table)
-    wanted = sorted(set(positions))
-    out: dict[int, Uses] = {}
-    with connection.cursor() as cursor:
-        for k in range(0, len(wanted), CHUNK):
-            part = wanted[k : k + CHUNK]
-            marks = ",".join(["%s"] * len(part))
-            cursor.execute(
-                f"SELECT position, uses FROM {table} "  # noqa: S608
-                f"WHERE session_id = %s AND position IN ({marks})",
-                [session_pk, *part],
-            )
-            for position, text in cursor.fetchall():
-                out[position] = decode(text)
-    return out
+    rows = rows_for_keys(
+        f"SELECT position, uses FROM {table} "  # noqa: S608
+        "WHERE session_id = %s AND position IN ({keys})",
+        sorted(set(positions)),
+        before=[session_pk],
+    )
+    return {position: decode(text) for position, text in rows}

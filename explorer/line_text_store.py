@@ -25,6 +25,7 @@ from django.db import connection
 
 from explorer import conf
 from explorer.analysis.line_texts import CompareTexts, ContextTexts, RowFacts, line_texts
+from explorer.key_lookups import rows_for_keys
 from explorer.session import jsonfmt
 from explorer.survival_store import mask_stamp
 
@@ -35,7 +36,6 @@ BIG_LINE = 256 * 1024
 # A compaction's row may carry the context a Codex agent recorded (attached on reading, not
 # in the line), so its texts are left to the page; it is a short line anyway.
 SKIPPED_TYPES = frozenset(("compaction",))
-CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -116,21 +116,16 @@ def stored_texts(session: Any, ids: Iterable[str]) -> dict[str, LineTexts]:
         return {}
     mask = mask_stamp(allowed_fingerprints(session))
     texts, entries = BigLineText._meta.db_table, Entry._meta.db_table
-    out: dict[str, LineTexts] = {}
-    with connection.cursor() as cursor:
-        for k in range(0, len(wanted), CHUNK):
-            part = wanted[k : k + CHUNK]
-            marks = ",".join(["%s"] * len(part))
-            # The entry's index columns only (its line is the table's last column).
-            cursor.execute(
-                f"SELECT e.entry_id, t.texts FROM {entries} e "  # noqa: S608
-                f"JOIN {texts} t ON t.entry_id = e.id "
-                f"WHERE e.session_id = %s AND e.entry_id IN ({marks}) AND t.mask = %s",
-                [session.pk, *part, mask],
-            )
-            for entry_id, text in cursor.fetchall():
-                out[entry_id] = decode(text)
-    return out
+    # The entry's index columns only (its line is the table's last column).
+    rows = rows_for_keys(
+        f"SELECT e.entry_id, t.texts FROM {entries} e "  # noqa: S608
+        f"JOIN {texts} t ON t.entry_id = e.id "
+        "WHERE e.session_id = %s AND e.entry_id IN ({keys}) AND t.mask = %s",
+        wanted,
+        before=[session.pk],
+        after=[mask],
+    )
+    return {entry_id: decode(text) for entry_id, text in rows}
 
 
 class TextWriter:
@@ -174,18 +169,8 @@ def entry_pks(session_pk: int, ids: Sequence[str]) -> dict[str, int]:
     from explorer.models import Entry
 
     table = Entry._meta.db_table
-    out: dict[str, int] = {}
-    with connection.cursor() as cursor:
-        for k in range(0, len(ids), CHUNK):
-            part = list(ids[k : k + CHUNK])
-            marks = ",".join(["%s"] * len(part))
-            cursor.execute(
-                f"SELECT entry_id, id FROM {table} "  # noqa: S608
-                f"WHERE session_id = %s AND entry_id IN ({marks})",
-                [session_pk, *part],
-            )
-            out.update(cursor.fetchall())
-    return out
+    sql = f"SELECT entry_id, id FROM {table} WHERE session_id = %s AND entry_id IN ({{keys}})"  # noqa: S608
+    return dict(rows_for_keys(sql, ids, before=[session_pk]))
 
 
 def insert_rows(rows: Sequence[tuple[int, int, str, str]]) -> None:

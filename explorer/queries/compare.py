@@ -15,12 +15,11 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from django.db import connection
-
 from explorer import route_store
 from explorer.analysis.line_texts import CompareTexts as Texts
 from explorer.analysis.line_texts import compare_texts
 from explorer.file_use_store import Uses, uses_at
+from explorer.key_lookups import rows_for_keys
 from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.costs import abandoned_cost
@@ -38,7 +37,6 @@ ROUTE_SHOWN = 150  # entries of each route listed (the newest); figures cover th
 # with the live ranges (630 lines on the benchmark's big session), and the page weighed and
 # cost three times a small session's.
 DIFF_SHOWN = 150
-CHUNK = 500  # ids or positions per IN query
 
 
 def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
@@ -209,21 +207,14 @@ def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float
     ``positions``: index columns and route figures only, no line read. Raw SQL: a Django
     filter of 500 positions costs more to build than SQLite takes to answer it."""
     entries, figures = Entry._meta.db_table, RouteFigure._meta.db_table
-    wanted = sorted(positions)
-    out: dict[int, tuple[float, int]] = {}
-    with connection.cursor() as cursor:
-        for i in range(0, len(wanted), CHUNK):
-            part = wanted[i : i + CHUNK]
-            marks = ",".join(["%s"] * len(part))
-            cursor.execute(
-                f"SELECT e.position, e.cost, f.tool_calls FROM {entries} e "  # noqa: S608
-                f"LEFT JOIN {figures} f ON f.entry_id = e.id "
-                f"WHERE e.session_id = %s AND e.position IN ({marks})",
-                [session.pk, *part],
-            )
-            for position, cost, calls in cursor.fetchall():
-                out[position] = (cost or 0.0, calls)
-    return out
+    rows = rows_for_keys(
+        f"SELECT e.position, e.cost, f.tool_calls FROM {entries} e "  # noqa: S608
+        f"LEFT JOIN {figures} f ON f.entry_id = e.id "
+        "WHERE e.session_id = %s AND e.position IN ({keys})",
+        sorted(positions),
+        before=[session.pk],
+    )
+    return {position: (cost or 0.0, calls) for position, cost, calls in rows}
 
 
 def _calling(

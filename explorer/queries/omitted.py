@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
-from django.db import connection
-
 from explorer import line_text_store, route_store
+from explorer.key_lookups import rows_for_keys
 from explorer.models import Entry, Session
 from explorer.queries.entries import entries_with_secrets
 from explorer.queries.routes import LightEntry
@@ -30,7 +29,6 @@ BIG_LINE = line_text_store.BIG_LINE
 # system message, which a compaction supersedes, nor an assistant reply, whose model the
 # settings and whose usage the estimate read).
 OMITTED_ROLES = frozenset(("user", "toolResult"))
-CHUNK = 500
 
 
 def omitted_entries(
@@ -91,15 +89,10 @@ def big_lines(session: Session, ids: list[str]) -> dict[str, str]:
     """Id → role of the entries among ``ids`` whose line is at least :data:`BIG_LINE` bytes:
     index columns only, stored before the line (migration 0024), so no line is read."""
     table = Entry._meta.db_table
-    out: dict[str, str] = {}
-    with connection.cursor() as cursor:
-        for i in range(0, len(ids), CHUNK):
-            part = ids[i : i + CHUNK]
-            marks = ",".join(["%s"] * len(part))
-            cursor.execute(
-                f"SELECT entry_id, role FROM {table} "  # noqa: S608
-                f"WHERE session_id = %s AND size >= %s AND entry_id IN ({marks})",
-                [session.pk, BIG_LINE, *part],
-            )
-            out.update((eid, role or "") for eid, role in cursor.fetchall())
-    return out
+    rows = rows_for_keys(
+        f"SELECT entry_id, role FROM {table} "  # noqa: S608
+        "WHERE session_id = %s AND size >= %s AND entry_id IN ({keys})",
+        ids,
+        before=[session.pk, BIG_LINE],
+    )
+    return {eid: role or "" for eid, role in rows}

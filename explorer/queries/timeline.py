@@ -22,6 +22,7 @@ from explorer.analysis.timeline import (
     sampled_points,
     timeline_svg_data,
 )
+from explorer.key_lookups import rows_for_keys
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.routes import LightEntry, light_path
 from explorer.segment_store import route_chain, route_rows
@@ -132,20 +133,16 @@ def _figure_rows(
     """(role, context_tokens, every_estimate) of the window's entries by entry key: the
     figure rows looked up by their key (the entry's), a few hundred at a time."""
     table = connection.ops.quote_name(RouteFigure._meta.db_table)
-    pks = [e.pk for e in window if e.pk]
-    out: dict[int, tuple[str, float | None, float | None]] = {}
-    with connection.cursor() as cur:
-        for k in range(0, len(pks), 500):
-            chunk = pks[k : k + 500]
-            cur.execute(
-                f"SELECT entry_id, session_id, role, context_tokens, every_estimate FROM {table} "
-                f"WHERE entry_id IN ({','.join(['%s'] * len(chunk))})",
-                chunk,
-            )
-            for pk, session_pk, role, projected, estimate in cur.fetchall():
-                if session_pk == session.pk:
-                    out[pk] = (role, projected, estimate)
-    return out
+    rows = rows_for_keys(
+        f"SELECT entry_id, session_id, role, context_tokens, every_estimate FROM {table} "
+        "WHERE entry_id IN ({keys})",
+        [e.pk for e in window if e.pk],
+    )
+    return {
+        pk: (role, projected, estimate)
+        for pk, session_pk, role, projected, estimate in rows
+        if session_pk == session.pk
+    }
 
 
 def _read_shown(
