@@ -51,11 +51,16 @@ def _load_session(user, pk: int):
 
 
 def _max_position(session_pk: int) -> int:
-    from django.db.models import Max
-
     from explorer.models import Entry
 
-    return Entry.objects.filter(session_id=session_pk).aggregate(m=Max("position"))["m"] or 0
+    # The last row of the (session, position) index, not an aggregate over the session.
+    last = (
+        Entry.objects.filter(session_id=session_pk)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    return last or 0
 
 
 def _position_of(session_pk: int, after: Any) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 
 from explorer.models import Entry, ReadMark, Session
 
@@ -49,7 +49,14 @@ def mark_of(user, session: Session) -> int | None:
 
 
 def newest_position(session: Session) -> int:
-    return Entry.objects.filter(session=session).aggregate(m=Max("position"))["m"] or 0
+    # The last row of the (session, position) index, not an aggregate over the session.
+    last = (
+        Entry.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
+    return last or 0
 
 
 def seen(user, session: Session) -> Seen:

@@ -6,7 +6,6 @@ from itertools import pairwise
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max
 
 from explorer.models import Entry, EntryText, Session
 from explorer.secrets import redact_for_search
@@ -112,7 +111,14 @@ def index_new_entries(session: Session) -> int:
     fills the index itself while it streams (``search_row``); this catches what other writers
     (edits, follow appends, turns) stored.
     """
-    mark = EntryText.objects.filter(session=session).aggregate(m=Max("position"))["m"]
+    # The last row of the (session, position) index; an aggregate would read every row of
+    # the session in it (SQLite does not take MAX from an index under a WHERE).
+    mark = (
+        EntryText.objects.filter(session=session)
+        .order_by("-position")
+        .values_list("position", flat=True)
+        .first()
+    )
     rows = Entry.objects.filter(session=session)
     if mark is not None:
         rows = rows.filter(position__gt=mark)
