@@ -29,7 +29,9 @@ def segment_tree(
     # The entry table's (session, id) key keeps ids unique, so the fold's total (its node
     # count) is the session's entries; the segments hold them all unless parents loop.
     total = sum(s.length for s in segments.values())
-    if total != session.entry_count:
+    if total != session.entry_count or not total:
+        # Counted where the two disagree, and where no entry is placed: a session whose
+        # every entry is in a parent loop has no segment, whatever its counter says.
         total = Entry.objects.filter(session=session).count()
 
     def load(segs: Sequence[int]) -> dict[int, list[tuple[GraphNode, int]]]:
