@@ -49,14 +49,9 @@ def mark_of(user, session: Session) -> int | None:
 
 
 def newest_position(session: Session) -> int:
-    # The last row of the (session, position) index, not an aggregate over the session.
-    last = (
-        Entry.objects.filter(session=session)
-        .order_by("-position")
-        .values_list("position", flat=True)
-        .first()
-    )
-    return last or 0
+    from explorer.queries.routes import last_position
+
+    return last_position(session)
 
 
 def seen(user, session: Session) -> Seen:

@@ -504,11 +504,10 @@ def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
     the parent links above a placed leaf are exactly its chain of segments, ending at a
     true root: the route walk (``queries.routes.light_path``) reads the same entries, and
     entries elsewhere that loop change nothing. Ids are in their stored (visible) form."""
-    from explorer.models import Entry, Segment, SegmentEntry
+    from explorer.models import Entry, SegmentEntry
 
     entries = connection.ops.quote_name(Entry._meta.db_table)
     members = connection.ops.quote_name(SegmentEntry._meta.db_table)
-    segments = connection.ops.quote_name(Segment._meta.db_table)
     off = q_offset()
     with connection.cursor() as cur:
         cur.execute(
@@ -525,20 +524,9 @@ def on_route_of(session_pk: int, entry_id: str, leaf_id: str) -> bool | None:
             places[eid] = (seg, offset)
         if entry_id not in places or leaf_id not in places:
             return None
-        (target_seg, target_off), (leaf_seg, leaf_off) = places[entry_id], places[leaf_id]
-        cur.execute(
-            f"""
-            WITH RECURSIVE up(seg, upto) AS (
-                SELECT CAST(%s AS BIGINT), CAST(%s AS INTEGER)
-                UNION ALL
-                SELECT s.parent_segment_id, s.parent_offset FROM {segments} s
-                JOIN up ON s.id = up.seg WHERE s.parent_segment_id IS NOT NULL
-            )
-            SELECT upto FROM up WHERE seg = %s
-            """,
-            [leaf_seg, leaf_off, target_seg],
-        )
-        return any(upto >= target_off for (upto,) in cur.fetchall())
+    target_seg, target_off = places[entry_id]
+    chain = route_chain(session_pk, leaf_id)  # the leaf is placed: never None here
+    return chain is not None and chain.get(target_seg, -1) >= target_off
 
 
 def _chain_cte() -> str:
