@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from django.db import connection
 
+from explorer.key_lookups import rows_for_keys
 from explorer.models import Entry, Session
 from explorer.queries.routes import LightEntry, light_path
 from explorer.session import exactsum
@@ -65,16 +66,10 @@ def costs_at(session: Session, positions: Iterable[int]) -> list[float]:
     made it scan that index over the whole session for each chunk (0.5 s for a route of
     3,000 entries in a session of 150,000)."""
     table = connection.ops.quote_name(Entry._meta.db_table)
-    wanted = sorted(set(positions))
-    out: list[float] = []
-    with connection.cursor() as cur:
-        for k in range(0, len(wanted), 500):
-            part = wanted[k : k + 500]
-            marks = ",".join(["%s"] * len(part))
-            cur.execute(
-                f"SELECT cost FROM {table} "  # noqa: S608
-                f"WHERE session_id = %s AND position IN ({marks}) AND cost <> 0",
-                [session.pk, *part],
-            )
-            out.extend(c for (c,) in cur.fetchall())
-    return out
+    rows = rows_for_keys(
+        f"SELECT cost FROM {table} "  # noqa: S608
+        "WHERE session_id = %s AND position IN ({keys}) AND cost <> 0",
+        sorted(set(positions)),
+        before=[session.pk],
+    )
+    return [c for (c,) in rows]
