@@ -15,6 +15,7 @@ from typing import Any
 from explorer.session import jsonfmt
 from explorer.session.messages import content_text
 from explorer.session.tokens import calculate_context_tokens, estimate_tokens, get_assistant_usage
+from explorer.session.tool_files import call_uses
 
 
 def finite(x: Any) -> float:
@@ -238,18 +239,14 @@ def tool_calls_of(entry: dict) -> list[dict]:
     return [b for b in m["content"] if isinstance(b, dict) and b.get("type") == "toolCall"]
 
 
-_FILE_TOOLS = {"read": "read", "write": "modified", "edit": "modified"}
-
-
 def file_uses(entry: dict) -> list[tuple[str, str]]:
-    """("read" | "modified", path) of each file tool call of one entry, in call order."""
+    """("read" | "modified", path) of each file tool call of one entry, in call order: Pi's
+    read/edit/write, Claude Code's Read/Edit/MultiEdit/Write/Notebook* and the files a Codex
+    ``apply_patch`` names (``tool_files``, which says what counts; shell command lines are
+    not parsed)."""
     out = []
     for call in tool_calls_of(entry):
-        kind = _FILE_TOOLS.get(call.get("name"))  # type: ignore[arg-type]
-        args = call.get("arguments")
-        path = args.get("path") if isinstance(args, dict) else None
-        if kind and isinstance(path, str) and path:
-            out.append((kind, path))
+        out.extend(call_uses(call.get("name"), call.get("arguments")))
     return out
 
 
