@@ -36,6 +36,7 @@ from explorer.session.describe import (
     usage_of,
 )
 from explorer.session.messages import session_entry_to_context_messages
+from explorer.session.tool_files import call_uses
 
 # Text beyond this is sent only on request ("load full output").
 PREVIEW_CHARS = 6000
@@ -55,6 +56,13 @@ def text_part(text: str, full: bool, markdown: bool) -> dict[str, Any]:
         "truncated": cut,
         "chars": len(text),
     }
+
+
+def call_files(name: Any, arguments: Any) -> list[dict[str, str]]:
+    """The files a tool call reads or modifies (``tool_files.call_uses``, Compare's rule),
+    shown beside its name: a Codex patch's files are otherwise lost in its escaped text,
+    and a Claude Code Edit's path in a page of arguments."""
+    return [{"kind": kind, "path": path} for kind, path in call_uses(name, arguments)]
 
 
 def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
@@ -86,6 +94,7 @@ def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str
                     "name": str(block.get("name", "")),
                     "call_id": str(block.get("id", "")),
                     "arguments": pretty_json(args),
+                    "files": call_files(block.get("name"), args),
                     "result": None,
                 }
             )

@@ -11,7 +11,13 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from explorer import archives, html, queries
-from explorer.items import RAW_PREVIEW_CHARS, content_blocks, pretty_json, text_part
+from explorer.items import (
+    RAW_PREVIEW_CHARS,
+    call_files,
+    content_blocks,
+    pretty_json,
+    text_part,
+)
 from explorer.models import Entry
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
 from explorer.rendering import fill_token_slots, with_token_slots
@@ -113,6 +119,7 @@ def entry_panel_context(
                         "entry_id": row.parent_id,
                         "name": str(b.get("name", "")),
                         "arguments": pretty_json(b.get("arguments")),
+                        "files": call_files(b.get("name"), b.get("arguments")),
                     }
     elif data.get("type") in ("compaction", "branch_summary"):
         blocks = [text_part(str(data.get("summary") or ""), full, True)]

@@ -27,7 +27,7 @@ from tests.conftest import FIXTURES_DIR
 from tests.web.migration_states import migration_states
 from tests.web.test_file_uses import assert_uses_stored
 
-pytestmark = [pytest.mark.agent_fixtures, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
 def _agent_files() -> list[Path]:
@@ -109,6 +109,7 @@ def _files_on_compare(session: Session) -> tuple[set[str], set[str]]:
     return read - modified, modified
 
 
+@pytest.mark.agent_fixtures
 @pytest.mark.parametrize(
     "path", _agent_files(), ids=lambda p: str(p.relative_to(FIXTURES_DIR)).replace("/", ":")
 )
@@ -130,6 +131,7 @@ def test_compare_lists_the_files_the_original_file_names(path: Path):
     assert (read, modified) == (want_read - want_modified, want_modified)
 
 
+@pytest.mark.agent_fixtures
 @pytest.mark.parametrize(
     ("relative", "modified"),
     [
@@ -158,6 +160,7 @@ def _pair_listing(session: Session, wanted: str) -> tuple[str, str]:
     raise AssertionError(f"no route modifies {wanted}")
 
 
+@pytest.mark.agent_fixtures
 @pytest.mark.parametrize(
     ("relative", "wanted"),
     [
@@ -244,3 +247,89 @@ def test_migration_0029_refills_foreign_sessions_and_goes_back():
         assert stored_rows(foreign.pk) == old == stored_rows(pi.pk)
         migrate()
         assert assert_uses_stored(Session.objects.get(pk=foreign.pk)) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# The Transcript and the entry panel show the files a call names
+
+
+def _calling_entry(session: Session, name: str) -> str:
+    """The id of the stored reply that calls ``name``."""
+    for entry_id, raw in Entry.objects.filter(session=session).values_list("entry_id", "raw"):
+        value = json.loads(raw)
+        message = value.get("message") if isinstance(value, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "toolCall" and b.get("name") == name
+            for b in content
+        ):
+            return entry_id
+    raise AssertionError(f"no call of {name}")
+
+
+def _shown_files(html: str) -> list[str]:
+    return re.findall(r'<span class="tool-file small"><span class="muted">(\w+)</span> '
+                      r"<code>([^<]*)</code></span>", html)  # fmt: skip
+
+
+@pytest.mark.agent_fixtures
+@pytest.mark.parametrize(
+    ("relative", "tool", "shown"),
+    [
+        ("claude-code/claude-code-log/representative_messages.jsonl", "Edit",
+         [("modified", "/tmp/decorator_example.py")]),
+        ("claude-code/claude-code-log/edge_cases.jsonl", "MultiEdit",
+         [("modified", "/tmp/complex_example.py")]),
+        ("codex/claude-code-log/sessions/2026/01/02/"
+         "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl", "apply_patch",
+         [("modified", "gamma.txt")]),
+    ],
+)  # fmt: skip
+def test_transcript_and_entry_panel_show_the_files_of_a_call(
+    relative: str, tool: str, shown: list[tuple[str, str]], viewer_client
+):
+    (session,) = _import(FIXTURES_DIR / relative)
+    entry_id = _calling_entry(session, tool)
+    panel = viewer_client.get(reverse("explorer:entry", args=[session.pk]), {"id": entry_id})
+    assert panel.status_code == 200
+    assert _shown_files(panel.content.decode()) == shown
+    transcript = viewer_client.get(
+        reverse("explorer:transcript", args=[session.pk]), {"leaf": entry_id}
+    )
+    assert transcript.status_code == 200
+    assert _shown_files(transcript.content.decode()) == shown
+    # A result's panel names its call's files too, beside "Result of".
+    results = [
+        entry_id
+        for entry_id, raw in Entry.objects.filter(session=session).values_list("entry_id", "raw")
+        if json.loads(raw).get("message", {}).get("role") == "toolResult"
+        and json.loads(raw)["message"].get("toolName") == tool
+    ]
+    for result in results:
+        html = viewer_client.get(reverse("explorer:entry", args=[session.pk]), {"id": result})
+        html = html.content.decode()
+        # "Result of" names the call found in the result's parent entry (only there).
+        assert _shown_files(html) == (shown if "Result of" in html else [])
+        # Codex's output follows its call (the Claude Code examples' results do not).
+        assert "Result of" in html or tool != "apply_patch"
+    assert results or tool != "apply_patch"
+
+
+@pytest.mark.django_db
+def test_a_path_holding_a_secret_is_shown_masked(viewer_client):
+    """The files beside a call come from the masked line, as its arguments do."""
+    from explorer import services
+    from tests.web.test_file_uses import HEADER, _lines, _reply
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    lines = [_reply("r1", None, [("read", f"/tmp/{token}/key.txt"), ("edit", "plain.py")])]
+    session = services.import_bytes(HEADER + _lines(lines)).session
+    for url, params in (
+        (reverse("explorer:entry", args=[session.pk]), {"id": "r1"}),
+        (reverse("explorer:transcript", args=[session.pk]), {"leaf": "r1"}),
+    ):
+        html = viewer_client.get(url, params).content.decode()
+        files = _shown_files(html)
+        assert token not in html
+        assert [kind for kind, _ in files] == ["read", "modified"], url
+        assert files[0][1].startswith("/tmp/") and files[1][1] == "plain.py"
