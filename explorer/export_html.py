@@ -192,7 +192,8 @@ def _prepare(blocks: list[dict[str, Any]], images: dict[str, str]) -> None:
             b["fold"] = _fold(b.get("plain", ""))
         elif b["kind"] == "toolCall":
             args = b.get("arguments", "")
-            b["hint"] = _args_hint(args)
+            # A call with no such argument (a Codex patch) says which files it touches.
+            b["hint"] = _args_hint(args) or ", ".join(f["path"] for f in b.get("files", ()))
             if len(args) > ARGS_CHARS:  # an edit's whole file, say: the file stays bounded
                 b["arguments"] = (
                     args[:ARGS_CHARS]

@@ -333,3 +333,17 @@ def test_a_path_holding_a_secret_is_shown_masked(viewer_client):
         assert token not in html
         assert [kind for kind, _ in files] == ["read", "modified"], url
         assert files[0][1].startswith("/tmp/") and files[1][1] == "plain.py"
+
+
+@pytest.mark.agent_fixtures
+def test_the_html_export_names_a_patch_s_files(viewer_client):
+    """A Codex patch has no path argument; its folded header in the HTML export names the
+    files it touches."""
+    relative = ("codex/claude-code-log/sessions/2026/01/02/"
+                "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl")  # fmt: skip
+    (session,) = _import(FIXTURES_DIR / relative)
+    r = viewer_client.get(reverse("explorer:export_html", args=[session.pk]))
+    body = b"".join(r.streaming_content).decode() if r.streaming else r.content.decode()
+    assert r.status_code == 200
+    # The cards travel as JSON in the page: the header's tags are escaped there.
+    assert re.search(r't-hint\\?"(?:>|\\u003e)gamma\.txt', body), "no hint names the patch's file"
