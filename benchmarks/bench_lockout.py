@@ -13,7 +13,10 @@ slowest of each. The exit status is 1 when a write failed, none was written duri
 import, or one took longer than the goal (2 s).
 
     .venv/bin/python -m benchmarks.bench_lockout [--entries 60000] [--interval 0.05]
-        [--write-results]
+        [--grown 0.1] [--write-results]
+
+``--grown F``: the first F of the big file's lines are imported before the measure, so the
+timed import is a grown file's (the session exists; only the lines beyond it are added).
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=60000)
     parser.add_argument("--interval", type=float, default=0.05)
     parser.add_argument("--baseline", type=int, default=40, help="labels timed with no import")
+    parser.add_argument(
+        "--grown", type=float, default=0.0, help="import this fraction of the file first"
+    )
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args(argv)
 
@@ -108,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     generate_session(followed_file, entries=50, branch_points=2, seed=11)
     followed = services.import_file(str(followed_file)).session
     assert followed is not None
+    if args.grown:
+        prefix = tmp / "prefix.jsonl"
+        with big.open("rb") as src:
+            lines_ = src.readlines()
+        prefix.write_bytes(b"".join(lines_[: max(2, int(len(lines_) * args.grown))]))
+        stored = services.import_file(str(prefix)).session
+        assert stored is not None
     target = other.entries.order_by("position").values_list("entry_id", flat=True).first()
 
     count = iter(range(args.baseline))
@@ -136,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     p50, p99 = _pct(during, 0.5), _pct(during, 0.99)
     b50, b99 = _pct(base, 0.5), _pct(base, 0.99)
     lines = [
-        f"Import of a {args.entries:,}-entry session ({size_mb:.0f} MB) in a child process: "
+        f"Import of a {args.entries:,}-entry session ({size_mb:.0f} MB) in a child process"
+        + (f", grown from its first {args.grown:.0%} already stored" if args.grown else "")
+        + ": "
         f"{took:.1f} s ({'ok' if ok else 'FAILED'}).",
         f"Writes during it: {len(during)} labels on another session and {len(appends)} "
         f"followed lines appended to a third, {failed} failed; baseline (no import): "
