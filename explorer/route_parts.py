@@ -87,11 +87,13 @@ def rows_between(
     high: int,
     columns: str,
     *,
+    join: str = "",
     where: str = "",
     params: Sequence[Any] = (),
 ) -> list[tuple[Any, ...]]:
     """(depth, ``columns``...) of the route's entries at depths ``low`` to ``high`` that
-    meet ``where`` (on the entry table, aliased ``e``), in route order: one statement per
+    meet ``where`` (on the entry table, aliased ``e``, and the tables ``join`` adds), in
+    route order: one statement per
     :data:`SPANS_PER_STATEMENT` segments, each segment's range read by the members'
     (segment, offset) index."""
     from explorer.models import Entry, SegmentEntry
@@ -108,7 +110,7 @@ def rows_between(
             ranges = " OR ".join([f"(m.segment_id = %s AND m.{off} BETWEEN %s AND %s)"] * len(part))
             cur.execute(
                 f"SELECT m.segment_id, m.{off}, {columns} FROM {members} m "  # noqa: S608
-                f"JOIN {entries} e ON e.id = m.entry_id WHERE ({ranges})"
+                f"JOIN {entries} e ON e.id = m.entry_id {join} WHERE ({ranges})"
                 + (f" AND ({where})" if where else ""),
                 [*(v for span in part for v in span), *params],
             )

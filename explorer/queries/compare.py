@@ -54,7 +54,7 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
 
 
 def _route_rows(
-    route: Sequence[LightEntry], data: dict[str, dict], known: dict[str, Texts]
+    route: Sequence[Any], data: dict[str, dict], known: dict[str, Texts]
 ) -> list[dict[str, str]]:
     return [
         {
@@ -145,7 +145,7 @@ def _compare_by_chains(
     each route's entries after it are read by their (segment, offset) ranges; of the shared
     prefix only the rows of a live range that reaches into it are read (once for both
     routes), and its costs off the cursor's route as costs only (:func:`_chain_costs`)."""
-    from explorer.queries.chain_context import Prefix, light_rows, live_range
+    from explorer.queries.chain_context import Prefix, live_range, tail_rows
     from explorer.route_parts import ancestor_depth, chain
 
     ca, cb = chain(session.pk, a), chain(session.pk, b)
@@ -157,7 +157,7 @@ def _compare_by_chains(
         if cc is None:
             return None
     k = ancestor_depth(ca, cb)
-    rows_a, rows_b = light_rows(ca, max(k, 0), ca.end), light_rows(cb, max(k, 0), cb.end)
+    rows_a, rows_b = tail_rows(ca, max(k, 0), ca.end), tail_rows(cb, max(k, 0), cb.end)
     low = max(k, 0)
     if len(rows_a) != ca.end - low + 1 or len(rows_b) != cb.end - low + 1:
         return None  # a member missing: the segments do not settle it
@@ -165,8 +165,7 @@ def _compare_by_chains(
     tail_a, tail_b = rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b
     prefix = Prefix(ca, k)
     lives = (live_range(session, ca, prefix, tail_a), live_range(session, cb, prefix, tail_b))
-    positions = {e.position for e in (*tail_a, *tail_b, *([base] if base else []))}
-    stored = _stored_rows(session, positions)
+    stored = {r.position: (r.cost or 0.0, r.calls) for r in (*rows_a, *rows_b)}
     ends = (rows_a[-1].entry_id, rows_b[-1].entry_id)
     out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives, stored)
     out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, (tail_a, tail_b), stored))
@@ -179,7 +178,7 @@ def _chain_costs(
     cursor: str | None,
     chains: tuple[Any, Any, Any],
     k: int,
-    tails: tuple[Sequence[LightEntry], Sequence[LightEntry]],
+    tails: tuple[Sequence[Any], Sequence[Any]],
     stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     """:func:`_compare_costs` from the chains of A, B and the cursor's route (None: no
@@ -196,9 +195,7 @@ def _chain_costs(
     if part_a < k:  # the shared prefix's entries off the cursor's route (B's are the same)
         off.extend(c for _d, c in rows_between(ca, part_a + 1, k, "e.cost", where="e.cost <> 0"))
     for tail, part in zip(tails, (part_a, part_b), strict=True):
-        off.extend(
-            stored.get(e.position, (0.0, 0))[0] for d, e in enumerate(tail, k + 1) if d > part
-        )
+        off.extend(r.cost or 0.0 for r in tail if r.depth > part)
     on_cursor = (
         [c for _d, c in rows_between(cc, 0, cc.end, "e.cost", where="e.cost <> 0")]
         if cc is not None
@@ -218,10 +215,10 @@ def _chain_costs(
 def _compare_parts(
     session: Session,
     pair: tuple[str, str],
-    base: LightEntry | None,
-    tails: tuple[Sequence[LightEntry], Sequence[LightEntry]],
+    base: Any,
+    tails: tuple[Sequence[Any], Sequence[Any]],
     ends: tuple[str | None, str | None],
-    lives: tuple[Sequence[LightEntry], Sequence[LightEntry]],
+    lives: tuple[Sequence[Any], Sequence[Any]],
     stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     """Every figure but the costs, from each route's part after the common ancestor
@@ -329,14 +326,12 @@ def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float
     return {position: (cost or 0.0, calls) for position, cost, calls in rows}
 
 
-def _calling(
-    base: LightEntry | None, tail: Sequence[LightEntry], stored: dict[int, tuple[float, int]]
-) -> list[LightEntry]:
+def _calling(base: Any, tail: Sequence[Any], stored: dict[int, tuple[float, int]]) -> list[Any]:
     """The entries of ``tail`` (a route's entries after ``base``, None: from its root) that
     called tools: where the route's stored tool-call count goes up from the entry before."""
     # A route without figure rows (entry rows stored by hand, never figured) counts none.
     before = (stored.get(base.position, (0.0, 0))[1] or 0) if base is not None else 0
-    out: list[LightEntry] = []
+    out: list[Any] = []
     for e in tail:
         now = stored.get(e.position, (0.0, 0))[1]
         now = before if now is None else now
@@ -347,7 +342,7 @@ def _calling(
 
 
 def _route_uses(
-    calling: Sequence[LightEntry], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
+    calling: Sequence[Any], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
 ) -> list[tuple[str, str]]:
     """The file uses of the ``calling`` replies in route order: stored with each reply
     (``uses``, by position), or from its masked parse in ``parsed`` for one that holds a
@@ -390,8 +385,8 @@ def stats_after_ancestor(
 
 def _tail_stats(
     session: Session,
-    base_entry: LightEntry | None,
-    tail: Sequence[LightEntry],
+    base_entry: Any,
+    tail: Sequence[Any],
     stored: dict[int, tuple[float, int]] | None = None,
     parsed: dict[str, dict] | None = None,
     figures: dict[str, Any] | None = None,
@@ -439,7 +434,7 @@ def _tail_stats(
 
 def _context_of(
     end: str | None,
-    live: Sequence[LightEntry],
+    live: Sequence[Any],
     data: dict[str, dict],
     figures: dict[str, Any],
 ) -> tuple[list[Any], int | None]:
