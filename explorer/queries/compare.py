@@ -22,6 +22,7 @@ from explorer.file_use_store import Uses, uses_at
 from explorer.key_lookups import rows_for_keys
 from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
+from explorer.queries.chain_context import TailRow
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, entries_with_secrets, load_entries
 from explorer.queries.omitted import omitted_entries
@@ -122,14 +123,14 @@ def compare_walked(session: Session, a: str, b: str, cursor: str | None) -> dict
     # Each entry's stored cost and route tool calls, for both routes in one read.
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
+    rows_a, rows_b = _with_stored(route_a, k, stored), _with_stored(route_b, k, stored)
     out = _compare_parts(
         session,
         (a, b),
-        route_a[k] if k >= 0 else None,
-        (route_a[k + 1 :], route_b[k + 1 :]),
+        rows_a[0] if k >= 0 else None,
+        (rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b),
         (route_a[-1].entry_id if route_a else None, route_b[-1].entry_id if route_b else None),
         (live_a, live_b),
-        stored,
     )
     out.update(_compare_costs(session, a, b, cursor, route_a, route_b, stored))
     return out
@@ -165,10 +166,9 @@ def _compare_by_chains(
     tail_a, tail_b = rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b
     prefix = Prefix(ca, k)
     lives = (live_range(session, ca, prefix, tail_a), live_range(session, cb, prefix, tail_b))
-    stored = {r.position: (r.cost or 0.0, r.calls) for r in (*rows_a, *rows_b)}
     ends = (rows_a[-1].entry_id, rows_b[-1].entry_id)
-    out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives, stored)
-    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, (tail_a, tail_b), stored))
+    out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives)
+    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, (tail_a, tail_b)))
     return out
 
 
@@ -179,7 +179,6 @@ def _chain_costs(
     chains: tuple[Any, Any, Any],
     k: int,
     tails: tuple[Sequence[Any], Sequence[Any]],
-    stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     """:func:`_compare_costs` from the chains of A, B and the cursor's route (None: no
     cursor): what each route holds off the cursor's route lies after the depth where their
@@ -219,12 +218,11 @@ def _compare_parts(
     tails: tuple[Sequence[Any], Sequence[Any]],
     ends: tuple[str | None, str | None],
     lives: tuple[Sequence[Any], Sequence[Any]],
-    stored: dict[int, tuple[float, int]],
 ) -> dict[str, Any]:
     """Every figure but the costs, from each route's part after the common ancestor
     ``base`` (``tails``), the entries its route ends at (``ends``), its live range
-    (``lives``, as ``context_light`` gives it) and the stored rows of the tails and the
-    ancestor (``stored``, :func:`_stored_rows`)."""
+    (``lives``, as ``context_light`` gives it); the ancestor and the tails are
+    ``chain_context.TailRow`` (each entry with its stored cost and route tool calls)."""
     from dataclasses import asdict
 
     from explorer.analysis.compare import checked_diff_rows, collapse_shared, listed_lines
@@ -243,7 +241,7 @@ def _compare_parts(
     # (``line_text_store``): a listed row reads them, not the line.
     titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
     known = _stored_texts(session, titled)
-    calling = [*_calling(base, tail_a, stored), *_calling(base, tail_b, stored)]
+    calling = [*_calling(base, tail_a), *_calling(base, tail_b)]
     holding = entries_with_secrets(session)
     uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
     parsed = {
@@ -260,8 +258,8 @@ def _compare_parts(
     figures = route_store.figures_of(
         session, [*(e for e in ends if e), *([ancestor] if ancestor else [])]
     )
-    stats_a = _tail_stats(session, base, tail_a, stored, data, figures, uses, holding)
-    stats_b = _tail_stats(session, base, tail_b, stored, data, figures, uses, holding)
+    stats_a = _tail_stats(session, base, tail_a, data, figures, uses, holding)
+    stats_b = _tail_stats(session, base, tail_b, data, figures, uses, holding)
     for attempt in range(4):  # the third reads every stand-in left; the fourth aligns
         projected_a, estimate_a = _context_of(ends[0], live_a, data, figures)
         projected_b, estimate_b = _context_of(ends[1], live_b, data, figures)
@@ -326,14 +324,25 @@ def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float
     return {position: (cost or 0.0, calls) for position, cost, calls in rows}
 
 
-def _calling(base: Any, tail: Sequence[Any], stored: dict[int, tuple[float, int]]) -> list[Any]:
+def _with_stored(
+    route: Sequence[LightEntry], k: int, stored: dict[int, tuple[float, int]]
+) -> list[TailRow]:
+    """``route``'s entries from index ``k`` (the ancestor; -1: from the root) as
+    ``TailRow``, with the costs and tool calls of ``stored`` (:func:`_stored_rows`)."""
+    return [
+        TailRow(d, e.entry_id, e.parent_id, e.type, e.position, *stored.get(e.position, (0.0, 0)))
+        for d, e in enumerate(route[max(k, 0) :], max(k, 0))
+    ]
+
+
+def _calling(base: Any, tail: Sequence[Any]) -> list[Any]:
     """The entries of ``tail`` (a route's entries after ``base``, None: from its root) that
     called tools: where the route's stored tool-call count goes up from the entry before."""
     # A route without figure rows (entry rows stored by hand, never figured) counts none.
-    before = (stored.get(base.position, (0.0, 0))[1] or 0) if base is not None else 0
+    before = (base.calls or 0) if base is not None else 0
     out: list[Any] = []
     for e in tail:
-        now = stored.get(e.position, (0.0, 0))[1]
+        now = e.calls
         now = before if now is None else now
         if now > before:
             out.append(e)
@@ -379,15 +388,17 @@ def stats_after_ancestor(
     entry and the ancestor, ``uses`` the stored uses by position, ``holding`` the entries
     with a secret (``entries_with_secrets``) and ``parsed`` the lines of those of the
     calling replies, when the caller read them already."""
-    base = route[k] if k >= 0 else None
-    return _tail_stats(session, base, route[k + 1 :], stored, parsed, figures, uses, holding)
+    if stored is None:
+        stored = _stored_rows(session, {e.position for e in route[max(k, 0) :]})
+    rows = _with_stored(route, k, stored)
+    base = rows[0] if k >= 0 else None
+    return _tail_stats(session, base, rows[1:] if k >= 0 else rows, parsed, figures, uses, holding)
 
 
 def _tail_stats(
     session: Session,
     base_entry: Any,
-    tail: Sequence[Any],
-    stored: dict[int, tuple[float, int]] | None = None,
+    tail: Sequence[TailRow],
     parsed: dict[str, dict] | None = None,
     figures: dict[str, Any] | None = None,
     uses: dict[int, Uses] | None = None,
@@ -401,10 +412,6 @@ def _tail_stats(
     tail = list(tail)
     if not tail:
         return RouteStats(0, 0, 0.0, 0.0, 0, [], [])
-    if stored is None:
-        stored = _stored_rows(
-            session, {e.position for e in (*tail, *([base_entry] if base_entry else []))}
-        )
     ends = [tail[-1].entry_id, *([base_entry.entry_id] if base_entry is not None else [])]
     if figures is None:
         figures = route_store.figures_of(session, ends)
@@ -412,8 +419,8 @@ def _tail_stats(
     base = figures.get(base_entry.entry_id) if base_entry is not None else None
     cost = 0.0
     for e in tail:
-        cost += stored.get(e.position, (0.0, 0))[0]
-    calling = _calling(base_entry, tail, stored)
+        cost += e.cost or 0.0
+    calling = _calling(base_entry, tail)
     if holding is None:
         holding = entries_with_secrets(session)
     if uses is None:
