@@ -44,6 +44,7 @@ class TailRow(NamedTuple):
     position: int
     cost: float | None
     calls: int | None
+    pk: int
 
 
 def tail_rows(route: Chain, low: int, high: int) -> list[TailRow]:
@@ -51,7 +52,7 @@ def tail_rows(route: Chain, low: int, high: int) -> list[TailRow]:
     tool calls, in one read (the figure rows joined by the entry's key)."""
     figures = connection.ops.quote_name(RouteFigure._meta.db_table)
     rows = rows_between(
-        route, low, high, "e.entry_id, e.parent_id, e.type, e.position, e.cost, f.tool_calls",
+        route, low, high, "e.entry_id, e.parent_id, e.type, e.position, e.cost, f.tool_calls, e.id",
         join=f"LEFT JOIN {figures} f ON f.entry_id = e.id",
     )  # fmt: skip
     return [TailRow._make(r) for r in rows]
@@ -70,6 +71,19 @@ class Prefix:
         self.k = k
         self.low = k + 1
         self.rows: list[LightEntry] = []
+        self._marks: list[tuple[Any, ...]] | None = None
+
+    def marks(self) -> list[tuple[Any, ...]]:
+        """The prefix's compactions, thinking level and model changes (:data:`_MARKS`), as
+        (depth, ``ROW_COLS``...), read once for both routes."""
+        if self._marks is None:
+            quoted = ", ".join(f"'{t}'" for t in _MARKS)
+            self._marks = (
+                rows_between(self.route, 0, self.k, ROW_COLS, where=f"e.type IN ({quoted})")
+                if self.k >= 0
+                else []
+            )
+        return self._marks
 
     def since(self, low: int) -> list[LightEntry]:
         """The prefix's rows at depths ``low`` to ``k``."""
@@ -90,8 +104,14 @@ def live_range(session: Any, route: Chain, prefix: Prefix, tail: Sequence[Any]) 
     def since(low: int) -> list[Any]:
         return [*prefix.since(low), *tail] if low < first else list(tail[low - first :])
 
-    quoted = ", ".join(f"'{t}'" for t in _MARKS)
-    marks = rows_between(route, 0, route.end, ROW_COLS, where=f"e.type IN ({quoted})")
+    marks = [
+        *prefix.marks(),
+        *(
+            (r.depth, r.entry_id, r.parent_id, r.type, r.position, r.pk)
+            for r in tail
+            if r.type in _MARKS
+        ),
+    ]
     comps = [r for r in marks if r[3] == "compaction"]
     if not comps:
         return since(0)

@@ -330,7 +330,9 @@ def _with_stored(
     """``route``'s entries from index ``k`` (the ancestor; -1: from the root) as
     ``TailRow``, with the costs and tool calls of ``stored`` (:func:`_stored_rows`)."""
     return [
-        TailRow(d, e.entry_id, e.parent_id, e.type, e.position, *stored.get(e.position, (0.0, 0)))
+        TailRow(
+            d, e.entry_id, e.parent_id, e.type, e.position, *stored.get(e.position, (0.0, 0)), e.pk
+        )
         for d, e in enumerate(route[max(k, 0) :], max(k, 0))
     ]
 
