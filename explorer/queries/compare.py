@@ -195,11 +195,17 @@ def _chain_costs(
         off.extend(c for _d, c in rows_between(ca, part_a + 1, k, "e.cost", where="e.cost <> 0"))
     for tail, part in zip(tails, (part_a, part_b), strict=True):
         off.extend(r.cost or 0.0 for r in tail if r.depth > part)
-    on_cursor = (
-        [c for _d, c in rows_between(cc, 0, cc.end, "e.cost", where="e.cost <> 0")]
-        if cc is not None
-        else []
-    )
+    on_cursor: list[float] = []
+    if cc is not None:
+        # The cursor's route holds A's (or B's, when it shares more of it) entries down to
+        # where their chains part: those costs are in the tail read already, or the
+        # prefix's; only the rest of its route is read, as costs.
+        tail, part = (tails[0], part_a) if part_a >= part_b else (tails[1], part_b)
+        on_cursor.extend(r.cost for r in tail if r.depth <= part and r.cost)
+        for low, high, route in ((0, min(part, k), ca), (part + 1, cc.end, cc)):
+            if low <= high:
+                found = rows_between(route, low, high, "e.cost", where="e.cost <> 0")
+                on_cursor.extend(c for _d, c in found)
     a, b = pair
     return {
         "cursor": cursor,
