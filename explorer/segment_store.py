@@ -37,6 +37,7 @@ from explorer.session.segfold import size_within, subtree_total
 __all__ = [
     "SegmentTree",
     "SegmentWriter",
+    "chain_root_first",
     "on_route",
     "on_route_of",
     "route_chain",
@@ -599,3 +600,14 @@ def route_chain(session_pk: int, entry_id: str) -> dict[int, int] | None:
     with connection.cursor() as cur:
         cur.execute(f"{_chain_cte()} SELECT seg, upto FROM chain", [session_pk, entry_id])
         return dict(cur.fetchall()) or None
+
+
+def chain_root_first(session_pk: int, entry_id: str) -> list[tuple[int, int]]:
+    """:func:`route_chain` in route order: (segment, last offset the route holds in it),
+    root first, so each segment's entries sit at known depths (the first at the sum of the
+    lengths above). Empty when the segments do not settle it."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"{_chain_cte()} SELECT seg, upto FROM chain ORDER BY n DESC", [session_pk, entry_id]
+        )
+        return [(int(s), int(u)) for s, u in cur.fetchall()]

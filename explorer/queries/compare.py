@@ -22,6 +22,7 @@ from explorer.file_use_store import Uses, uses_at
 from explorer.key_lookups import rows_for_keys
 from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
+from explorer.queries.chain_context import TailRow
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, entries_with_secrets, load_entries
 from explorer.queries.omitted import omitted_entries
@@ -44,12 +45,17 @@ def compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict
 
     The page, its partial and its JSON all read this. Nothing is kept: every figure comes
     from stored rows and the few lines the page lists or aligns, so a cold request does
-    what a warm one does."""
-    return _compare_routes(session, a, b, cursor)
+    what a warm one does. Routes are read by their chains of segments
+    (:func:`_compare_by_chains`: each route's part after the common ancestor, and of the
+    shared prefix only what the live ranges and the costs need); where the segments do not
+    settle a route (an id unknown, an entry in a parent loop), both routes are read whole
+    (:func:`compare_walked`, the reference the chains' answer is tested against)."""
+    shown = _compare_by_chains(session, a, b, cursor)
+    return shown if shown is not None else compare_walked(session, a, b, cursor)
 
 
 def _route_rows(
-    route: Sequence[LightEntry], data: dict[str, dict], known: dict[str, Texts]
+    route: Sequence[Any], data: dict[str, dict], known: dict[str, Texts]
 ) -> list[dict[str, str]]:
     return [
         {
@@ -107,24 +113,131 @@ def _with_preview(line: dict[str, Any], stood: set[str], known: dict[str, Texts]
     return {**line, "text": known[eid][3]}
 
 
-def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from explorer.analysis.compare import (
-        checked_diff_rows,
-        collapse_shared,
-        common_ancestor_index,
-        listed_lines,
-    )
+def compare_walked(session: Session, a: str, b: str, cursor: str | None) -> dict[str, Any]:
+    """:func:`compare_routes` from both routes read whole (``light_path``): for routes the
+    segments do not settle, and the reference the chains' reading is tested against."""
+    from explorer.analysis.compare import common_ancestor_index
 
     route_a, route_b = light_path(session, a), light_path(session, b)
     k = common_ancestor_index([e.entry_id for e in route_a], [e.entry_id for e in route_b])
-    ancestor = route_a[k].entry_id if k >= 0 else None
-    tail_a, tail_b = route_a[k + 1 :], route_b[k + 1 :]
-    shown_a, shown_b = tail_a[-ROUTE_SHOWN:], tail_b[-ROUTE_SHOWN:]
     # Each entry's stored cost and route tool calls, for both routes in one read.
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
+    rows_a, rows_b = _with_stored(route_a, k, stored), _with_stored(route_b, k, stored)
+    out = _compare_parts(
+        session,
+        (a, b),
+        rows_a[0] if k >= 0 else None,
+        (rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b),
+        (route_a[-1].entry_id if route_a else None, route_b[-1].entry_id if route_b else None),
+        (live_a, live_b),
+    )
+    out.update(_compare_costs(session, a, b, cursor, route_a, route_b, stored))
+    return out
+
+
+def _compare_by_chains(
+    session: Session, a: str, b: str, cursor: str | None
+) -> dict[str, Any] | None:
+    """:func:`compare_routes` from the routes' chains of segments, or None where the
+    segments do not settle a route (then both are read whole).
+
+    The common ancestor is where the two chains part (its depth from the chains alone);
+    each route's entries after it are read by their (segment, offset) ranges; of the shared
+    prefix only the rows of a live range that reaches into it are read (once for both
+    routes), and its costs off the cursor's route as costs only (:func:`_chain_costs`)."""
+    from explorer.queries.chain_context import Prefix, live_range, tail_rows
+    from explorer.route_parts import ancestor_depth, chain
+
+    ca, cb = chain(session.pk, a), chain(session.pk, b)
+    if ca is None or cb is None:
+        return None
+    cc = None
+    if cursor:
+        cc = ca if cursor == a else cb if cursor == b else chain(session.pk, cursor)
+        if cc is None:
+            return None
+    k = ancestor_depth(ca, cb)
+    rows_a, rows_b = tail_rows(ca, max(k, 0), ca.end), tail_rows(cb, max(k, 0), cb.end)
+    low = max(k, 0)
+    if len(rows_a) != ca.end - low + 1 or len(rows_b) != cb.end - low + 1:
+        return None  # a member missing: the segments do not settle it
+    base = rows_a[0] if k >= 0 else None
+    tail_a, tail_b = rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b
+    prefix = Prefix(ca, k)
+    lives = (live_range(session, ca, prefix, tail_a), live_range(session, cb, prefix, tail_b))
+    ends = (rows_a[-1].entry_id, rows_b[-1].entry_id)
+    out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives)
+    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, (tail_a, tail_b)))
+    return out
+
+
+def _chain_costs(
+    session: Session,
+    pair: tuple[str, str],
+    cursor: str | None,
+    chains: tuple[Any, Any, Any],
+    k: int,
+    tails: tuple[Sequence[Any], Sequence[Any]],
+) -> dict[str, Any]:
+    """:func:`_compare_costs` from the chains of A, B and the cursor's route (None: no
+    cursor): what each route holds off the cursor's route lies after the depth where their
+    chains part, so the shared prefix's part of it is read as costs only, and the cursor's
+    route's costs likewise (``costs.abandoned_cost`` with ``route_costs``)."""
+    from explorer.route_parts import ancestor_depth, rows_between
+    from explorer.session import jsonfmt
+
+    ca, cb, cc = chains
+    part_a = ancestor_depth(ca, cc) if cc is not None else -1  # on the cursor's route up to
+    part_b = ancestor_depth(cb, cc) if cc is not None else -1
+    off: list[float] = []
+    if part_a < k:  # the shared prefix's entries off the cursor's route (B's are the same)
+        off.extend(c for _d, c in rows_between(ca, part_a + 1, k, "e.cost", where="e.cost <> 0"))
+    for tail, part in zip(tails, (part_a, part_b), strict=True):
+        off.extend(r.cost or 0.0 for r in tail if r.depth > part)
+    on_cursor: list[float] = []
+    if cc is not None:
+        # The cursor's route holds A's (or B's, when it shares more of it) entries down to
+        # where their chains part: those costs are in the tail read already, or the
+        # prefix's; only the rest of its route is read, as costs.
+        tail, part = (tails[0], part_a) if part_a >= part_b else (tails[1], part_b)
+        on_cursor.extend(r.cost for r in tail if r.depth <= part and r.cost)
+        for low, high, route in ((0, min(part, k), ca), (part + 1, cc.end, cc)):
+            if low <= high:
+                found = rows_between(route, low, high, "e.cost", where="e.cost <> 0")
+                on_cursor.extend(c for _d, c in found)
+    a, b = pair
+    return {
+        "cursor": cursor,
+        # An id as asked for, on the route when it is a stored id there (as the walk tests).
+        "a_abandoned": part_a != ca.end or jsonfmt.visible(a) != a,
+        "b_abandoned": part_b != cb.end or jsonfmt.visible(b) != b,
+        "wasted": math.fsum(off),
+        "abandoned_total": abandoned_cost(session, cursor, route_costs=on_cursor),
+    }
+
+
+def _compare_parts(
+    session: Session,
+    pair: tuple[str, str],
+    base: Any,
+    tails: tuple[Sequence[Any], Sequence[Any]],
+    ends: tuple[str | None, str | None],
+    lives: tuple[Sequence[Any], Sequence[Any]],
+) -> dict[str, Any]:
+    """Every figure but the costs, from each route's part after the common ancestor
+    ``base`` (``tails``), the entries its route ends at (``ends``), its live range
+    (``lives``, as ``context_light`` gives it); the ancestor and the tails are
+    ``chain_context.TailRow`` (each entry with its stored cost and route tool calls)."""
+    from dataclasses import asdict
+
+    from explorer.analysis.compare import checked_diff_rows, collapse_shared, listed_lines
+
+    a, b = pair
+    ancestor = base.entry_id if base is not None else None
+    tail_a, tail_b = tails
+    live_a, live_b = lives
+    shown_a, shown_b = tail_a[-ROUTE_SHOWN:], tail_b[-ROUTE_SHOWN:]
     # Every line the page needs parsed, in one read: the listed ones, both contexts and
     # the replies after the ancestor that called tools and hold a secret (the files the
     # others name are stored with them, read below in one query for both routes). A
@@ -134,7 +247,7 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
     # (``line_text_store``): a listed row reads them, not the line.
     titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
     known = _stored_texts(session, titled)
-    calling = [*_calling(route_a, k, stored), *_calling(route_b, k, stored)]
+    calling = [*_calling(base, tail_a), *_calling(base, tail_b)]
     holding = entries_with_secrets(session)
     uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
     parsed = {
@@ -148,13 +261,14 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
         [*parsed, *(e.entry_id for e in (*live_a, *live_b) if e.entry_id not in omitted)],
     )
     data.update(omitted)
-    ends = [r[-1].entry_id for r in (route_a, route_b) if r]
-    figures = route_store.figures_of(session, [*ends, *([ancestor] if ancestor else [])])
-    stats_a = stats_after_ancestor(session, route_a, k, stored, data, figures, uses, holding)
-    stats_b = stats_after_ancestor(session, route_b, k, stored, data, figures, uses, holding)
+    figures = route_store.figures_of(
+        session, [*(e for e in ends if e), *([ancestor] if ancestor else [])]
+    )
+    stats_a = _tail_stats(session, base, tail_a, data, figures, uses, holding)
+    stats_b = _tail_stats(session, base, tail_b, data, figures, uses, holding)
     for attempt in range(4):  # the third reads every stand-in left; the fourth aligns
-        projected_a, estimate_a = _context_of(route_a, live_a, data, figures)
-        projected_b, estimate_b = _context_of(route_b, live_b, data, figures)
+        projected_a, estimate_a = _context_of(ends[0], live_a, data, figures)
+        projected_b, estimate_b = _context_of(ends[1], live_b, data, figures)
         diff, undecided = checked_diff_rows(projected_a, projected_b)
         lines = collapse_shared(diff)
         listed = listed_lines(lines, DIFF_SHOWN)
@@ -198,7 +312,6 @@ def _compare_routes(session: Session, a: str, b: str, cursor: str | None) -> dic
             # of the shared ones, those equal in content from different entries
             "content": sum(1 for d in diff if d.source_b),
         },
-        **_compare_costs(session, a, b, cursor, route_a, route_b, stored),
     }
 
 
@@ -217,15 +330,27 @@ def _stored_rows(session: Session, positions: set[int]) -> dict[int, tuple[float
     return {position: (cost or 0.0, calls) for position, cost, calls in rows}
 
 
-def _calling(
+def _with_stored(
     route: Sequence[LightEntry], k: int, stored: dict[int, tuple[float, int]]
-) -> list[LightEntry]:
-    """The entries after index ``k`` of ``route`` that called tools: where the route's
-    stored tool-call count goes up from the entry before."""
-    before = stored.get(route[k].position, (0.0, 0))[1] if k >= 0 else 0
-    out: list[LightEntry] = []
-    for e in route[k + 1 :]:
-        now = stored.get(e.position, (0.0, 0))[1]
+) -> list[TailRow]:
+    """``route``'s entries from index ``k`` (the ancestor; -1: from the root) as
+    ``TailRow``, with the costs and tool calls of ``stored`` (:func:`_stored_rows`)."""
+    return [
+        TailRow(
+            d, e.entry_id, e.parent_id, e.type, e.position, *stored.get(e.position, (0.0, 0)), e.pk
+        )
+        for d, e in enumerate(route[max(k, 0) :], max(k, 0))
+    ]
+
+
+def _calling(base: Any, tail: Sequence[Any]) -> list[Any]:
+    """The entries of ``tail`` (a route's entries after ``base``, None: from its root) that
+    called tools: where the route's stored tool-call count goes up from the entry before."""
+    # A route without figure rows (entry rows stored by hand, never figured) counts none.
+    before = (base.calls or 0) if base is not None else 0
+    out: list[Any] = []
+    for e in tail:
+        now = e.calls
         now = before if now is None else now
         if now > before:
             out.append(e)
@@ -234,7 +359,7 @@ def _calling(
 
 
 def _route_uses(
-    calling: Sequence[LightEntry], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
+    calling: Sequence[Any], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
 ) -> list[tuple[str, str]]:
     """The file uses of the ``calling`` replies in route order: stored with each reply
     (``uses``, by position), or from its masked parse in ``parsed`` for one that holds a
@@ -271,23 +396,39 @@ def stats_after_ancestor(
     entry and the ancestor, ``uses`` the stored uses by position, ``holding`` the entries
     with a secret (``entries_with_secrets``) and ``parsed`` the lines of those of the
     calling replies, when the caller read them already."""
+    if stored is None:
+        stored = _stored_rows(session, {e.position for e in route[max(k, 0) :]})
+    rows = _with_stored(route, k, stored)
+    base = rows[0] if k >= 0 else None
+    return _tail_stats(session, base, rows[1:] if k >= 0 else rows, parsed, figures, uses, holding)
+
+
+def _tail_stats(
+    session: Session,
+    base_entry: Any,
+    tail: Sequence[TailRow],
+    parsed: dict[str, dict] | None = None,
+    figures: dict[str, Any] | None = None,
+    uses: dict[int, Uses] | None = None,
+    holding: Any = None,
+) -> Any:
+    """:func:`stats_after_ancestor` of a route's entries after ``base_entry`` (``tail``),
+    all the route it needs."""
     from explorer.analysis.compare import RouteStats
     from explorer.session.describe import files_of_uses
 
-    tail = list(route[k + 1 :])
+    tail = list(tail)
     if not tail:
         return RouteStats(0, 0, 0.0, 0.0, 0, [], [])
-    if stored is None:
-        stored = _stored_rows(session, {e.position for e in route})
-    ends = [tail[-1].entry_id, *([route[k].entry_id] if k >= 0 else [])]
+    ends = [tail[-1].entry_id, *([base_entry.entry_id] if base_entry is not None else [])]
     if figures is None:
         figures = route_store.figures_of(session, ends)
     leaf = figures.get(tail[-1].entry_id)
-    base = figures.get(route[k].entry_id) if k >= 0 else None
+    base = figures.get(base_entry.entry_id) if base_entry is not None else None
     cost = 0.0
     for e in tail:
-        cost += stored.get(e.position, (0.0, 0))[0]
-    calling = _calling(route, k, stored)
+        cost += e.cost or 0.0
+    calling = _calling(base_entry, tail)
     if holding is None:
         holding = entries_with_secrets(session)
     if uses is None:
@@ -307,12 +448,12 @@ def stats_after_ancestor(
 
 
 def _context_of(
-    route: Sequence[LightEntry],
-    live: Sequence[LightEntry],
+    end: str | None,
+    live: Sequence[Any],
     data: dict[str, dict],
     figures: dict[str, Any],
 ) -> tuple[list[Any], int | None]:
-    """The messages the model sees at the end of ``route`` (``analysis.compare``'s
+    """The messages the model sees at the route's end ``end`` (``analysis.compare``'s
     projected rows, for the difference) from its live range ``live`` parsed in ``data``,
     and the engine's estimate of them (``figures``: the route figures by entry id): the one
     stored with the entry, except where a compaction carries the context its agent recorded
@@ -327,7 +468,7 @@ def _context_of(
     path = [data[e.entry_id] for e in live if e.entry_id in data]
     projection = projection_of(path)
     rows = projected_rows(path, projection)
-    stored = figures.get(route[-1].entry_id) if route else None
+    stored = figures.get(end) if end else None
     recorded = bool(projection.entries) and recorded_of(projection.entries[0].source_entry)
     value = stored.context_tokens if stored is not None else math.nan
     if recorded or value != value:

@@ -35,6 +35,8 @@ def abandoned_cost(
     cursor: str | None,
     route: Sequence[LightEntry] | None = None,
     known: Mapping[int, float] | None = None,
+    *,
+    route_costs: Sequence[float] | None = None,
 ) -> float:
     """Cost of every entry on no route to ``cursor``: all abandoned branches together.
     ``route``: the cursor's route rows (root first), when the caller has them already;
@@ -44,11 +46,14 @@ def abandoned_cost(
     worker and database gives the same figure to the last bit): the session's exact total
     (``Session.cost_partials``, kept by the entry writers) less the route's costs, rounded
     once, which is exactly ``fsum`` of the costs off the route; only the route's costs not
-    ``known`` are read. A session without a stored total adds up every costed entry
-    instead."""
+    ``known`` are read. ``route_costs``: the route's costs themselves (those that are not
+    zero), when the caller read them without its rows (Compare, from the cursor's chain of
+    segments). A session without a stored total adds up every costed entry instead."""
+    total = exactsum.loads(session.cost_partials)
+    if route_costs is not None and total is not None:
+        return exactsum.rounded(total, [c for c in route_costs if c])
     if route is None:
         route = light_path(session, cursor)
-    total = exactsum.loads(session.cost_partials)
     if total is None:
         keep = {e.entry_id for e in route}
         return math.fsum([c for i, c in entry_costs(session).items() if i not in keep])
