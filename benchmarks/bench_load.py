@@ -27,9 +27,17 @@ serves the viewers one request at a time, so the p99 of fifty is about fifty tim
 request whatever the pages cost: the ratio then measures the queue. With a pause it measures
 whether the server keeps up with fifty people reading.
 
+The one viewer of the baseline asks back to back whatever ``--pause`` says
+(``--baseline-pause`` to change it): alone, its requests cost the same at any pace, and a
+paced 20 s phase held two requests, whose p99 said nothing. The tables give each page's
+requests, p50, p99 and mean in both phases, so a tail can be told from a page slow on its
+own; ``--py-spy FILE`` samples the server's threads during the many-viewer phase (where the
+time goes under load), and the load averages before and after are printed.
+
     .venv/bin/python -m benchmarks.bench_load [--entries 50000] [--viewers 50] [--seconds 60]
                                               [--leaves random|default] [--pause S]
                                               [--shape default|route4mb] [--cache-dir DIR]
+                                              [--baseline-pause S] [--py-spy FILE]
                                               [--write-results]
 """
 
@@ -40,6 +48,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -147,20 +156,66 @@ def summary(results: list) -> dict:
     }
 
 
+def _load() -> str:
+    """The machine's 1/5/15-minute load averages (shared machines: say how busy it was)."""
+    return " / ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def sample_server(server: LiveServer, out: str, seconds: float) -> subprocess.Popen:
+    """py-spy sampling every thread of the daphne process (the views run in executor
+    threads, which cProfile in the main thread would not see) for ``seconds``."""
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    assert server.proc is not None
+    cmd = [exe, "record", "--pid", str(server.proc.pid), "--rate", "50", "--format", "raw"]
+    cmd += ["--duration", str(int(seconds)), "--nonblocking", "--output", out]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def page_table(one: list, many: list, names: list[str], viewers: int) -> list[str]:
+    """Per page and phase: requests, p50, p99 and mean, so a tail can be told apart from a
+    page that is slow on its own (one viewer's figures are what a page costs unqueued)."""
+    lines = [
+        f"| page | 1 viewer: requests | p50 s | p99 s | mean s | {viewers} viewers: requests "
+        "| p50 s | p99 s | mean s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in names:
+        cells = []
+        for phase in (one, many):
+            s = summary([r for r in phase if r[0] == name])
+            cells.append(f"{s['requests']} | {s['p50']:.3f} | {s['p99']:.3f} | {s['mean']:.3f}")
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entries", type=int, default=50_000)
     ap.add_argument("--viewers", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--baseline-seconds", type=float, default=20)
+    ap.add_argument(
+        "--baseline-pause",
+        type=float,
+        default=0.0,
+        help="the one viewer's mean pause (default 0, back to back: alone, a viewer's "
+        "requests cost the same at any pace, and a paced 20 s phase holds two or three)",
+    )
     ap.add_argument("--leaves", choices=["random", "default"], default="random")
     ap.add_argument("--pause", type=float, default=0.0, help="mean seconds between pages")
     ap.add_argument("--shape", choices=["default", "route4mb"], default="default")
     ap.add_argument("--target-mb", type=int, default=441, help="route4mb: the file's size")
     ap.add_argument("--cache-dir", help="keep the file and its imported database here")
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        help="sample the server's threads with py-spy during the many-viewer phase "
+        "(collapsed stacks written to FILE; py-spy must be installed)",
+    )
     args = ap.parse_args(argv)
 
+    load_before = _load()
     tmp = Path(tempfile.mkdtemp(prefix="bench-load-"))
     sessions: list[str] = []
     if args.cache_dir or args.shape != "default":
@@ -217,15 +272,14 @@ def main(argv: list[str] | None = None) -> int:
             req = urllib.request.Request(server.base_url + make(), headers={"Cookie": cookies[0]})
             with urllib.request.urlopen(req, timeout=300) as r:
                 r.read()
-        one = run_phase(server, cookies, choices, 1, args.baseline_seconds, args.pause)
+        one = run_phase(server, cookies, choices, 1, args.baseline_seconds, args.baseline_pause)
+        spy = sample_server(server, args.py_spy, args.seconds) if args.py_spy else None
         many = run_phase(server, cookies, choices, args.viewers, args.seconds, args.pause)
+        if spy is not None:
+            spy.wait(timeout=120)
         log_tail = server.log.read_text(errors="replace")[-2000:]
 
     s1, sn = summary(one), summary(many)
-    per_page = {}
-    for name, _ in choices:
-        times = [r[2] for r in many if r[0] == name]
-        per_page[name] = (len(times), percentile(times, 50), percentile(times, 99))
     ratio = sn["p99"] / s1["p99"]
     ok = s1["errors"] == 0 and sn["errors"] == 0 and ratio <= TARGET_P99_RATIO
     where = (
@@ -243,8 +297,10 @@ def main(argv: list[str] | None = None) -> int:
         f"account of its own, asks for random pages {where} (permalinks and entry panels at "
         f"random entries) "
         f"{f'with a random pause of 0-{2 * args.pause:g} s after each answer' if args.pause else 'back to back'}"
-        f": {args.baseline_seconds:g} s with 1 viewer, then "
-        f"{args.seconds:g} s with {args.viewers}.",
+        f": {args.baseline_seconds:g} s with 1 viewer "
+        f"({f'pause 0-{2 * args.baseline_pause:g} s' if args.baseline_pause else 'back to back'}), "
+        f"then {args.seconds:g} s with {args.viewers}. Load average before the run: "
+        f"{load_before}, after: {_load()}.",
         "",
         "| viewers | requests | errors | p50 s | p99 s | mean s |",
         "|---:|---:|---:|---:|---:|---:|",
@@ -259,12 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         f"Targets: 0 errors and that ratio ≤ {TARGET_P99_RATIO:g} (issue 28); p99 ≤ "
         f"{TARGET_P99_S:g} s (issue 12): {'met' if sn['p99'] <= TARGET_P99_S else 'missed'}.",
         "",
-        f"| page ({args.viewers} viewers) | requests | p50 s | p99 s |",
-        "|---|---:|---:|---:|",
+        *page_table(one, many, [name for name, _ in choices], args.viewers),
+        "",
+        f"Slowest requests ({args.viewers} viewers):",
+        "",
     ]
-    for name, (n, p50, p99) in per_page.items():
-        lines.append(f"| {name} | {n} | {p50:.3f} | {p99:.3f} |")
-    lines += ["", "Slowest requests (50 viewers):", ""]
     for name, status, seconds, url in sorted(many, key=lambda r: -r[2])[:5]:
         lines.append(f"- {seconds:.2f} s, {status}, {name}: `{url}`")
     lines += ["", f"Result: {'PASS' if ok else 'FAIL'}"]
