@@ -155,7 +155,9 @@ ROUTE_WALK = 48  # entries walked up from a new leaf looking for a known route
 
 
 def _session_routes(session: Session) -> list[tuple[list[LightEntry], dict[str, int]]]:
-    return _stamped_list(_ROUTES, _ROUTES_LOCK, _identity_key(session, "routes"))
+    # The stamp is a shared-cache read (a file without Redis): once per request.
+    key = _identity_key(session, "routes")
+    return _once(("routes", key), lambda: _stamped_list(_ROUTES, _ROUTES_LOCK, key))
 
 
 def _remember_route(routes: list, route: list[LightEntry]) -> None:
