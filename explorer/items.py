@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import pickle
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from django.utils.safestring import SafeString
 
 from explorer import archives, html, live_frames, queries
 from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
+from explorer.queries.tool_pairs import call_of, stored_ancestors
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -192,6 +194,42 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _pair_results(
+    session, rmap: queries.RouteMap, start: int, items: list[dict[str, Any]], data: dict
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The window's tool results by the call each answers, (call's entry, call id), by the
+    pairing rule every page follows (``queries.tool_pairs.call_of``: the nearest assistant
+    above holding the id, within the turn): the window's own entries first, then the stored
+    rows above it, read only for a result whose walk reaches the window's top. A result
+    whose call lies above the window (the previous page, an earlier export chunk, an entry
+    the live view already showed), or whose call another result of the window already
+    answers, keeps its own card with a "Result of" line (``result_of``)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    in_window = {it["id"] for it in items}
+    above = stored_ancestors(session, rmap.ids[start - 1] if start > 0 else None)
+    for k, it in enumerate(items):
+        if it["role"] != "toolResult":
+            continue
+        call_id = (entry_message(data.get(it["id"], {})) or {}).get("toolCallId")
+        # The walk above the window is shared: each step is read once, by the first
+        # result that needs it, and replayed for the next.
+        window_part = ((items[j]["id"], items[j]["role"]) for j in range(k - 1, -1, -1))
+        call = call_of(session, call_id, itertools.chain(window_part, above), data)
+        if call is None:
+            continue
+        key = (call.entry_id, str(call_id))
+        if call.entry_id in in_window and key not in out:
+            out[key] = it
+        else:
+            block = call.block
+            it["result_of"] = {
+                "entry_id": call.entry_id,
+                "name": str(block.get("name", "")),
+                "files": call_files(block.get("name"), block.get("arguments")),
+            }
+    return out
+
+
 def window_items(
     session,
     rmap: queries.RouteMap,
@@ -214,17 +252,19 @@ def window_items(
     if comments is None:
         comments = queries.comment_counts(session, ids)
     items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
-    results = {}
-    for it in items:
-        m = entry_message(data.get(it["id"], {})) or {}
-        if it["role"] == "toolResult" and isinstance(m.get("toolCallId"), str):
-            results[m["toolCallId"]] = it
+    results = _pair_results(session, rmap, start, items, data)
     for k, it in enumerate(items):
         i = start + k
         it["mark"] = marks.get(i)
         it["comments"] = comments.get(it["id"], 0)
         it["is_target"] = it["id"] == target
         it["permalink"] = transcript_url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
+        if it.get("result_of"):
+            call_entry = it["result_of"]["entry_id"]
+            it["result_of"]["url"] = (
+                transcript_url(session, leaf=leaf_q, entry=call_entry)
+                + f"#e-{html.dom_id(call_entry)}"
+            )
         kids = siblings.get(parents[k])
         if kids and it["id"] in kids:
             # Archived sibling branches leave the switcher ("N archived · show" opens the
@@ -243,7 +283,7 @@ def window_items(
             }
         for b in it["blocks"]:
             if b["kind"] == "toolCall":
-                res = results.get(b["call_id"])
+                res = results.get((it["id"], b["call_id"]))
                 b["paired"] = res
                 if res is not None:
                     res["paired_to"] = it["id"]
