@@ -67,6 +67,27 @@ def call_files(name: Any, arguments: Any) -> list[dict[str, str]]:
     return [{"kind": kind, "path": path} for kind, path in call_uses(name, arguments)]
 
 
+def own_usage(session, data: dict[str, Any]) -> tuple[dict | None, str | None]:
+    """(the usage an entry's row shows, the entry its response's usage is counted on).
+
+    Claude Code writes one record per content block and repeats the response's usage on
+    each; the import counts it once, on the response's last record, and marks the others
+    with ``usageOnEntry``. Codex's token counts land on the entry that was the tip when they
+    arrived, so a reasoning item or a call before it carries zeros. Such a row showed
+    "0 reported · $0.0000" as if the reply had cost nothing: it shows no usage instead (and,
+    for Claude Code, which entry holds it). A Pi entry shows its usage as recorded."""
+    usage = usage_of(data)
+    m = entry_message(data) or {}
+    if usage is None or m.get("role") != "assistant" or session.agent == "pi":
+        return usage, None
+    counted_on = m.get("usageOnEntry")
+    if isinstance(counted_on, str) and counted_on:
+        return None, counted_on
+    if not any(finite(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")):
+        return None, None
+    return usage, None
+
+
 def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
     """Message content as template blocks (text, thinking, tool calls, images): shared by
     the entry panel and the transcript so a message reads the same in both."""
@@ -165,7 +186,7 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
     tools = []
     if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
         tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
-    usage = usage_of(data)
+    usage, usage_on = own_usage(session, data)
     edit = rmap.edits.get(eid)
     return {
         "id": eid,
@@ -182,6 +203,8 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens_of(session_entry_to_context_messages(data)),
         "usage_tokens": int(total_tokens_of(data)) if usage else 0,
         "cost": cost_of(data) if usage else None,
+        "usage_on": usage_on,
+        "usage_on_dom": html.dom_id(usage_on) if usage_on else "",
         "usage_parts": [int(finite(usage.get(k))) for k in ("input", "output", "cacheRead", "cacheWrite")] if usage else None,
         "model": f"{m.get('provider', '')}/{m.get('model', '')}" if role == "assistant" else "",
         "error": error_in_words((m or {}).get("errorMessage")) if m else None,

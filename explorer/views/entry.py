@@ -16,6 +16,7 @@ from explorer.items import (
     RAW_PREVIEW_CHARS,
     call_files,
     content_blocks,
+    own_usage,
     pretty_json,
     text_part,
 )
@@ -31,7 +32,6 @@ from explorer.session.describe import (
     error_in_words,
     provider_context_tokens,
     tokens_of,
-    usage_of,
 )
 from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
@@ -133,7 +133,7 @@ def entry_panel_context(
         blocks = content_blocks(data.get("content"), full=full, markdown=True)
     # The Transcript row's and Raw vs projected's raw column's figure, by the same function.
     tokens = tokens_of(session_entry_to_context_messages(data)) if data else 0
-    usage = usage_of(data)
+    usage, usage_on = own_usage(session, data)
     labels = queries.current_labels(session)
     raw_text = queries.shown_raw(row.raw, allow)
     raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
@@ -169,6 +169,7 @@ def entry_panel_context(
         "token_estimate": tokens,
         "reported_context": provider_context_tokens(data) if data else None,
         "usage": usage,
+        "usage_on": usage_on,
         "cost": cost_of(data),
         "facts": message_facts(m),
         "label": labels.get(entry_id),
