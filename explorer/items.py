@@ -435,7 +435,7 @@ SHARED_ROWS_KEPT = 240
 SHARED_ROWS_BYTES = 4 * 1024 * 1024
 # Part of the kept rows' key: a new name whenever the row template or what its context
 # means changes, so no worker serves a row rendered under the old meaning.
-_SHARED_ROWS = "shared-rows-1"
+_SHARED_ROWS = "shared-rows-2"
 
 
 def _item_digest(it: dict[str, Any]) -> str:
