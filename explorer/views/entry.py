@@ -30,6 +30,7 @@ from explorer.session.describe import (
     entry_message,
     entry_title,
     error_in_words,
+    kind_name,
     provider_context_tokens,
     tokens_of,
 )
@@ -157,6 +158,8 @@ def entry_panel_context(
         "entry_id": entry_id,
         "entry_type": data.get("type", row.type),
         "entry_role": role,
+        # As the tree and the Transcript name it ("tool result", not "toolResult").
+        "entry_role_name": kind_name(role or data.get("type", row.type)),
         "entry_title": entry_title(data, 120) if data else "",
         "blocks": blocks,
         "call_for": call_for,

@@ -244,6 +244,8 @@ def test_pi_parallel_calls_pair_and_a_secret_stays_masked(viewer_client):
     assert_pairs_shown(viewer_client, session, {"c-1": ("a1", "r1"), "c-2": ("a1", "r2")})
     panel = _panel(viewer_client, session, "r2")
     assert "curl -H" in panel and TOKEN not in panel
+    # The panel names the role as the tree and the Transcript do.
+    assert 'title="toolResult">tool result</span>' in panel
     # The secret is in the stored line: masking, not absence, keeps it off the page.
     assert TOKEN in Entry.objects.get(session=session, entry_id="a1").raw
 
