@@ -53,3 +53,18 @@ def test_the_tree_names_a_thinking_record_by_its_thinking(path, title, viewer_cl
     shown = [(tool, row) for tool, row in rows if title in row]
     assert shown, "no tree row names the thinking record by its thinking"
     assert all(tool == "0" for tool, _row in shown)
+
+
+@pytest.mark.django_db
+@pytest.mark.agent_fixtures
+def test_the_kept_tail_names_messages_by_role_as_the_replaced_list_does(viewer_client):
+    """The Compactions tab listed the replaced entries by role ("user") but the kept tail by
+    entry type ("message" for every message)."""
+    agent_import.import_agent_file(str(CLAUDE))
+    (session,) = Session.objects.exclude(agent="pi")
+    body = viewer_client.get(reverse("explorer:compactions", args=[session.pk])).content.decode()
+    kept = re.search(r'<ol class="kept-list small">(.*?)</ol>', body, re.S)
+    assert kept is not None
+    pills = re.findall(r'<span class="pill pill-(\w+)">(\w+)</span>', kept.group(1))
+    assert pills and ("user", "user") in pills and ("assistant", "assistant") in pills
+    assert ("message", "message") not in pills
