@@ -348,3 +348,27 @@ def test_the_walk_stops_at_a_user_message_and_after_max_steps():
     assert find_call("x", ancestors(far), lambda e: holds.get(e, set())) is None
     assert len(read) == MAX_STEPS + 1
     assert find_call("", ancestors(["assistant"]), lambda e: {""}) is None
+
+
+def test_result_of_reads_index_rows_not_the_results_between(viewer_client):
+    """The walk from a second result to its call passes the first result, a big line: it
+    reads that entry's index row (role, parent), never its raw line, and stops at the call."""
+    big = "x" * 300_000
+    session = _pi([
+        _user("u1", None, "look"),
+        _calls("a1", "u1", [("c-1", "bash", {"command": "ls"}),
+                            ("c-2", "bash", {"command": "pwd"})]),
+        _result("r1", "a1", "c-1", big),
+        _result("r2", "r1", "c-2", "two"),
+    ])  # fmt: skip
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    cache.clear()
+    with CaptureQueriesContext(connection) as seen:
+        panel = _panel(viewer_client, session, "r2")
+    assert _result_of(panel) == ("bash", "a1")
+    raw_reads = [q["sql"] for q in seen.captured_queries if '"raw"' in q["sql"]]
+    assert raw_reads and not any("'r1'" in q for q in raw_reads), raw_reads
+    assert any("'a1'" in q for q in raw_reads)
