@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import pickle
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from django.utils.safestring import SafeString
 
 from explorer import archives, html, live_frames, queries
 from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
+from explorer.queries.tool_pairs import call_of, stored_ancestors
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -63,6 +65,27 @@ def call_files(name: Any, arguments: Any) -> list[dict[str, str]]:
     shown beside its name: a Codex patch's files are otherwise lost in its escaped text,
     and a Claude Code Edit's path in a page of arguments."""
     return [{"kind": kind, "path": path} for kind, path in call_uses(name, arguments)]
+
+
+def own_usage(session, data: dict[str, Any]) -> tuple[dict | None, str | None]:
+    """(the usage an entry's row shows, the entry its response's usage is counted on).
+
+    Claude Code writes one record per content block and repeats the response's usage on
+    each; the import counts it once, on the response's last record, and marks the others
+    with ``usageOnEntry``. Codex's token counts land on the entry that was the tip when they
+    arrived, so a reasoning item or a call before it carries zeros. Such a row showed
+    "0 reported · $0.0000" as if the reply had cost nothing: it shows no usage instead (and,
+    for Claude Code, which entry holds it). A Pi entry shows its usage as recorded."""
+    usage = usage_of(data)
+    m = entry_message(data) or {}
+    if usage is None or m.get("role") != "assistant" or session.agent == "pi":
+        return usage, None
+    counted_on = m.get("usageOnEntry")
+    if isinstance(counted_on, str) and counted_on:
+        return None, counted_on
+    if not any(finite(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")):
+        return None, None
+    return usage, None
 
 
 def content_blocks(content: Any, *, full: bool, markdown: bool) -> list[dict[str, Any]]:
@@ -163,7 +186,7 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
     tools = []
     if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
         tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
-    usage = usage_of(data)
+    usage, usage_on = own_usage(session, data)
     edit = rmap.edits.get(eid)
     return {
         "id": eid,
@@ -180,6 +203,8 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens_of(session_entry_to_context_messages(data)),
         "usage_tokens": int(total_tokens_of(data)) if usage else 0,
         "cost": cost_of(data) if usage else None,
+        "usage_on": usage_on,
+        "usage_on_dom": html.dom_id(usage_on) if usage_on else "",
         "usage_parts": [int(finite(usage.get(k))) for k in ("input", "output", "cacheRead", "cacheWrite")] if usage else None,
         "model": f"{m.get('provider', '')}/{m.get('model', '')}" if role == "assistant" else "",
         "error": error_in_words((m or {}).get("errorMessage")) if m else None,
@@ -190,6 +215,42 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
         "tokens_before": data.get("tokensBefore") if kind == "compaction" else None,
         "first_kept": data.get("firstKeptEntryId") if kind == "compaction" else None,
     }  # fmt: skip
+
+
+def _pair_results(
+    session, rmap: queries.RouteMap, start: int, items: list[dict[str, Any]], data: dict
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The window's tool results by the call each answers, (call's entry, call id), by the
+    pairing rule every page follows (``queries.tool_pairs.call_of``: the nearest assistant
+    above holding the id, within the turn): the window's own entries first, then the stored
+    rows above it, read only for a result whose walk reaches the window's top. A result
+    whose call lies above the window (the previous page, an earlier export chunk, an entry
+    the live view already showed), or whose call another result of the window already
+    answers, keeps its own card with a "Result of" line (``result_of``)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    in_window = {it["id"] for it in items}
+    above = stored_ancestors(session, rmap.ids[start - 1] if start > 0 else None)
+    for k, it in enumerate(items):
+        if it["role"] != "toolResult":
+            continue
+        call_id = (entry_message(data.get(it["id"], {})) or {}).get("toolCallId")
+        # The walk above the window is shared: each step is read once, by the first
+        # result that needs it, and replayed for the next.
+        window_part = ((items[j]["id"], items[j]["role"]) for j in range(k - 1, -1, -1))
+        call = call_of(session, call_id, itertools.chain(window_part, above), data)
+        if call is None:
+            continue
+        key = (call.entry_id, str(call_id))
+        if call.entry_id in in_window and key not in out:
+            out[key] = it
+        else:
+            block = call.block
+            it["result_of"] = {
+                "entry_id": call.entry_id,
+                "name": str(block.get("name", "")),
+                "files": call_files(block.get("name"), block.get("arguments")),
+            }
+    return out
 
 
 def window_items(
@@ -214,17 +275,19 @@ def window_items(
     if comments is None:
         comments = queries.comment_counts(session, ids)
     items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
-    results = {}
-    for it in items:
-        m = entry_message(data.get(it["id"], {})) or {}
-        if it["role"] == "toolResult" and isinstance(m.get("toolCallId"), str):
-            results[m["toolCallId"]] = it
+    results = _pair_results(session, rmap, start, items, data)
     for k, it in enumerate(items):
         i = start + k
         it["mark"] = marks.get(i)
         it["comments"] = comments.get(it["id"], 0)
         it["is_target"] = it["id"] == target
         it["permalink"] = transcript_url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
+        if it.get("result_of"):
+            call_entry = it["result_of"]["entry_id"]
+            it["result_of"]["url"] = (
+                transcript_url(session, leaf=leaf_q, entry=call_entry)
+                + f"#e-{html.dom_id(call_entry)}"
+            )
         kids = siblings.get(parents[k])
         if kids and it["id"] in kids:
             # Archived sibling branches leave the switcher ("N archived · show" opens the
@@ -243,7 +306,7 @@ def window_items(
             }
         for b in it["blocks"]:
             if b["kind"] == "toolCall":
-                res = results.get(b["call_id"])
+                res = results.get((it["id"], b["call_id"]))
                 b["paired"] = res
                 if res is not None:
                     res["paired_to"] = it["id"]
@@ -372,7 +435,7 @@ SHARED_ROWS_KEPT = 240
 SHARED_ROWS_BYTES = 4 * 1024 * 1024
 # Part of the kept rows' key: a new name whenever the row template or what its context
 # means changes, so no worker serves a row rendered under the old meaning.
-_SHARED_ROWS = "shared-rows-1"
+_SHARED_ROWS = "shared-rows-2"
 
 
 def _item_digest(it: dict[str, Any]) -> str:

@@ -50,7 +50,7 @@ class LineTexts:
     @property
     def kept(self) -> dict[str, Any]:
         """The Compactions tab's kept row (``analysis.line_texts.kept_row``)."""
-        return {k: self.listed[k] for k in ("id", "type", "title")}
+        return dict(self.listed)
 
 
 def encode(entry: dict) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from explorer.analysis.tool_pairs import MAX_STEPS, find_call
 from explorer.session import jsonfmt
 from explorer.session.diagnostics import Problem, diagnose_tree, index_ids
 from explorer.session.gcpause import gc_paused
@@ -585,8 +586,10 @@ def _restore_findings(packed: bytes, problems: tuple[Problem, ...], last_line: i
     return found
 
 
-_CALL_ID = re.compile(r'"toolCallId":"((?:[^"\\]|\\.)*)"')
-_CALL_BLOCK = re.compile(r'"type":"toolCall","id":"((?:[^"\\]|\\.)*)"')
+# Spaces allowed around the separators: a line written by another tool than Pi (Python's
+# json.dumps, say) spells ``"toolCallId": "x"``, and its results are no findings either.
+_CALL_ID = re.compile(r'"toolCallId"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_CALL_BLOCK = re.compile(r'"type"\s*:\s*"toolCall"\s*,\s*"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _call_ids(raw: str) -> set[str]:
@@ -617,7 +620,9 @@ def unmatched_tool_results(
     room: int = LIMIT,
 ) -> list[dict[str, Any]]:
     """Of the tool results ``results`` ((id, line) in file order), those whose call id appears
-    in no assistant message above them (within the turn), at most ``room`` of them.
+    in no assistant message above them (within the turn, by the pairing rule every page
+    follows: :func:`~explorer.analysis.tool_pairs.find_call`, so a second parallel call
+    between a result and its own call is no finding), at most ``room`` of them.
 
     ``parent`` and ``role`` cover every entry up to the last result, so a result's answer
     depends only on what lies above it and a list made up to some entry stays right as the
@@ -632,30 +637,36 @@ def unmatched_tool_results(
         if len(out) >= room:
             break
         chunk = results[k : k + 2000]
-        owner: dict[str, str | None] = {}
+        # The assistants each result's walk may ask (the rule's own stops: a user message,
+        # MAX_STEPS entries), so their lines are read once per chunk.
+        asked: dict[str, list[tuple[str, str]]] = {}
         for rid, _line in chunk:
-            cur, steps, found = parent.get(rid), 0, None
-            while cur and cur in parent and steps < 64:
-                if role.get(cur) == "assistant":
-                    found = cur
+            walk: list[tuple[str, str]] = []
+            cur = parent.get(rid)
+            while cur and cur in parent and len(walk) < MAX_STEPS:
+                walk.append((cur, role.get(cur, "")))
+                if role.get(cur) == "user":
                     break
-                cur, steps = parent[cur], steps + 1
-            owner[rid] = found
+                cur = parent[cur]
+            asked[rid] = walk
         ids = [rid for rid, _line in chunk]
         heads = load_heads(ids)
         cids = {rid: _CALL_ID.search(heads.get(rid, "")) for rid in ids}
         whole = load_raws([rid for rid in ids if cids[rid] is None])
         for rid, raw in whole.items():
             cids[rid] = _CALL_ID.search(raw)
-        raws = load_raws({a for a in owner.values() if a})
+        raws = load_raws({a for walk in asked.values() for a, r in walk if r == "assistant"})
         calls: dict[str, set[str]] = {}
+
+        def calls_of(entry_id: str, calls=calls, raws=raws) -> set[str]:
+            if entry_id not in calls:
+                calls[entry_id] = _call_ids(raws.get(entry_id, ""))
+            return calls[entry_id]
+
         for rid, line in chunk:
             m = cids[rid]
             cid = m.group(1) if m else None
-            a = owner[rid]
-            if a is not None and a not in calls:
-                calls[a] = _call_ids(raws.get(a, ""))
-            if (a is None or cid not in calls[a]) and len(out) < room:
+            if (cid is None or find_call(cid, asked[rid], calls_of) is None) and len(out) < room:
                 out.append({"id": rid, "line": line, "detail": f"no assistant call {cid} above it"})
     return out
 

@@ -57,13 +57,14 @@ def listed_row(entry: dict) -> dict[str, Any]:
 
 
 def kept_row(entry: dict) -> dict[str, Any]:
-    """A kept entry as the Compactions tab lists it: :func:`listed_row` without the role."""
-    return {"id": entry.get("id"), "type": entry.get("type"), "title": entry_title(entry, 140)}
+    """A kept entry as the Compactions tab lists it: as a replaced one (:func:`listed_row`),
+    so both lists name a message by its role ("user"), not its entry type ("message")."""
+    return listed_row(entry)
 
 
 def line_texts(entry: dict) -> dict[str, Any]:
     """Every text a row of Raw vs projected (``ctx``), Compare (``cmp``), Compactions
-    (``list``; a kept row is its first three keys) or the Tree and Live route rows (``row``)
+    (``list``, a kept row too) or the Tree and Live route rows (``row``)
     shows of ``entry``."""
     return {
         "ctx": entry_texts(entry),

@@ -20,7 +20,7 @@ from explorer.queries.skeleton import _skeleton
 # The kinds of figure stored, as ``stored_figures.positions`` names them. The whole tree
 # checks' findings ("integrity-findings") are left out: the report extends without them on
 # an ordinary append, so they are stored only when an append needed them.
-KINDS = ("skeleton", "integrity-report", "integrity-tools", "leaves", "labels")
+KINDS = ("skeleton", "integrity-report", "integrity-tools-2", "leaves", "labels")
 
 logger = logging.getLogger(__name__)
 

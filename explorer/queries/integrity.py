@@ -167,7 +167,7 @@ def unmatched_tool_results(session: Session) -> list[dict[str, Any]]:
 
     return grown(
         session,
-        "integrity-tools",
+        "integrity-tools-2",
         lambda last: check(-1, last, integrity.LIMIT),
         lambda found, after, last: found + check(after, last, integrity.LIMIT - len(found)),
         stored=True,

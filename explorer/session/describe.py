@@ -148,6 +148,21 @@ def entry_title(entry: dict, limit: int = 80) -> str:
         if calls:
             names = ", ".join(str(c) for c in calls[:3]) + ("…" if len(calls) > 3 else "")
             head = (head + " " if head else "") + f"[{names}]"
+        if not head and not m.get("errorMessage"):
+            # A reply of thinking alone (a Claude Code thinking record, a Codex reasoning
+            # item) says so, with the start of its thinking, rather than its stop reason
+            # (no "[": the tree's "No tools" filter reads "[name]" as a tool call).
+            thoughts = [
+                b.get("thinking")
+                for b in content
+                if isinstance(b, dict)
+                and b.get("type") == "thinking"
+                and isinstance(b.get("thinking"), str)
+            ]
+            if any(isinstance(b, dict) and b.get("type") == "thinking" for b in content):
+                # Cut before joining: a thought of megabytes is not copied for a title.
+                cut = [str(t)[: limit * 4].strip() for t in thoughts]
+                head = " ".join(["(thinking)", *(t for t in cut if t)])
         text = head or (m.get("errorMessage") or m.get("stopReason") or "")
     elif kind == "context_edit":
         rep = entry.get("replacement")

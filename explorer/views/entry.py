@@ -11,15 +11,18 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from explorer import archives, html, queries
+from explorer.analysis.tool_pairs import MAX_STEPS
 from explorer.items import (
     RAW_PREVIEW_CHARS,
     call_files,
     content_blocks,
+    own_usage,
     pretty_json,
     text_part,
 )
 from explorer.models import Entry
 from explorer.permissions import can_edit, get_session_for_user, viewer_required
+from explorer.queries.tool_pairs import call_of, result_call
 from explorer.rendering import fill_token_slots, with_token_slots
 from explorer.session import jsonfmt
 from explorer.session.describe import (
@@ -27,9 +30,9 @@ from explorer.session.describe import (
     entry_message,
     entry_title,
     error_in_words,
+    kind_name,
     provider_context_tokens,
     tokens_of,
-    usage_of,
 )
 from explorer.session.message_meta import message_facts
 from explorer.session.messages import session_entry_to_context_messages
@@ -39,30 +42,40 @@ from explorer.views.jsonapi import json_page, plain
 TEMPLATE = "explorer/entry.html"
 
 
-def _find_results(session, entry_id: str, call_ids: set[str], full: bool) -> dict[str, dict]:
-    """Tool results answering these calls: the nearest descendants, following single children."""
+def _find_results(
+    session, entry_id: str, data: dict, call_ids: set[str], full: bool
+) -> dict[str, dict]:
+    """Tool results answering this entry's calls, looked for below it: down its chain of
+    single children (of any role but a user message, which starts the next turn: a
+    Claude Code reply's second call and the first call's result lie between a call and
+    its own result) for at most ``MAX_STEPS`` entries; at a branch point the children
+    are looked at, not descended into. A result counts only when the pairing rule
+    (``tool_pairs.call_of``, the entry panel's "Result of") names this entry, so a
+    call's panel and its result's never disagree (an id reused by a nearer call is that
+    call's)."""
     found: dict[str, dict] = {}
-    frontier = [entry_id]
-    for _ in range(60):
-        if not frontier or len(found) == len(call_ids):
+    chain: list[tuple[str, str]] = [(entry_id, "assistant")]
+    loaded: dict[str, dict] = {entry_id: data}
+    for _ in range(MAX_STEPS):
+        if len(found) == len(call_ids):
             break
-        kids = queries.children_roles(session, frontier)[:50]
-        frontier = []
-        wanted = [k for k, role in kids if role == "toolResult"]
-        data = queries.load_entries(session, wanted)
+        kids = queries.children_roles(session, [chain[-1][0]])[:50]
+        loaded |= queries.load_entries(session, [k for k, role in kids if role == "toolResult"])
         for k, role in kids:
-            if role == "toolResult":
-                m = entry_message(data.get(k, {})) or {}
-                cid = m.get("toolCallId")
-                if isinstance(cid, str) and cid in call_ids and cid not in found:
-                    found[cid] = {
-                        "entry_id": k,
-                        "is_error": bool(m.get("isError")),
-                        "blocks": content_blocks(m.get("content"), full=full, markdown=False),
-                    }
-                frontier.append(k)
-        if len(kids) > 1:
+            m = (entry_message(loaded.get(k, {})) or {}) if role == "toolResult" else {}
+            cid = m.get("toolCallId")
+            if not isinstance(cid, str) or cid not in call_ids or cid in found:
+                continue
+            call = call_of(session, cid, reversed(chain), loaded)
+            if call is not None and call.entry_id == entry_id:
+                found[cid] = {
+                    "entry_id": k,
+                    "is_error": bool(m.get("isError")),
+                    "blocks": content_blocks(m.get("content"), full=full, markdown=False),
+                }
+        if len(kids) != 1 or kids[0][1] == "user":
             break
+        chain.append(kids[0])
     return found
 
 
@@ -102,32 +115,26 @@ def entry_panel_context(
             )
         calls = {b["call_id"] for b in blocks if b["kind"] == "toolCall" and b["call_id"]}
         if calls:
-            results = _find_results(session, entry_id, calls, full)
+            results = _find_results(session, entry_id, data, calls, full)
             for b in blocks:
                 if b["kind"] == "toolCall":
                     b["result"] = results.get(b["call_id"])
-        if role == "toolResult" and row.parent_id:
-            parent = queries.load_entries(session, [row.parent_id]).get(row.parent_id)
-            pm = entry_message(parent or {}) or {}
-            for b in pm.get("content") or [] if isinstance(pm.get("content"), list) else []:
-                if (
-                    isinstance(b, dict)
-                    and b.get("type") == "toolCall"
-                    and b.get("id") == m.get("toolCallId")
-                ):
-                    call_for = {
-                        "entry_id": row.parent_id,
-                        "name": str(b.get("name", "")),
-                        "arguments": pretty_json(b.get("arguments")),
-                        "files": call_files(b.get("name"), b.get("arguments")),
-                    }
+        if role == "toolResult":
+            call = result_call(session, row.parent_id, m.get("toolCallId"))
+            if call is not None:
+                call_for = {
+                    "entry_id": call.entry_id,
+                    "name": str(call.block.get("name", "")),
+                    "arguments": pretty_json(call.block.get("arguments")),
+                    "files": call_files(call.block.get("name"), call.block.get("arguments")),
+                }
     elif data.get("type") in ("compaction", "branch_summary"):
         blocks = [text_part(str(data.get("summary") or ""), full, True)]
     elif data.get("type") == "custom_message":
         blocks = content_blocks(data.get("content"), full=full, markdown=True)
     # The Transcript row's and Raw vs projected's raw column's figure, by the same function.
     tokens = tokens_of(session_entry_to_context_messages(data)) if data else 0
-    usage = usage_of(data)
+    usage, usage_on = own_usage(session, data)
     labels = queries.current_labels(session)
     raw_text = queries.shown_raw(row.raw, allow)
     raw_cut = not full and len(raw_text) > RAW_PREVIEW_CHARS
@@ -151,6 +158,8 @@ def entry_panel_context(
         "entry_id": entry_id,
         "entry_type": data.get("type", row.type),
         "entry_role": role,
+        # As the tree and the Transcript name it ("tool result", not "toolResult").
+        "entry_role_name": kind_name(role or data.get("type", row.type)),
         "entry_title": entry_title(data, 120) if data else "",
         "blocks": blocks,
         "call_for": call_for,
@@ -163,6 +172,7 @@ def entry_panel_context(
         "token_estimate": tokens,
         "reported_context": provider_context_tokens(data) if data else None,
         "usage": usage,
+        "usage_on": usage_on,
         "cost": cost_of(data),
         "facts": message_facts(m),
         "label": labels.get(entry_id),

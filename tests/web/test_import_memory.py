@@ -13,7 +13,7 @@ from explorer.queries import keep
 
 pytestmark = pytest.mark.django_db
 
-BIG = ("skeleton", "integrity-findings", "integrity-report", "integrity-tools")
+BIG = ("skeleton", "integrity-findings", "integrity-report", "integrity-tools-2")
 
 
 def _kept(session, name: str) -> bool:

@@ -112,8 +112,12 @@ def test_kept_results_grow_with_the_session():
         session = Session.objects.get(pk=session.pk)
         kept = queries.unmatched_tool_results(session)
         assert kept == _whole_line_check(session), k
-    # the first new result names a call a1 never made; the last one's call is a1's own
-    # (the walk up to the nearest assistant message steps over the user's message)
-    assert [f["detail"] for f in kept][2:] == ["no assistant call c-new above it"]
+    # the first new result names a call a1 never made; the last one names a1's call, but
+    # a user's message lies between (the pairing rule looks for a result's call within
+    # its turn: ``analysis.tool_pairs.find_call``)
+    assert [f["detail"] for f in kept][2:] == [
+        "no assistant call c-new above it",
+        "no assistant call c1 above it",
+    ]
     cache.clear()  # a fresh build gives the same list
     assert queries.unmatched_tool_results(Session.objects.get(pk=session.pk)) == kept

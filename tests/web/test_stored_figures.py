@@ -27,7 +27,7 @@ NAMES = {
     "skeleton",
     "integrity-findings",
     "integrity-report",
-    "integrity-tools",
+    "integrity-tools-2",
     "leaves",
     "labels",
 }
