@@ -1,4 +1,4 @@
-"""The Transcript tab in Debian's Chromium: a 50,000-entry route, branch switching,
+"""The Transcript tab in Debian's Chromium: a 20,000-entry route, branch switching,
 compaction cards, permalinks and the phone layout."""
 
 from __future__ import annotations
@@ -17,20 +17,22 @@ from playwright.sync_api import expect  # noqa: E402
 
 @pytest.fixture
 def big(transactional_db, tmp_path):
-    """50,000 entries written by the benchmark generator, imported as a user would."""
+    """20,000 entries written by the benchmark generator, imported as a user would (a route
+    a hundred times a window; the window is the same at any length, and a bigger session
+    only made the suite slower)."""
     from benchmarks.gen_session import generate_session
 
     path = tmp_path / "big.jsonl"
-    generate_session(str(path), entries=50_000, branch_points=20, seed=7)
+    generate_session(str(path), entries=20_000, branch_points=20, seed=7)
     result = services.import_file(str(path), source_path=str(path), user=None)
     assert result.ok
     return result.session
 
 
-def test_a_50000_entry_route_opens_as_a_window_and_scrolls_both_ways(big, browser_page):
+def test_a_20000_entry_route_opens_as_a_window_and_scrolls_both_ways(big, browser_page):
     page, base = browser_page
     route = queries.route_map(big, queries.default_leaf_id(big))
-    assert len(route.ids) > 20_000  # a long route, not a short branch
+    assert len(route.ids) > 8_000  # a long route, not a short branch
     page.goto(f"{base}/sessions/{big.pk}/transcript/")
     entries = page.locator("#transcript > li.t-entry")
     expect(entries.first).to_be_visible()
@@ -48,7 +50,7 @@ def test_a_50000_entry_route_opens_as_a_window_and_scrolls_both_ways(big, browse
     )
     at = route.index(ids[0])
     assert ids == list(route.ids[at : at + len(ids)])  # one unbroken stretch, in route order
-    page.screenshot(path=str(SHOTS / "transcript-50k.png"))
+    page.screenshot(path=str(SHOTS / "transcript-20k.png"))
     # A permalink deep inside the route opens around it, and scrolling down loads more.
     mid = route.ids[len(route.ids) // 2]
     page.goto(f"{base}/sessions/{big.pk}/transcript/?entry={mid}")

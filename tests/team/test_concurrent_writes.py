@@ -4,8 +4,8 @@ Two editors post labels to one session at the same time, each through their own 
 post naming the leaf its author last saw (``expected_leaf``). Every accepted append must be
 stored under exactly that leaf; every other one must be refused with 409 and nothing stored.
 A refused author tries again at the leaf the refusal named, so in the end every label is
-stored. ``.ci/run`` runs 2 × 500 (``SESSIONS_TEAM_APPENDS=500``); a developer's default is
-2 × 120 (the same shape, a few minutes less)."""
+stored. ``.ci/run`` runs 2 × 250 (``SESSIONS_TEAM_APPENDS=250``); a developer's default is
+2 × 120 (the same shape, a minute less)."""
 
 from __future__ import annotations
 
