@@ -114,8 +114,60 @@ def pytest_runtest_call(item: pytest.Item):
             shared_copies.flush(30)
 
 
+# ``.ci/run``'s second pass (PostgreSQL + Redis) sets this: the engine's tests that touch no
+# database run in the first pass of the same run, on the same code, and no back end can change
+# their answer (the engine has no Django imports), so that pass spends its minutes on the tests
+# the back ends can change. The summary says how many and why.
+ENGINE_TESTS_RAN = "SESSIONS_ENGINE_TESTS_RAN"
+_DATABASE_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "live_server",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+    }
+)
+_ENGINE_DIR = Path(__file__).resolve().parent / "session"
+
+
+def _deselect_engine_tests_already_run(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(ENGINE_TESTS_RAN) != "1":
+        return
+    dropped = [
+        item
+        for item in items
+        if _ENGINE_DIR in Path(str(item.path)).parents
+        and not _DATABASE_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and not item.get_closest_marker("django_db")
+        and not _is_django_test_case(getattr(item, "cls", None))
+    ]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in gone]
+        config._engine_tests_not_repeated = len(dropped)
+
+
+def _is_django_test_case(cls) -> bool:
+    from django.test import SimpleTestCase
+
+    return isinstance(cls, type) and issubclass(cls, SimpleTestCase)
+
+
+def _engine_tests_summary(terminalreporter, config) -> None:
+    n = getattr(config, "_engine_tests_not_repeated", 0)
+    if n:
+        terminalreporter.write_line(
+            f"{n} engine tests (tests/session, no database) were deselected: {ENGINE_TESTS_RAN}=1 "
+            "says the first pass of this run runs them, and no database or channel layer can "
+            "change their answer."
+        )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _deselect_without_pi_fixtures(config, items)
+    _deselect_engine_tests_already_run(config, items)
     kept, dropped = [], []
     for item in items:
         missing = [
@@ -156,6 +208,7 @@ def pytest_report_collectionfinish(
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     _pi_fixtures_summary(terminalreporter, config)
+    _engine_tests_summary(terminalreporter, config)
     lines = _deselected_lines()
     if lines:
         terminalreporter.write_sep("=", "team-server tests not run")
