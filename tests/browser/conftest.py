@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +23,20 @@ expect.set_options(timeout=30_000)
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+def wait_for_js(page, expression: str, timeout: float = 30.0) -> None:
+    """Wait until ``expression`` is truthy in the page, polling from Python.
+
+    Playwright's ``wait_for_function`` re-evaluates a string predicate with ``eval`` inside
+    the page once its first check fails, which the app's CSP (no ``unsafe-eval``) refuses:
+    such a wait passes when the page is already settled and fails only on a slow machine.
+    ``page.evaluate`` runs through the DevTools protocol, which the CSP does not govern."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout:g} s: {expression}")
+        time.sleep(0.05)
 
 
 @contextmanager

@@ -7,15 +7,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import SHOTS
+from tests.browser.conftest import SHOTS, wait_for_js
 from tests.web.test_summary_diffs import _session
 
 
 def _settled(page) -> None:
     page.wait_for_load_state("networkidle")
-    page.wait_for_function(
-        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
-    )
+    wait_for_js(page, "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
 
 
 @pytest.mark.parametrize("width", [1440, 390])
