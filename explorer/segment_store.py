@@ -597,9 +597,7 @@ def route_chain(session_pk: int, entry_id: str) -> dict[int, int] | None:
     its segment is here and its offset at most that. None when the segments do not settle
     it (the id unknown, or the entry in no segment); an entry in no segment is on no
     placed entry's route."""
-    with connection.cursor() as cur:
-        cur.execute(f"{_chain_cte()} SELECT seg, upto FROM chain", [session_pk, entry_id])
-        return dict(cur.fetchall()) or None
+    return dict(chain_root_first(session_pk, entry_id)) or None
 
 
 def chain_root_first(session_pk: int, entry_id: str) -> list[tuple[int, int]]:
