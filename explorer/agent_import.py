@@ -29,7 +29,7 @@ from explorer.session.formats import (
     load_foreign_bytes,
 )
 from explorer.session.formats.codex import CodexSession, first_typed_turn
-from explorer.session.formats.pi_form import pi_bytes, stored_session_id
+from explorer.session.formats.pi_form import pi_bytes, split_records, stored_session_id
 
 __all__ = [
     "continuations",
@@ -151,9 +151,12 @@ def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> I
     if joined is not None:
         return joined
     stored_id = stored_session_id(foreign)
-    # A Codex session's stored form: its own Pi form, then the lines of the forks that joined it.
-    data = pi_bytes(foreign) + b"".join(codex_forks.joined_lines(stored_id))
     with services.session_lock(stored_id):
+        # A Codex session's stored form: its own Pi form, then the lines of the forks that
+        # joined it.
+        data = pi_bytes(foreign, split=not _stored_merged(foreign, stored_id)) + b"".join(
+            codex_forks.joined_lines(stored_id)
+        )
         result = files.import_bytes(data, source_path=shown, user=user)
         if result.ok and result.session is not None:
             _describe(result, foreign)
@@ -162,6 +165,34 @@ def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> I
     if result.ok:
         codex_forks.adopt_waiting_forks(result, user, source, _describe)
     return result
+
+
+def _stored_merged(foreign: ForeignSession, stored_id: str) -> bool:
+    """True when this Claude Code session was stored before multi-result user records were
+    split into one entry per result (``pi_form._part_entries``): one of them is stored under
+    its uuid without its first part. Such a session keeps being written in that form, so a
+    grown file still continues it (the split form would differ from the stored lines and
+    its parts would be added as a stray branch beside the stored record); deleting it and
+    importing the file again stores the split form. Re-deriving stored sessions in a
+    migration would mean running today's whole import at an old schema state."""
+    split = split_records(foreign)
+    if not split:
+        return False
+    session = Session.every.filter(session_id=stored_id).first()
+    if session is None:
+        return False
+    pairs = list(split.items())
+    for k in range(0, len(pairs), 400):
+        chunk = pairs[k : k + 400]
+        wanted = [i for pair in chunk for i in pair]
+        stored = set(
+            Entry.objects.filter(session=session, entry_id__in=wanted).values_list(
+                "entry_id", flat=True
+            )
+        )
+        if any(uuid in stored and first not in stored for uuid, first in chunk):
+            return True
+    return False
 
 
 def _describe(result: ImportResult, foreign: ForeignSession) -> None:

@@ -30,8 +30,10 @@ __all__ = [
     "agent_notes",
     "agent_of_stored_id",
     "fork_branch",
+    "part_ids",
     "pi_bytes",
     "pi_entries",
+    "split_records",
     "stored_session_id",
 ]
 
@@ -106,9 +108,11 @@ def _assistant_owner(session: ForeignSession, record: Record) -> Record | None:
     return None
 
 
-def pi_entries(session: ForeignSession) -> list[dict[str, Any]]:
+def pi_entries(session: ForeignSession, *, split: bool = True) -> list[dict[str, Any]]:
     """Header plus one Pi entry per tree entry, in file order (copies: the session's own
-    entries are not changed)."""
+    entries are not changed), except that a Claude Code user record holding several tool
+    results is several entries (:func:`_part_entries`), unless ``split`` is False (the form
+    stored before, kept for sessions stored so: :func:`explorer.agent_import`)."""
     header = {
         "type": "session",
         "version": 3,
@@ -128,10 +132,17 @@ def pi_entries(session: ForeignSession) -> list[dict[str, Any]]:
             for key, count in record.usage.items():
                 total[key] += count
     summaries = set(getattr(session, "summary_of", {}).values())
+    first_part = split_records(session) if split else {}
     out: list[dict[str, Any]] = [header]
     for record in session.entries():
         assert record.entry is not None
+        if record.id in first_part:
+            out.extend(_part_entries(record))
+            continue
         entry = dict(record.entry)
+        if entry.get("type") == "compaction" and entry.get("firstKeptEntryId") in first_part:
+            # Kept from the record's first part, so Pi's projection keeps every part.
+            entry["firstKeptEntryId"] = first_part[entry["firstKeptEntryId"]]
         if record.id in summaries:
             # The compaction entry carries this text; as a message too it would reach Pi's
             # projection twice (once as the compaction summary).
@@ -156,9 +167,74 @@ def pi_entries(session: ForeignSession) -> list[dict[str, Any]]:
     return out
 
 
-def pi_bytes(session: ForeignSession) -> bytes:
-    """The Pi file: one line per entry, serialized as Pi would (JSON.stringify)."""
-    lines = [jsonfmt.dumps(entry) for entry in pi_entries(session)]
+def part_ids(record: Record) -> list[str]:
+    """The ids of the Pi entries a Claude Code record is stored as, in block order: one per
+    message it puts in the model's context. The last keeps the record's uuid, the earlier
+    ones are ``<uuid>:1``, ``<uuid>:2``, ... (deterministic, so a re-import writes the same
+    lines). The last keeps the uuid because everything else names the record by it: its
+    children's ``parentUuid``, a leaf and its route, a compaction's logical parent, the
+    reading rules' findings; none of those needs rewriting."""
+    n = max(len(record.messages), 1)
+    return [f"{record.id}:{k}" for k in range(1, n)] + [record.id]
+
+
+def split_records(session: ForeignSession) -> dict[str, str]:
+    """The records stored as several entries: record uuid -> its first part's id."""
+    summaries = set(getattr(session, "summary_of", {}).values())
+    return {r.id: part_ids(r)[0] for r in session.entries() if _splits(session, r, summaries, True)}
+
+
+def _splits(session: ForeignSession, record: Record, summaries: set[str], split: bool) -> bool:
+    """A Claude Code user record answering several tool calls at once (or a tool result with
+    a text typed beside it), stored as one entry per message."""
+    return (
+        split
+        and session.format == "claude-code"
+        and len(record.messages) > 1
+        and record.record_type == "user"
+        and record.id not in summaries
+        and record.entry is not None
+        and record.entry.get("type") == "message"
+    )
+
+
+def _part_entries(record: Record) -> list[dict[str, Any]]:
+    """One Pi message entry per message of ``record``, chained in block order from the
+    record's parent (ids: :func:`part_ids`).
+
+    Why entries and not one message: the engine reads such a record as several messages
+    (one ``toolResult`` per ``tool_result`` block, each with its ``toolCallId``), while a Pi
+    entry holds one message. Stored as one ``user`` message of the results' texts, every
+    page that pairs a result with its call by id (entry panel, Transcript, Live, Integrity,
+    HTML export) lost the pairs and the projection counted the results as user text. As
+    entries of Pi's own shape (Pi writes each result of a parallel call as its own entry,
+    chained), every page and Pi's projection read them as they read a Pi session: one
+    source of truth, no page taught a second shape."""
+    assert record.entry is not None
+    meta = record.value.get("isMeta") is True
+    parent = record.entry.get("parentId")
+    out = []
+    for entry_id, message in zip(part_ids(record), record.messages, strict=True):
+        if meta and message.get("role") == "user":
+            message = dict(message, isMeta=True)
+        out.append(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": record.entry.get("timestamp"),
+                "message": message,
+            }
+        )
+        parent = entry_id
+    return out
+
+
+def pi_bytes(session: ForeignSession, *, split: bool = True) -> bytes:
+    """The Pi file: one line per entry, serialized as Pi would (JSON.stringify). ``split``
+    False writes a multi-result Claude Code record as the one merged entry sessions stored
+    before the split were written with (:func:`pi_entries`)."""
+    lines = [jsonfmt.dumps(entry) for entry in pi_entries(session, split=split)]
     return ("\n".join(lines) + "\n").encode("utf-8", errors="surrogatepass")
 
 
