@@ -11,6 +11,7 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync 
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
+from tests.browser.conftest import wait_for_js  # noqa: E402
 from tests.conftest import SMALL_SESSION  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -107,9 +108,10 @@ def test_an_empty_file_among_several_and_the_import_progress(admin_page, tmp_pat
     expect(items.nth(0)).to_contain_text("Imported 8 entries")
     expect(items.nth(1)).to_contain_text("empty.jsonl is empty (0 bytes)")
     expect(items.nth(1)).to_contain_text("Rejected — nothing imported")
-    page.wait_for_function(
-        "() => /Importing: [1-9]/.test(document.querySelector('#upload-list').textContent)",
-        timeout=120_000,
+    wait_for_js(
+        page,
+        "/Importing: [1-9]/.test(document.querySelector('#upload-list').textContent)",
+        timeout=120,
     )
     page.screenshot(path=str(tmp_path / "progress.png"))
     if os.environ.get("SCREENSHOT_DIR"):
