@@ -171,10 +171,11 @@ def _stored_merged(foreign: ForeignSession, stored_id: str) -> bool:
     """True when this Claude Code session was stored before multi-result user records were
     split into one entry per result (``pi_form._part_entries``): one of them is stored under
     its uuid without its first part. Such a session keeps being written in that form, so a
-    grown file still continues it (the split form would differ from the stored lines and
-    its parts would be added as a stray branch beside the stored record); deleting it and
-    importing the file again stores the split form. Re-deriving stored sessions in a
-    migration would mean running today's whole import at an old schema state."""
+    grown file still continues it (in the split form the record's stored line would differ,
+    a conflict that refuses the grown import, and its parts would hang beside it as a stray
+    branch); deleting it and importing the file again stores the split form. Re-deriving
+    stored sessions in a migration would mean running today's whole import (entries, route
+    figures, segments, search index, secrets) at an old schema state."""
     split = split_records(foreign)
     if not split:
         return False
@@ -190,8 +191,13 @@ def _stored_merged(foreign: ForeignSession, stored_id: str) -> bool:
                 "entry_id", flat=True
             )
         )
-        if any(uuid in stored and first not in stored for uuid, first in chunk):
-            return True
+        # The first record stored in either form decides: a session is written in one form
+        # (this guard keeps it), so one stored record usually answers in one query.
+        for uuid, first in chunk:
+            if first in stored:
+                return False
+            if uuid in stored:
+                return True
     return False
 
 

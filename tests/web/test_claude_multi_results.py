@@ -287,3 +287,31 @@ def test_a_session_stored_merged_keeps_its_form_when_the_file_grows(tmp_path):
     again = agent_import.import_agent_file(str(path))
     assert again.ok and again.session is not None and again.session.entry_count == 13
     assert _calls_and_results(again.session)["toolu_B"][1] == f"{_uuid(5)}:2"
+
+
+def test_a_grown_file_adds_the_parts_of_its_new_records(tmp_path, viewer_client):
+    """Followed or imported again after growing: the new multi-result record is stored in
+    parts like the first ones, after the stored lines."""
+    session, path = _imported(tmp_path)
+    more = [
+        _call(10, 9, "msg_F", "toolu_E", "/srv/app/e.toml"),
+        _call(11, 10, "msg_F", "toolu_F", "/srv/app/f.toml"),
+        _record(
+            "user",
+            12,
+            11,
+            {
+                "role": "user",
+                "content": [_result("toolu_E", "eps = 5"), _result("toolu_F", "phi = 6")],
+            },
+        ),  # fmt: skip
+    ]
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in more))
+    grown = agent_import.import_agent_file(str(path))
+    assert grown.ok and grown.session is not None and grown.session.pk == session.pk
+    assert grown.added == 4 and not grown.problems
+    expect = {"toolu_E": (_uuid(10), f"{_uuid(12)}:1"), "toolu_F": (_uuid(11), _uuid(12))}
+    pairs = _calls_and_results(grown.session)
+    assert {k: pairs[k] for k in expect} == expect
+    assert_pairs_shown(viewer_client, grown.session, expect)
