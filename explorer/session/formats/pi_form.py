@@ -13,8 +13,9 @@ the route, so route sums stay those of X6 except when that ancestor is shared by
 A Claude Code compaction summary record becomes a `custom` entry (its text is the compaction
 entry's `summary`), so Pi's projection of this file gives what the engine derives: summary,
 preserved messages, what follows. A Claude Code user record answering several tool calls at
-once is one entry per result (`part_ids`), since a Pi entry holds one message. A Codex compaction's recorded replacement history is not
-re-created by Pi's projection (only its summary is): the engine's `context` is the reference.
+once is one entry per result (`part_ids`), since a Pi entry holds one message. A Codex
+compaction's recorded replacement history is not re-created by Pi's projection (only its
+summary is): the engine's `context` is the reference.
 Costs are estimated from the price list and marked as such inside `usage.cost`
 (`estimate`: the price list's name), since neither agent records them.
 """
