@@ -183,8 +183,15 @@ class FigureWriter:
         segments: bool = True,
         fields: Sequence[str] = FIELDS,
         file_uses: bool = True,
+        also_reads: int | None = None,
     ) -> None:
         self.session_pk = session_pk
+        # A grown file's import writes its entries to a hidden staging session
+        # (``files.imports``) whose parents are in the stored one: both are read back.
+        self.read_pks: tuple[int, ...] = (
+            (session_pk,) if also_reads is None else (session_pk, also_reads)
+        )
+        self.within = f"IN ({', '.join(['%s'] * len(self.read_pks))})"
         # The columns written: a migration names those of its own state (a later column
         # does not exist there yet).
         self.fields = tuple(fields)
@@ -311,17 +318,17 @@ class FigureWriter:
         columns = ", ".join(f"f.{connection.ops.quote_name(c)}" for c in self.fields)
         sql = (
             f"SELECT {columns} FROM {self.figure_table} f JOIN {self.entry_table} e "
-            f"ON e.id = f.entry_id WHERE e.session_id = %s AND e.entry_id = %s"
+            f"ON e.id = f.entry_id WHERE e.session_id {self.within} AND e.entry_id = %s"
         )
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, _id(entry_id)])
+            cur.execute(sql, [*self.read_pks, _id(entry_id)])
             row = cur.fetchone()
         return from_row(row, self.fields) if row is not None else None
 
     def _stored(self, entry_id: str) -> bool:
-        sql = f"SELECT 1 FROM {self.entry_table} WHERE session_id = %s AND entry_id = %s"
+        sql = f"SELECT 1 FROM {self.entry_table} WHERE session_id {self.within} AND entry_id = %s"
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, _id(entry_id)])
+            cur.execute(sql, [*self.read_pks, _id(entry_id)])
             return cur.fetchone() is not None
 
     def _exists(self, entry_id: str) -> bool:
@@ -340,7 +347,7 @@ class FigureWriter:
                 f"WHERE session_id = %s AND position IN ({', '.join(['%s'] * len(chunk))})"
             )
             with connection.cursor() as cur:
-                cur.execute(sql, [self.session_pk, *chunk])
+                cur.execute(sql, [self.session_pk, *chunk])  # waiting: this writer's own
                 out.extend(cur.fetchall())
         out.sort()
         return out
@@ -464,16 +471,18 @@ class FigureWriter:
         table = self.entry_table
         sql = f"""
             WITH RECURSIVE walk(entry_id, parent_id, n) AS (
-                SELECT entry_id, parent_id, 0 FROM {table} WHERE session_id = %s AND entry_id = %s
+                SELECT entry_id, parent_id, 0 FROM {table}
+                WHERE session_id {self.within} AND entry_id = %s
                 UNION ALL
                 SELECT e.entry_id, e.parent_id, walk.n + 1
-                FROM {table} e JOIN walk ON e.session_id = %s AND e.entry_id = walk.parent_id
+                FROM {table} e JOIN walk ON e.session_id {self.within}
+                AND e.entry_id = walk.parent_id
                 WHERE walk.n < %s AND walk.parent_id <> walk.entry_id
             )
             SELECT entry_id FROM walk
         """
         with connection.cursor() as cur:
-            cur.execute(sql, [self.session_pk, _id(entry_id), self.session_pk, reach])
+            cur.execute(sql, [*self.read_pks, _id(entry_id), *self.read_pks, reach])
             ids = [r[0] for r in cur.fetchall()]
         return self._lines(ids)
 
@@ -484,10 +493,11 @@ class FigureWriter:
             chunk = wanted[k : k + 500]
             sql = (
                 f"SELECT raw FROM {self.entry_table} "
-                f"WHERE session_id = %s AND entry_id IN ({', '.join(['%s'] * len(chunk))})"
+                f"WHERE session_id {self.within} "
+                f"AND entry_id IN ({', '.join(['%s'] * len(chunk))})"
             )
             with connection.cursor() as cur:
-                cur.execute(sql, [self.session_pk, *map(_id, chunk)])
+                cur.execute(sql, [*self.read_pks, *map(_id, chunk)])
                 for (raw,) in cur.fetchall():
                     value = _parse(raw)
                     if isinstance(value.get("id"), str):

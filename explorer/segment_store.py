@@ -91,6 +91,9 @@ class SegmentWriter:
     base: int | None = None
     started: bool = False
     by_db_id: dict[int, _Seg] = field(default_factory=dict)
+    # The entries added are known to be new to the session (``extend_segments``): no
+    # lookup of each id among the stored ones.
+    fresh: bool = False
 
     def __post_init__(self) -> None:
         q = connection.ops.quote_name
@@ -234,7 +237,7 @@ class SegmentWriter:
     def _known(self, entry_id: str, position: int) -> bool:
         if entry_id in self.where:
             return True
-        if self.base is None:
+        if self.base is None or self.fresh:
             return False
         sql = (
             f"SELECT 1 FROM {self.entries} WHERE session_id = %s AND entry_id = %s "
@@ -344,6 +347,33 @@ def rebuild_segments(
         writer.write()
         after = rows[-1][2]
     writer.rebuild = False
+    writer.finish()
+
+
+def extend_segments(session_pk: int, after: int) -> None:
+    """Place the session's entries stored after position ``after`` in its segments, in file
+    order, as the entry writers place each one as it arrives.
+
+    For a grown file's import, which stages its entries in a hidden session and moves them
+    into the stored one in its last transaction (``files.imports``): the segments it grows
+    are the stored session's, which readers see, so they are written only then. The import
+    refused any id the session had, so no entry is looked up as a repeat."""
+    writer = SegmentWriter(session_pk, fresh=True)
+    table = connection.ops.quote_name("explorer_entry")
+    while True:
+        with connection.cursor() as cur:
+            cur.execute(
+                f"SELECT entry_id, parent_id, position FROM {table} "
+                f"WHERE session_id = %s AND position > %s ORDER BY position LIMIT %s",
+                [session_pk, after, BATCH],
+            )
+            rows = cur.fetchall()
+        if not rows:
+            break
+        for entry_id, parent_id, position in rows:
+            writer.add(entry_id, parent_id, position)
+        writer.write()
+        after = rows[-1][2]
     writer.finish()
 
 

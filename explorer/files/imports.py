@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from explorer import survival_writer
 from explorer.files.findings import header_findings, secrets_current
+from explorer.files.growth import grow_staged, stages_growth
 from explorer.files.index import index_new_entries
 from explorer.files.legacy import _import_legacy
 from explorer.files.progress import _progress, clear_abandoned, discard, import_owner
@@ -144,6 +145,8 @@ def _import_source(
         )
         if batched is not None:
             return batched
+        if _grew_staged(data, consumed, header, result, source_path):
+            return result
     for attempt in range(2):
         try:
             with transaction.atomic():
@@ -302,6 +305,27 @@ def _import_new_batched(
         discard(session)
         _nothing_stored(result)
     return result
+
+
+def _grew_staged(data, consumed, header, result: ImportResult, source_path: str) -> bool:
+    """A stored session's file grown by enough to stage (``growth``): grow it that way and
+    say True; False leaves it to the one-transaction path (PostgreSQL, a few lines, or a
+    file that changed other than by growing)."""
+    session = Session.objects.filter(session_id=header["id"]).first()
+    if session is None or session.source_version < 3 or not stages_growth(session, consumed):
+        return False
+    size = session.source_size
+    if not (
+        size
+        and session.source_sha256
+        and _ends_nl(data, size)
+        and _sha256(data, size) == session.source_sha256
+    ):
+        return False
+    grow_staged(data, consumed, session, result, source_path)
+    if not result.ok:
+        _nothing_stored(result)
+    return True
 
 
 def _new_session(header, header_index, header_line, user, source_path, **state) -> Session:

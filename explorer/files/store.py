@@ -65,7 +65,15 @@ class _Writer:
     than the insert itself.
     """
 
-    def __init__(self, session: Session, author, *, commit: bool = False) -> None:
+    def __init__(
+        self,
+        session: Session,
+        author,
+        *,
+        commit: bool = False,
+        also_reads: int | None = None,
+        segments: bool = True,
+    ) -> None:
         self.session = session
         self.author_id = getattr(author, "pk", None)
         # Each batch its own transaction (a new session's import, ``_import_new_batched``):
@@ -92,8 +100,15 @@ class _Writer:
         self.first_position: int | None = None
         self.total = 0
         # Route figures of each entry, computed as the lines stream (``explorer.route_store``).
+        # ``also_reads``, ``segments``: a grown file's staged import (``files.imports``) reads
+        # parents in the stored session too, and places its entries in the tree's segments
+        # once they are moved there.
         self.figures = route_store.FigureWriter(
-            session.pk, flush_entries=self.flush, unflushed=self._unflushed
+            session.pk,
+            flush_entries=self.flush,
+            unflushed=self._unflushed,
+            also_reads=also_reads,
+            segments=segments,
         )
         mark = "?" if connection.vendor == "sqlite" else "%s"
         table = connection.ops.quote_name(Entry._meta.db_table)

@@ -1,0 +1,168 @@
+"""A grown file's import on SQLite: its new entries staged in a hidden session, in batches,
+and moved into the stored session by one short transaction at the end.
+
+Why: SQLite has one write lock for the whole database. Adding a file's growth to a visible
+session in one transaction (all or nothing to readers) held that lock for the whole growth,
+half a minute for 27,000 entries, and a label on another session waited as long. A new
+session's import already commits in batches while its session is hidden
+(``imports._import_new_batched``); a grown file's entries cannot be hidden that way, since
+their session is visible. So they are written, batch by batch, to a *staging* session of
+their own (``importing``: no page, search or list sees it), with their parents read from the
+stored session where they are there; the last transaction moves every staged row into the
+stored session with one statement per table, places the entries in the tree's segments and
+brings the counters, cursor and problems up to date. Readers see the growth whole or not
+at all; a failed or killed import leaves a hidden session that is deleted at once, or by the
+next import or ``serve`` (``progress.clear_abandoned``), and nothing in the stored one.
+
+PostgreSQL keeps the one-transaction growth: its writers to other sessions never wait for
+it (row locks), and moving rows there would rebuild their trigram index entries.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from explorer import segment_store, survival_writer
+from explorer.files.findings import secrets_current
+from explorer.files.progress import _progress, clear_abandoned, discard, import_owner
+from explorer.files.scan import Problem, _count_nl, _ends_nl, _scan_lines, _sha256
+from explorer.files.store import (
+    _existing_scan,
+    _resolve_pending,
+    _save_problems,
+    _store_lines,
+    _update_warning_count,
+    _Writer,
+    refresh_counters,
+)
+from explorer.models import (
+    BigLineText,
+    Entry,
+    EntryText,
+    ExtraLine,
+    FileUse,
+    RouteFigure,
+    SecretFinding,
+    Session,
+)
+
+# Growth below this many bytes keeps the one-transaction path: a followed file's few lines
+# hold the lock for milliseconds there, and staging would only add its fixed costs.
+STAGE_FROM_BYTES = 1024 * 1024
+
+# Every table the staged writer fills, keyed by session (the tree's segments and the
+# survival checks are written after the move, in the stored session).
+_STAGED_TABLES = (Entry, ExtraLine, RouteFigure, FileUse, BigLineText, SecretFinding, EntryText)
+
+
+def stages_growth(session: Session, consumed: int) -> bool:
+    """Whether the growth of ``session``'s file to ``consumed`` bytes is staged."""
+    return connection.vendor == "sqlite" and consumed - session.source_size >= STAGE_FROM_BYTES
+
+
+def grow_staged(data: Any, consumed: int, session: Session, result: Any, source_path: str) -> None:
+    """Add the file's lines after the stored prefix (``session.source_size`` bytes, whose
+    digest the caller checked and which ends with a newline) to ``session``, staged.
+
+    Fills ``result`` as ``imports._import_more`` does; on a blocking problem nothing is
+    added. Runs outside any transaction: each batch commits on its own."""
+    clear_abandoned()
+    size = session.source_size
+    progress = _progress.get()
+    if progress is not None:
+        progress.bytes = size  # the stored prefix counts as read
+    stage = Session.every.create(
+        session_id=f"staging:{uuid.uuid4().hex}",
+        header_raw=session.header_raw,
+        source_version=session.source_version,
+        agent=session.agent,
+        state=Session.IMPORTING,
+        import_owner=import_owner(),
+        import_heartbeat=timezone.now(),
+    )
+    try:
+        _stage_and_move(data, consumed, session, stage, result, source_path)
+    except BaseException:
+        discard(stage)
+        raise
+    if not result.ok:
+        discard(stage)
+
+
+def _stage_and_move(data, consumed, session, stage, result, source_path) -> None:
+    size = session.source_size
+    scan = _existing_scan(session)
+    first_index = _count_nl(data, 0, size)
+    start_position = session.next_position
+    base = start_position - first_index
+    writer = _Writer(stage, None, commit=True, also_reads=session.pk, segments=False)
+    lines = _scan_lines(data, size, consumed, first_index, None, scan)
+    stats = _store_lines(lines, stage, scan, writer, position_of=lambda index: base + index)
+    writer.flush()
+    _resolve_pending(session, scan)
+    result.problems.extend(scan.problems)
+    if not result.ok:
+        return
+    # Figures of entries whose parent came later: still in the staging session.
+    writer.figures.finish()
+    progress = _progress.get()
+    if progress is not None:
+        progress.phase = "finishing"
+        progress.tick(force=True)
+    with transaction.atomic():
+        digest = session.source_sha256
+        session.refresh_from_db()  # under the write lock: what no other writer can change now
+        if (session.next_position, session.source_sha256) != (start_position, digest):
+            result.problems.append(
+                Problem(
+                    0,
+                    "error",
+                    "changed-meanwhile",
+                    "The stored session changed while this file was being imported (an "
+                    "entry was added to it, or another import of it finished first), so "
+                    "nothing was added. Import the file again.",
+                )
+            )
+            return
+        _move(stage, session)
+        segment_store.extend_segments(session.pk, start_position - 1)
+        writer.session = session
+        writer.finish_child_counts()
+        for entry_id, depth in scan.fixed.items():
+            Entry.objects.filter(session=session, entry_id=entry_id).update(depth=depth)
+        refresh_counters(session, scan)
+        if stats["name"] is not None:
+            session.name = stats["name"]
+        session.missing_final_newline = not _ends_nl(data, consumed)
+        session.source_size = consumed
+        session.source_sha256 = _sha256(data, consumed)
+        if source_path:
+            session.source_path = source_path
+        session.save()
+        _save_problems(session, scan.problems)
+        _update_warning_count(session)
+        secrets_current(session)
+    # The survival checks of the new compactions read the routes now stored: computed and
+    # stored after the move, so the lock every writer waits for is not held meanwhile. Until
+    # they are (or if this process dies first), a page checks those entries itself.
+    survival_writer.write_checks(session, writer.checked, scanned=False)
+    result.session = session
+    result.added = stats["entries"]
+    result.new_entries = writer.created(result.added)
+
+
+def _move(stage: Session, session: Session) -> None:
+    """Every staged row into the stored session, one statement per table, then the staging
+    session's own row deleted (nothing refers to it any more)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cur:
+        for model in _STAGED_TABLES:
+            cur.execute(
+                f"UPDATE {quote(model._meta.db_table)} SET session_id = %s WHERE session_id = %s",
+                [session.pk, stage.pk],
+            )
+    Session.every.filter(pk=stage.pk).delete()
