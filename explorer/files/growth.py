@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from explorer import segment_store, survival_writer
 from explorer.files.findings import secrets_current
+from explorer.files.merge import MergePlan, merge_lines
 from explorer.files.progress import _progress, clear_abandoned, discard, import_owner
 from explorer.files.scan import Problem, _count_nl, _ends_nl, _scan_lines, _sha256
 from explorer.files.store import (
@@ -64,17 +65,26 @@ def stages_growth(session: Session, consumed: int) -> bool:
     return connection.vendor == "sqlite" and consumed - session.source_size >= STAGE_FROM_BYTES
 
 
-def grow_staged(data: Any, consumed: int, session: Session, result: Any, source_path: str) -> None:
-    """Add the file's lines after the stored prefix (``session.source_size`` bytes, whose
-    digest the caller checked and which ends with a newline) to ``session``, staged.
+def grow_staged(
+    data: Any,
+    consumed: int,
+    session: Session,
+    result: Any,
+    source_path: str,
+    *,
+    plan: MergePlan | None = None,
+) -> None:
+    """Add the file's new entries to ``session``, staged: without ``plan``, its lines after
+    the stored prefix (``session.source_size`` bytes, whose digest the caller checked and
+    which ends with a newline); with one, the fresh entries of a file that changed other
+    than by growing (``merge.merge_plan``).
 
     Fills ``result`` as ``imports._import_more`` does; on a blocking problem nothing is
     added. Runs outside any transaction: each batch commits on its own."""
     clear_abandoned()
-    size = session.source_size
     progress = _progress.get()
-    if progress is not None:
-        progress.bytes = size  # the stored prefix counts as read
+    if progress is not None and plan is None:
+        progress.bytes = session.source_size  # the stored prefix counts as read
     stage = Session.every.create(
         session_id=f"staging:{uuid.uuid4().hex}",
         header_raw=session.header_raw,
@@ -85,7 +95,7 @@ def grow_staged(data: Any, consumed: int, session: Session, result: Any, source_
         import_heartbeat=timezone.now(),
     )
     try:
-        _stage_and_move(data, consumed, session, stage, result, source_path)
+        _stage_and_move(data, consumed, session, stage, result, source_path, plan)
     except BaseException:
         discard(stage)
         raise
@@ -93,15 +103,20 @@ def grow_staged(data: Any, consumed: int, session: Session, result: Any, source_
         discard(stage)
 
 
-def _stage_and_move(data, consumed, session, stage, result, source_path) -> None:
-    size = session.source_size
-    scan = _existing_scan(session)
-    first_index = _count_nl(data, 0, size)
+def _stage_and_move(data, consumed, session, stage, result, source_path, plan) -> None:
     start_position = session.next_position
-    base = start_position - first_index
+    if plan is None:
+        size = session.source_size
+        scan = _existing_scan(session)
+        first_index = _count_nl(data, 0, size)
+        base = start_position - first_index
+        lines = _scan_lines(data, size, consumed, first_index, None, scan)
+        position_of = lambda index: base + index  # noqa: E731
+    else:
+        scan = plan.scan
+        lines, position_of = merge_lines(data, consumed, plan, start_position)
     writer = _Writer(stage, None, commit=True, also_reads=session.pk, segments=False)
-    lines = _scan_lines(data, size, consumed, first_index, None, scan)
-    stats = _store_lines(lines, stage, scan, writer, position_of=lambda index: base + index)
+    stats = _store_lines(lines, stage, scan, writer, position_of=position_of)
     writer.flush()
     _resolve_pending(session, scan)
     result.problems.extend(scan.problems)
@@ -137,7 +152,8 @@ def _stage_and_move(data, consumed, session, stage, result, source_path) -> None
         refresh_counters(session, scan)
         if stats["name"] is not None:
             session.name = stats["name"]
-        session.missing_final_newline = not _ends_nl(data, consumed)
+        # A merged file's lines were stored whole, each with its newline.
+        session.missing_final_newline = plan is None and not _ends_nl(data, consumed)
         session.source_size = consumed
         session.source_sha256 = _sha256(data, consumed)
         if source_path:

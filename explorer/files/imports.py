@@ -8,7 +8,6 @@ kept their original text are grown by :mod:`.legacy`.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -20,6 +19,7 @@ from explorer.files.findings import header_findings, secrets_current
 from explorer.files.growth import grow_staged, stages_growth
 from explorer.files.index import index_new_entries
 from explorer.files.legacy import _import_legacy
+from explorer.files.merge import merge_lines, merge_plan
 from explorer.files.progress import _progress, clear_abandoned, discard, import_owner
 from explorer.files.scan import (
     FULL_VALIDATION_LIMIT,
@@ -308,21 +308,27 @@ def _import_new_batched(
 
 
 def _grew_staged(data, consumed, header, result: ImportResult, source_path: str) -> bool:
-    """A stored session's file grown by enough to stage (``growth``): grow it that way and
-    say True; False leaves it to the one-transaction path (PostgreSQL, a few lines, or a
-    file that changed other than by growing)."""
+    """A stored session's file grown (or changed) by enough to stage (``growth``): add its
+    new entries that way and say True; False leaves it to the one-transaction path
+    (PostgreSQL, a few lines, a legacy session, a stored copy that ended mid-line)."""
     session = Session.objects.filter(session_id=header["id"]).first()
     if session is None or session.source_version < 3 or not stages_growth(session, consumed):
         return False
     size = session.source_size
-    if not (
-        size
-        and session.source_sha256
-        and _ends_nl(data, size)
-        and _sha256(data, size) == session.source_sha256
-    ):
+    if not (size and session.source_sha256 and _ends_nl(data, size)):
         return False
-    grow_staged(data, consumed, session, result, source_path)
+    if _sha256(data, size) == session.source_sha256:
+        grow_staged(data, consumed, session, result, source_path)
+    else:
+        # Rewritten rather than grown: compare by id first (reads only), then stage.
+        plan = merge_plan(data, consumed, session, result)
+        if plan is None:
+            if result.ok:
+                result.session = session  # nothing new
+            else:
+                _nothing_stored(result)
+            return True
+        grow_staged(data, consumed, session, result, source_path, plan=plan)
     if not result.ok:
         _nothing_stored(result)
     return True
@@ -477,85 +483,16 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     result.new_entries = writer.created(result.added)
 
 
-def _digest(raw: str) -> bytes:
-    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def _merge_by_id(data, consumed, session: Session, result, user):
     """The file changed other than by growing (e.g. rewritten elsewhere): add the entries
     whose ids we do not have; an id we have with different content is a conflict."""
-    if session.source_version < 3:
-        result.problems.append(
-            Problem(
-                0,
-                "error",
-                "legacy-changed",
-                f"This session was imported from a version {session.source_version} file and "
-                "stored migrated; the file has changed since (Pi rewrites such files with new "
-                "entry ids when it opens them), so it cannot be merged. Delete the stored session "
-                "and import the file again.",
-            )
-        )
+    plan = merge_plan(data, consumed, session, result)
+    if plan is None:
         return
-    # Digests, not the stored lines: a 2 GB session is compared without holding it.
-    stored = {
-        entry_id: _digest(raw)
-        for entry_id, raw in Entry.objects.filter(session=session)
-        .values_list("entry_id", "raw")
-        .iterator(chunk_size=200)
-    }
-    scan = _existing_scan(session)
-    header_index = None
-    fresh: set[str] = set()
-    fresh_count = 0
-    common = 0
-    progress = _progress.get()
-    for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan()):
-        if item.kind != "entry":
-            continue
-        entry_id = item.value["id"]
-        if entry_id in stored:
-            common += 1
-            if stored[entry_id] != _digest(item.raw):
-                scan.add(
-                    Problem(
-                        item.index + 1,
-                        "error",
-                        "conflict",
-                        f"Entry {entry_id} differs from the stored copy; "
-                        "stored history is never changed.",
-                        entry_id,
-                    )
-                )
-            continue
-        fresh.add(entry_id)
-        fresh_count += 1
-    if stored and fresh and not common:
-        scan.add(
-            Problem(
-                0,
-                "error",
-                "conflict",
-                "The file shares no entry with the stored session of the same id; "
-                "it is another history, not a newer copy. Nothing was imported.",
-            )
-        )
-    if not fresh or scan.failed:
-        if not scan.failed:
-            result.unchanged = True
-        result.problems.extend(scan.problems)
-        return
-    base = session.next_position
-    counter = iter(range(base, base + fresh_count))
+    scan = plan.scan
     writer = _Writer(session, None)
-    if progress is not None:
-        progress.bytes = 0  # the second pass stores the new entries, in file order
-    again = (
-        item
-        for item in _scan_lines(data, 0, consumed, 0, header_index, _Scan())
-        if item.kind == "entry" and item.value["id"] in fresh
-    )
-    stats = _store_lines(again, session, scan, writer, position_of=lambda index: next(counter))
+    lines, position_of = merge_lines(data, consumed, plan, session.next_position)
+    stats = _store_lines(lines, session, scan, writer, position_of=position_of)
     writer.flush()
     _resolve_pending(session, scan)
     result.problems.extend(scan.problems)

@@ -298,7 +298,7 @@ def test_an_abandoned_staging_is_removed_by_the_next_import(tmp_path, monkeypatc
     assert not Entry.objects.filter(entry_id="half").exists()
 
 
-def _die(data, consumed, session, stage, result, source_path):
+def _die(data, consumed, session, stage, result, source_path, plan):
     Entry.objects.create(session=stage, entry_id="half", position=10**6, line_no=1, raw="{}")
     raise SystemExit(1)
 
@@ -317,3 +317,46 @@ def test_the_search_index_follows_a_texts_change_and_ignores_a_move(make_session
     EntryText.objects.filter(pk=row.pk).update(text="a numbat naps")
     assert queries.search_entries("wombat")["total"] == 0
     assert queries.search_entries("numbat")["total"] == 1
+
+
+def _with_own_line(data: bytes, fraction: float, session_id: str) -> bytes:
+    """A stored copy of the first lines plus one line the full file lacks, under another
+    header id: the full file then differs from it other than by growing."""
+    part = _renamed(_cut(data, fraction), session_id)
+    last = json.loads(part.splitlines()[-1])
+    own = {**last, "id": "only-in-the-stored-copy", "parentId": last["id"]}
+    return part + json.dumps(own).encode() + b"\n"
+
+
+@pytest.mark.parametrize("seed", [4, 11])
+def test_a_staged_merge_stores_what_the_one_transaction_merge_stores(tmp_path, monkeypatch, seed):
+    data = _generated(tmp_path, seed, entries=500)
+    results = {}
+    for session_id, staged in (("one-transaction", False), ("staged", True)):
+        monkeypatch.setattr(growth, "STAGE_FROM_BYTES", 1 if staged else 10**12)
+        assert services.import_bytes(_with_own_line(data, 0.3, session_id)).ok
+        merged = services.import_bytes(_renamed(data, session_id))
+        assert merged.ok, merged.problems
+        assert merged.added > ROWS and not merged.created
+        results[session_id] = merged
+    assert not Session.every.filter(state=Session.IMPORTING).exists()
+    one, staged_rows = _rows(results["one-transaction"].session), _rows(results["staged"].session)
+    assert "only-in-the-stored-copy" in staged_rows["entries"]
+    one["counters"].pop("source_size"), staged_rows["counters"].pop("source_size")  # header ids
+    for key in one:
+        assert staged_rows[key] == one[key], key
+
+
+def test_a_staged_merge_with_a_conflict_adds_nothing(tmp_path):
+    data = _generated(tmp_path, 12, entries=300)
+    assert services.import_bytes(_with_own_line(data, 0.3, "conflicted")).ok
+    session = Session.objects.get(session_id="conflicted")
+    before = _rows(session)
+    lines = _renamed(data, "conflicted").splitlines(keepends=True)
+    changed = json.loads(lines[5])
+    changed["timestamp"] = "2030-01-01T00:00:00.000Z"  # a stored entry, rewritten
+    lines[5] = json.dumps(changed).encode() + b"\n"
+    result = services.import_bytes(b"".join(lines))
+    assert not result.ok and {p.code for p in result.errors} == {"conflict"}
+    assert not Session.every.filter(state=Session.IMPORTING).exists()
+    assert _rows(session) == before
