@@ -20,10 +20,11 @@ it (row locks), and moving rows there would rebuild their trigram index entries.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from explorer import segment_store, survival_writer
@@ -85,15 +86,7 @@ def grow_staged(
     progress = _progress.get()
     if progress is not None and plan is None:
         progress.bytes = session.source_size  # the stored prefix counts as read
-    stage = Session.every.create(
-        session_id=f"staging:{uuid.uuid4().hex}",
-        header_raw=session.header_raw,
-        source_version=session.source_version,
-        agent=session.agent,
-        state=Session.IMPORTING,
-        import_owner=import_owner(),
-        import_heartbeat=timezone.now(),
-    )
+    stage = _staging_session(session)
     try:
         _stage_and_move(data, consumed, session, stage, result, source_path, plan)
     except BaseException:
@@ -101,6 +94,53 @@ def grow_staged(
         raise
     if not result.ok:
         discard(stage)
+
+
+def _staging_session(session: Session) -> Session:
+    """The hidden session the growth is staged in, keyed so that moving a row costs a read.
+
+    SQLite stores an integer in as few bytes as it needs (none for 0 and 1, one byte up to
+    127, two up to 32,767, ...). When an update leaves a row's record the same size, SQLite
+    overwrites it in place and writes only the pages whose bytes changed; otherwise it
+    rewrites the whole record, multi-MB lines included. So the staging session takes a key
+    as wide as the stored session's: 0 for session 1, else a negative one of the same width
+    (autoincrement never hands those out). A key already taken (another staged import)
+    is tried again; after a few tries any key will do (only the move is slower)."""
+    width = _int_width(session.pk)
+    for attempt in range(8):
+        if attempt == 7:
+            pk = None
+        elif width == 0:
+            pk = 0 if session.pk == 1 else 1
+        else:
+            low = -(1 << (8 * width - 1))
+            high = -(1 << (8 * (width - 1) - 1)) - 1 if width > 1 else -1
+            pk = secrets.choice(range(low, high + 1))
+        try:
+            with transaction.atomic():
+                return Session.every.create(
+                    pk=pk,
+                    session_id=f"staging:{uuid.uuid4().hex}",
+                    header_raw=session.header_raw,
+                    source_version=session.source_version,
+                    agent=session.agent,
+                    state=Session.IMPORTING,
+                    import_owner=import_owner(),
+                    import_heartbeat=timezone.now(),
+                )
+        except IntegrityError:
+            continue
+    raise AssertionError("unreachable: the last try takes any key")
+
+
+def _int_width(value: int) -> int:
+    """Bytes SQLite stores the integer in (0 for 0 and 1)."""
+    if value in (0, 1):
+        return 0
+    for width in (1, 2, 3, 4, 6):
+        if -(1 << (8 * width - 1)) <= value < (1 << (8 * width - 1)):
+            return width
+    return 8
 
 
 def _stage_and_move(data, consumed, session, stage, result, source_path, plan) -> None:

@@ -360,3 +360,24 @@ def test_a_staged_merge_with_a_conflict_adds_nothing(tmp_path):
     assert not result.ok and {p.code for p in result.errors} == {"conflict"}
     assert not Session.every.filter(state=Session.IMPORTING).exists()
     assert _rows(session) == before
+
+
+def test_the_staging_key_is_as_wide_as_the_stored_sessions(make_session):
+    """Moving a row between keys of one width leaves its record the same size, which SQLite
+    overwrites in place, writing only the changed page (not a multi-MB line's pages)."""
+    session = make_session()
+    for pk, low, high in (
+        (1, 0, 0),
+        (5, -128, -1),
+        (300, -32768, -129),
+        (70_000, -(2**23), -32769),
+    ):
+        session.pk = pk
+        stage = growth._staging_session(session)
+        assert low <= stage.pk <= high and growth._int_width(stage.pk) == growth._int_width(pk)
+        assert stage.state == Session.IMPORTING and not Session.objects.filter(pk=stage.pk)
+        if pk == 1:  # its one key of that width is taken now: another staging takes any
+            again = growth._staging_session(session)
+            assert again.pk not in (0, 1) and again.state == Session.IMPORTING
+            again.delete()
+        stage.delete()
