@@ -22,7 +22,7 @@ from explorer.route_parts import Chain, rows_between
 ROW_COLS = "e.entry_id, e.parent_id, e.type, e.position, e.id"
 
 # Settings entries searched before a live range's start (``entries.context_light``).
-_MARKS = ("compaction", "thinking_level_change", "model_change")
+MARKS = ("compaction", "thinking_level_change", "model_change")
 
 
 def light_rows(route: Chain, low: int, high: int) -> list[LightEntry]:
@@ -74,10 +74,10 @@ class Prefix:
         self._marks: list[tuple[Any, ...]] | None = None
 
     def marks(self) -> list[tuple[Any, ...]]:
-        """The prefix's compactions, thinking level and model changes (:data:`_MARKS`), as
+        """The prefix's compactions, thinking level and model changes (:data:`MARKS`), as
         (depth, ``ROW_COLS``...), read once for both routes."""
         if self._marks is None:
-            quoted = ", ".join(f"'{t}'" for t in _MARKS)
+            quoted = ", ".join(f"'{t}'" for t in MARKS)
             self._marks = (
                 rows_between(self.route, 0, self.k, ROW_COLS, where=f"e.type IN ({quoted})")
                 if self.k >= 0
@@ -93,25 +93,19 @@ class Prefix:
         return self.rows[low - self.low :]
 
 
-def live_range(session: Any, route: Chain, prefix: Prefix, tail: Sequence[Any]) -> list[Any]:
-    """``context_light(session, route)[0]`` of the route whose rows after the shared prefix
-    are ``tail`` (depths ``prefix.k + 1`` on): the newest compaction's first kept entry on
-    (or the compaction itself, or the whole route without one), after the newest thinking
-    level change and the newest model setting (an assistant reply after the newest model
-    change, or that change) before it. Rows above the prefix's end are ``prefix``'s."""
+def live_range(session: Any, route: Chain, prefix: Prefix, tail: Any) -> list[Any]:
+    """``context_light(session, route)[0]`` of the route whose part after the shared prefix
+    (depths ``prefix.k + 1`` on) is ``tail`` (``compare_tails.SparseTail``: its marks and
+    its rows from a depth on, read only from there): the newest compaction's first kept
+    entry on (or the compaction itself, or the whole route without one), after the newest
+    thinking level change and the newest model setting (an assistant reply after the newest
+    model change, or that change) before it. Rows above the prefix's end are ``prefix``'s."""
     first = prefix.k + 1
 
     def since(low: int) -> list[Any]:
-        return [*prefix.since(low), *tail] if low < first else list(tail[low - first :])
+        return [*prefix.since(low), *tail.since(first)] if low < first else tail.since(low)
 
-    marks = [
-        *prefix.marks(),
-        *(
-            (r.depth, r.entry_id, r.parent_id, r.type, r.position, r.pk)
-            for r in tail
-            if r.type in _MARKS
-        ),
-    ]
+    marks = [*prefix.marks(), *tail.marks]
     comps = [r for r in marks if r[3] == "compaction"]
     if not comps:
         return since(0)
