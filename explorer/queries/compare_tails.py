@@ -130,7 +130,10 @@ class SparseTail:
         found = rows_between(
             route, first, route.end,
             "e.entry_id, e.parent_id, e.type, e.position, e.cost, u.uses, e.id",
-            join=f"LEFT JOIN {uses} u ON u.session_id = e.session_id AND u.position = e.position",
+            # Only an assistant reply names files (``describe.file_uses``): the uses are
+            # looked up for those alone, not for every entry of the part.
+            join=f"LEFT JOIN {uses} u ON e.role = 'assistant' AND e.type = 'message' "
+            "AND u.session_id = e.session_id AND u.position = e.position",
             where="e.cost <> 0 OR e.type <> 'message' OR u.uses IS NOT NULL",
         )  # fmt: skip
         for depth, eid, parent, kind, position, cost, text, pk in found:
