@@ -17,6 +17,7 @@ from explorer.models import Entry, RouteFigure
 from explorer.queries.entries import load_entries
 from explorer.queries.routes import LightEntry
 from explorer.route_parts import Chain, rows_between
+from explorer.segment_store import q_offset
 
 # The columns a route's light rows carry (``routes.light_path``), after the depth.
 ROW_COLS = "e.entry_id, e.parent_id, e.type, e.position, e.id"
@@ -113,12 +114,9 @@ def live_range(session: Any, route: Chain, prefix: Prefix, tail: Any) -> list[An
     fk = load_entries(session, [comp[1]]).get(comp[1], {}).get("firstKeptEntryId")
     start = comp[0]
     if isinstance(fk, str) and start > 0:
-        kept = rows_between(
-            route, 0, start - 1, "e.id", where="e.session_id = %s AND e.entry_id = %s",
-            params=[session.pk, fk],
-        )  # fmt: skip
-        if kept:
-            start = kept[0][0]
+        kept = _depth_on(session, route, fk)
+        if kept is not None and kept < start:
+            start = kept
     head = [r for r in marks if r[0] < start]
     thinking = next((r for r in reversed(head) if r[3] == "thinking_level_change"), None)
     model = next((r for r in reversed(head) if r[3] == "model_change"), None)
@@ -129,6 +127,27 @@ def live_range(session: Any, route: Chain, prefix: Prefix, tail: Any) -> list[An
     elif model is not None:
         chosen.append(model)
     return [_light(r) for r in sorted(chosen, key=lambda r: r[0])] + since(start)
+
+
+def _depth_on(session: Any, route: Chain, entry_id: str) -> int | None:
+    """The depth of the entry ``entry_id`` on ``route`` (None: not on it), from its place
+    in the segments: one row by the entries' (session, id) index, not a pass down the
+    route (a compaction's first kept entry of a 20,000-entry route)."""
+    from explorer.models import SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT m.segment_id, m.{off} FROM {entries} e "  # noqa: S608
+            f"JOIN {members} m ON m.entry_id = e.id WHERE e.session_id = %s AND e.entry_id = %s",
+            [session.pk, entry_id],
+        )
+        found = cur.fetchone()
+    if found is None or found[0] is None or found[1] is None:
+        return None
+    return route.depth_of(found[0], found[1])
 
 
 def _newest_assistant(session: Any, route: Chain, low: int, high: int) -> Any:
