@@ -17,12 +17,13 @@ from explorer.models import Entry, RouteFigure
 from explorer.queries.entries import load_entries
 from explorer.queries.routes import LightEntry
 from explorer.route_parts import Chain, rows_between
+from explorer.segment_store import q_offset
 
 # The columns a route's light rows carry (``routes.light_path``), after the depth.
 ROW_COLS = "e.entry_id, e.parent_id, e.type, e.position, e.id"
 
 # Settings entries searched before a live range's start (``entries.context_light``).
-_MARKS = ("compaction", "thinking_level_change", "model_change")
+MARKS = ("compaction", "thinking_level_change", "model_change")
 
 
 def light_rows(route: Chain, low: int, high: int) -> list[LightEntry]:
@@ -74,10 +75,10 @@ class Prefix:
         self._marks: list[tuple[Any, ...]] | None = None
 
     def marks(self) -> list[tuple[Any, ...]]:
-        """The prefix's compactions, thinking level and model changes (:data:`_MARKS`), as
+        """The prefix's compactions, thinking level and model changes (:data:`MARKS`), as
         (depth, ``ROW_COLS``...), read once for both routes."""
         if self._marks is None:
-            quoted = ", ".join(f"'{t}'" for t in _MARKS)
+            quoted = ", ".join(f"'{t}'" for t in MARKS)
             self._marks = (
                 rows_between(self.route, 0, self.k, ROW_COLS, where=f"e.type IN ({quoted})")
                 if self.k >= 0
@@ -93,25 +94,19 @@ class Prefix:
         return self.rows[low - self.low :]
 
 
-def live_range(session: Any, route: Chain, prefix: Prefix, tail: Sequence[Any]) -> list[Any]:
-    """``context_light(session, route)[0]`` of the route whose rows after the shared prefix
-    are ``tail`` (depths ``prefix.k + 1`` on): the newest compaction's first kept entry on
-    (or the compaction itself, or the whole route without one), after the newest thinking
-    level change and the newest model setting (an assistant reply after the newest model
-    change, or that change) before it. Rows above the prefix's end are ``prefix``'s."""
+def live_range(session: Any, route: Chain, prefix: Prefix, tail: Any) -> list[Any]:
+    """``context_light(session, route)[0]`` of the route whose part after the shared prefix
+    (depths ``prefix.k + 1`` on) is ``tail`` (``compare_tails.SparseTail``: its marks and
+    its rows from a depth on, read only from there): the newest compaction's first kept
+    entry on (or the compaction itself, or the whole route without one), after the newest
+    thinking level change and the newest model setting (an assistant reply after the newest
+    model change, or that change) before it. Rows above the prefix's end are ``prefix``'s."""
     first = prefix.k + 1
 
     def since(low: int) -> list[Any]:
-        return [*prefix.since(low), *tail] if low < first else list(tail[low - first :])
+        return [*prefix.since(low), *tail.since(first)] if low < first else tail.since(low)
 
-    marks = [
-        *prefix.marks(),
-        *(
-            (r.depth, r.entry_id, r.parent_id, r.type, r.position, r.pk)
-            for r in tail
-            if r.type in _MARKS
-        ),
-    ]
+    marks = [*prefix.marks(), *tail.marks]
     comps = [r for r in marks if r[3] == "compaction"]
     if not comps:
         return since(0)
@@ -119,12 +114,9 @@ def live_range(session: Any, route: Chain, prefix: Prefix, tail: Sequence[Any]) 
     fk = load_entries(session, [comp[1]]).get(comp[1], {}).get("firstKeptEntryId")
     start = comp[0]
     if isinstance(fk, str) and start > 0:
-        kept = rows_between(
-            route, 0, start - 1, "e.id", where="e.session_id = %s AND e.entry_id = %s",
-            params=[session.pk, fk],
-        )  # fmt: skip
-        if kept:
-            start = kept[0][0]
+        kept = _depth_on(session, route, fk)
+        if kept is not None and kept < start:
+            start = kept
     head = [r for r in marks if r[0] < start]
     thinking = next((r for r in reversed(head) if r[3] == "thinking_level_change"), None)
     model = next((r for r in reversed(head) if r[3] == "model_change"), None)
@@ -135,6 +127,27 @@ def live_range(session: Any, route: Chain, prefix: Prefix, tail: Sequence[Any]) 
     elif model is not None:
         chosen.append(model)
     return [_light(r) for r in sorted(chosen, key=lambda r: r[0])] + since(start)
+
+
+def _depth_on(session: Any, route: Chain, entry_id: str) -> int | None:
+    """The depth of the entry ``entry_id`` on ``route`` (None: not on it), from its place
+    in the segments: one row by the entries' (session, id) index, not a pass down the
+    route (a compaction's first kept entry of a 20,000-entry route)."""
+    from explorer.models import SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT m.segment_id, m.{off} FROM {entries} e "  # noqa: S608
+            f"JOIN {members} m ON m.entry_id = e.id WHERE e.session_id = %s AND e.entry_id = %s",
+            [session.pk, entry_id],
+        )
+        found = cur.fetchone()
+    if found is None or found[0] is None or found[1] is None:
+        return None
+    return route.depth_of(found[0], found[1])
 
 
 def _newest_assistant(session: Any, route: Chain, low: int, high: int) -> Any:

@@ -18,11 +18,11 @@ from typing import Any
 from explorer import route_store
 from explorer.analysis.line_texts import CompareTexts as Texts
 from explorer.analysis.line_texts import compare_texts
-from explorer.file_use_store import Uses, uses_at
 from explorer.key_lookups import rows_for_keys
 from explorer.line_text_store import stored_texts
 from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.chain_context import TailRow
+from explorer.queries.compare_tails import WholeTail
 from explorer.queries.costs import abandoned_cost
 from explorer.queries.entries import context_light, entries_with_secrets, load_entries
 from explorer.queries.omitted import omitted_entries
@@ -124,11 +124,15 @@ def compare_walked(session: Session, a: str, b: str, cursor: str | None) -> dict
     stored = _stored_rows(session, {e.position for e in (*route_a, *route_b)})
     live_a, live_b = context_light(session, route_a)[0], context_light(session, route_b)[0]
     rows_a, rows_b = _with_stored(route_a, k, stored), _with_stored(route_b, k, stored)
+    base = rows_a[0] if k >= 0 else None
     out = _compare_parts(
         session,
         (a, b),
-        rows_a[0] if k >= 0 else None,
-        (rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b),
+        base,
+        (
+            WholeTail(rows_a[1:] if k >= 0 else rows_a, base),
+            WholeTail(rows_b[1:] if k >= 0 else rows_b, base),
+        ),
         (route_a[-1].entry_id if route_a else None, route_b[-1].entry_id if route_b else None),
         (live_a, live_b),
     )
@@ -143,10 +147,13 @@ def _compare_by_chains(
     segments do not settle a route (then both are read whole).
 
     The common ancestor is where the two chains part (its depth from the chains alone);
-    each route's entries after it are read by their (segment, offset) ranges; of the shared
-    prefix only the rows of a live range that reaches into it are read (once for both
-    routes), and its costs off the cursor's route as costs only (:func:`_chain_costs`)."""
+    each route's part after it is read sparsely by its (segment, offset) ranges
+    (``compare_tails.SparseTail``: the entries a sum needs one by one, and rows only from
+    where the live range or the listing starts); of the shared prefix only the rows of a
+    live range that reaches into it are read (once for both routes), and its costs off the
+    cursor's route as costs only (:func:`_chain_costs`)."""
     from explorer.queries.chain_context import Prefix, live_range, tail_rows
+    from explorer.queries.compare_tails import SparseTail
     from explorer.route_parts import ancestor_depth, chain
 
     ca, cb = chain(session.pk, a), chain(session.pk, b)
@@ -158,17 +165,25 @@ def _compare_by_chains(
         if cc is None:
             return None
     k = ancestor_depth(ca, cb)
-    rows_a, rows_b = tail_rows(ca, max(k, 0), ca.end), tail_rows(cb, max(k, 0), cb.end)
-    low = max(k, 0)
-    if len(rows_a) != ca.end - low + 1 or len(rows_b) != cb.end - low + 1:
-        return None  # a member missing: the segments do not settle it
-    base = rows_a[0] if k >= 0 else None
-    tail_a, tail_b = rows_a[1:] if k >= 0 else rows_a, rows_b[1:] if k >= 0 else rows_b
+    first = max(k, 0) + (1 if k >= 0 else 0)
+    base = None
+    if k >= 0:
+        found = tail_rows(ca, k, k)
+        if len(found) != 1:
+            return None  # a member missing: the segments do not settle it
+        base = found[0]
+    tail_a, tail_b = SparseTail(ca, first), SparseTail(cb, first)
     prefix = Prefix(ca, k)
     lives = (live_range(session, ca, prefix, tail_a), live_range(session, cb, prefix, tail_b))
-    ends = (rows_a[-1].entry_id, rows_b[-1].entry_id)
+    ends = tuple(
+        tail.last(1)[-1].entry_id if tail.length else base.entry_id if base else None
+        for tail in (tail_a, tail_b)
+    )
     out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives)
-    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, (tail_a, tail_b)))
+    if tail_a.broken or tail_b.broken:
+        return None  # a member missing: the segments do not settle it
+    spent = (tail_a.spent(), tail_b.spent())
+    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, spent))
     return out
 
 
@@ -183,7 +198,9 @@ def _chain_costs(
     """:func:`_compare_costs` from the chains of A, B and the cursor's route (None: no
     cursor): what each route holds off the cursor's route lies after the depth where their
     chains part, so the shared prefix's part of it is read as costs only, and the cursor's
-    route's costs likewise (``costs.abandoned_cost`` with ``route_costs``)."""
+    route's costs likewise (``costs.abandoned_cost`` with ``route_costs``). ``tails``: each
+    route's entries after the ancestor with a cost (depth and cost, in route order; an entry
+    without one adds nothing to a sum)."""
     from explorer.route_parts import ancestor_depth, rows_between
     from explorer.session import jsonfmt
 
@@ -221,14 +238,15 @@ def _compare_parts(
     session: Session,
     pair: tuple[str, str],
     base: Any,
-    tails: tuple[Sequence[Any], Sequence[Any]],
-    ends: tuple[str | None, str | None],
+    tails: tuple[Any, Any],
+    ends: tuple[str | None, ...],
     lives: tuple[Sequence[Any], Sequence[Any]],
 ) -> dict[str, Any]:
     """Every figure but the costs, from each route's part after the common ancestor
-    ``base`` (``tails``), the entries its route ends at (``ends``), its live range
-    (``lives``, as ``context_light`` gives it); the ancestor and the tails are
-    ``chain_context.TailRow`` (each entry with its stored cost and route tool calls)."""
+    ``base`` (``tails``: ``compare_tails.WholeTail`` or ``SparseTail``), the entries its
+    route ends at (``ends``), its live range (``lives``, as ``context_light`` gives it);
+    the ancestor is a ``chain_context.TailRow`` (with its stored cost and route tool
+    calls)."""
     from dataclasses import asdict
 
     from explorer.analysis.compare import checked_diff_rows, collapse_shared, listed_lines
@@ -237,23 +255,17 @@ def _compare_parts(
     ancestor = base.entry_id if base is not None else None
     tail_a, tail_b = tails
     live_a, live_b = lives
-    shown_a, shown_b = tail_a[-ROUTE_SHOWN:], tail_b[-ROUTE_SHOWN:]
+    shown_a, shown_b = tail_a.last(ROUTE_SHOWN), tail_b.last(ROUTE_SHOWN)
     # Every line the page needs parsed, in one read: the listed ones, both contexts and
     # the replies after the ancestor that called tools and hold a secret (the files the
-    # others name are stored with them, read below in one query for both routes). A
-    # multi-MB line of the contexts that no row lists is stood in for by its stored
-    # estimate (``queries.omitted``), and read after all only where its content decides.
-    # The texts of a big line listed, or stood in for, are stored with it
-    # (``line_text_store``): a listed row reads them, not the line.
+    # others name are stored with them). A multi-MB line of the contexts that no row lists
+    # is stood in for by its stored estimate (``queries.omitted``), and read after all only
+    # where its content decides. The texts of a big line listed, or stood in for, are
+    # stored with it (``line_text_store``): a listed row reads them, not the line.
     titled = {*(e.entry_id for e in (*shown_a, *shown_b)), *([ancestor] if ancestor else [])}
     known = _stored_texts(session, titled)
-    calling = [*_calling(base, tail_a), *_calling(base, tail_b)]
     holding = entries_with_secrets(session)
-    uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
-    parsed = {
-        *(titled - known.keys()),
-        *(e.entry_id for e in calling if e.entry_id in holding),
-    }
+    parsed = {*(titled - known.keys()), *tail_a.to_parse(holding), *tail_b.to_parse(holding)}
     omitted = omitted_entries(session, [*live_a, *live_b], parsed)
     known.update(_stored_texts(session, [eid for eid in omitted if eid not in known]))
     data = load_entries(
@@ -264,8 +276,8 @@ def _compare_parts(
     figures = route_store.figures_of(
         session, [*(e for e in ends if e), *([ancestor] if ancestor else [])]
     )
-    stats_a = _tail_stats(session, base, tail_a, data, figures, uses, holding)
-    stats_b = _tail_stats(session, base, tail_b, data, figures, uses, holding)
+    stats_a = _part_stats(session.pk, base, tail_a, data, figures, holding)
+    stats_b = _part_stats(session.pk, base, tail_b, data, figures, holding)
     for attempt in range(4):  # the third reads every stand-in left; the fourth aligns
         projected_a, estimate_a = _context_of(ends[0], live_a, data, figures)
         projected_b, estimate_b = _context_of(ends[1], live_b, data, figures)
@@ -298,8 +310,8 @@ def _compare_parts(
         else "",  # fmt: skip
         "route_a": _route_rows(shown_a, data, known),
         "route_b": _route_rows(shown_b, data, known),
-        "len_a": len(tail_a),
-        "len_b": len(tail_b),
+        "len_a": tail_a.length,
+        "len_b": tail_b.length,
         "stats_a": asdict(stats_a),
         "stats_b": asdict(stats_b),
         # Raw vs projected's figure: the engine's estimate, stored with each entry.
@@ -343,38 +355,6 @@ def _with_stored(
     ]
 
 
-def _calling(base: Any, tail: Sequence[Any]) -> list[Any]:
-    """The entries of ``tail`` (a route's entries after ``base``, None: from its root) that
-    called tools: where the route's stored tool-call count goes up from the entry before."""
-    # A route without figure rows (entry rows stored by hand, never figured) counts none.
-    before = (base.calls or 0) if base is not None else 0
-    out: list[Any] = []
-    for e in tail:
-        now = e.calls
-        now = before if now is None else now
-        if now > before:
-            out.append(e)
-        before = now
-    return out
-
-
-def _route_uses(
-    calling: Sequence[Any], uses: dict[int, Uses], parsed: dict[str, dict], holding: Any
-) -> list[tuple[str, str]]:
-    """The file uses of the ``calling`` replies in route order: stored with each reply
-    (``uses``, by position), or from its masked parse in ``parsed`` for one that holds a
-    secret (``holding``), whose paths a page shows masked."""
-    from explorer.session.describe import file_uses
-
-    out: list[tuple[str, str]] = []
-    for e in calling:
-        if e.entry_id in holding:
-            out.extend(file_uses(parsed.get(e.entry_id, {})))
-        else:
-            out.extend(uses.get(e.position, ()))
-    return out
-
-
 def stats_after_ancestor(
     session: Session,
     route: Sequence[LightEntry],
@@ -382,65 +362,59 @@ def stats_after_ancestor(
     stored: dict[int, tuple[float, int]] | None = None,
     parsed: dict[str, dict] | None = None,
     figures: dict[str, Any] | None = None,
-    uses: dict[int, Uses] | None = None,
     holding: Any = None,
 ) -> Any:
-    """``analysis.compare.RouteStats`` of ``route``'s entries after index ``k`` (-1: all).
-
-    Counts and integer sums are the leaf's stored prefix sums minus the ancestor's; the cost
-    is the entries' stored costs added in route order from zero, as the engine adds them
-    (a subtraction of two float prefix sums can differ in the last bits). The files read
-    and modified are the uses stored with the replies that called tools (:func:`_calling`),
-    in route order; only those holding a secret are parsed, masked. ``stored``: what
-    :func:`_stored_rows` gives for the route, ``figures`` the route figures of its last
-    entry and the ancestor, ``uses`` the stored uses by position, ``holding`` the entries
-    with a secret (``entries_with_secrets``) and ``parsed`` the lines of those of the
-    calling replies, when the caller read them already."""
+    """``analysis.compare.RouteStats`` of ``route``'s entries after index ``k`` (-1: all),
+    the route read whole (:func:`_part_stats` of a ``compare_tails.WholeTail``).
+    ``stored``: what :func:`_stored_rows` gives for the route, ``figures`` the route
+    figures of its last entry and the ancestor, ``holding`` the entries with a secret
+    (``entries_with_secrets``) and ``parsed`` the lines of those of the calling replies,
+    when the caller read them already."""
     if stored is None:
         stored = _stored_rows(session, {e.position for e in route[max(k, 0) :]})
     rows = _with_stored(route, k, stored)
     base = rows[0] if k >= 0 else None
-    return _tail_stats(session, base, rows[1:] if k >= 0 else rows, parsed, figures, uses, holding)
+    tail = WholeTail(rows[1:] if k >= 0 else rows, base)
+    if holding is None:
+        holding = entries_with_secrets(session)
+    if parsed is None:
+        parsed = load_entries(session, tail.to_parse(holding))
+    return _part_stats(session.pk, base, tail, parsed, figures, holding)
 
 
-def _tail_stats(
-    session: Session,
+def _part_stats(
+    session_pk: int,
     base_entry: Any,
-    tail: Sequence[TailRow],
-    parsed: dict[str, dict] | None = None,
-    figures: dict[str, Any] | None = None,
-    uses: dict[int, Uses] | None = None,
-    holding: Any = None,
+    tail: Any,
+    parsed: dict[str, dict],
+    figures: dict[str, Any] | None,
+    holding: Any,
 ) -> Any:
-    """:func:`stats_after_ancestor` of a route's entries after ``base_entry`` (``tail``),
-    all the route it needs."""
+    """``analysis.compare.RouteStats`` of a route's part after ``base_entry`` (``tail``:
+    ``compare_tails.WholeTail`` or ``SparseTail``).
+
+    Counts and integer sums are the leaf's stored prefix sums minus the ancestor's; the cost
+    is the entries' stored costs added in route order from zero, as the engine adds them
+    (a subtraction of two float prefix sums can differ in the last bits). The files read
+    and modified are the uses stored with the replies that called tools, in route order;
+    only those holding a secret (``holding``) are parsed, masked (in ``parsed``)."""
     from explorer.analysis.compare import RouteStats
     from explorer.session.describe import files_of_uses
 
-    tail = list(tail)
-    if not tail:
+    if not tail.length:
         return RouteStats(0, 0, 0.0, 0.0, 0, [], [])
-    ends = [tail[-1].entry_id, *([base_entry.entry_id] if base_entry is not None else [])]
+    last = tail.last(1)[-1].entry_id
     if figures is None:
-        figures = route_store.figures_of(session, ends)
-    leaf = figures.get(tail[-1].entry_id)
+        ends = [last, *([base_entry.entry_id] if base_entry is not None else [])]
+        figures = route_store.figures_of(Session(pk=session_pk), ends)
+    leaf = figures.get(last)
     base = figures.get(base_entry.entry_id) if base_entry is not None else None
-    cost = 0.0
-    for e in tail:
-        cost += e.cost or 0.0
-    calling = _calling(base_entry, tail)
-    if holding is None:
-        holding = entries_with_secrets(session)
-    if uses is None:
-        uses = uses_at(session.pk, [e.position for e in calling if e.entry_id not in holding])
-    if parsed is None:
-        parsed = load_entries(session, [e.entry_id for e in calling if e.entry_id in holding])
-    files = files_of_uses(_route_uses(calling, uses, parsed, holding))
+    files = files_of_uses(tail.file_uses(session_pk, holding, parsed))
     return RouteStats(
-        entries=len(tail),
-        messages=sum(1 for e in tail if e.type == "message"),
+        entries=tail.length,
+        messages=tail.messages(),
         tokens=(leaf.tokens - (base.tokens if base is not None else 0.0)) if leaf else 0.0,
-        cost=cost,
+        cost=tail.cost(),
         tool_calls=(leaf.tool_calls - (base.tool_calls if base is not None else 0)) if leaf else 0,
         files_read=files["read"],
         files_modified=files["modified"],

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 
+from django.db import connection
+
 from explorer import line_text_store, route_store
 from explorer.key_lookups import rows_for_keys
 from explorer.models import Entry, Session
@@ -55,11 +57,7 @@ def omitted_entries(
     }
     if not big:
         return {}
-    targeted = set(
-        Entry.objects.filter(session=session, type="context_edit", target_id__in=list(big))
-        .order_by()
-        .values_list("target_id", flat=True)
-    )
+    targeted = _edit_targets(session, list(big))
     big = {eid: role for eid, role in big.items() if eid not in targeted}
     parents = {eid: by_id[eid].parent_id for eid in big}
     figures = route_store.figures_of(
@@ -83,6 +81,23 @@ def omitted_entries(
             "message": OmittedMessage(role, int(every)),
         }
     return out
+
+
+def _edit_targets(session: Session, ids: list[str]) -> set[str]:
+    """The ids among ``ids`` that a context edit of the session targets, by the targets'
+    partial index. Named on SQLite: without it the planner (no statistics) prefers the
+    covering skeleton index and steps over every entry of the session (18 ms at 150,000
+    entries, against 0.1 ms)."""
+    table = Entry._meta.db_table
+    hint = "INDEXED BY entry_by_target" if connection.vendor == "sqlite" else ""
+    rows = rows_for_keys(
+        f"SELECT target_id FROM {table} {hint} "  # noqa: S608
+        "WHERE session_id = %s AND NOT (target_id = '') AND type = 'context_edit' "
+        "AND target_id IN ({keys})",
+        ids,
+        before=[session.pk],
+    )
+    return {target for (target,) in rows}
 
 
 def big_lines(session: Session, ids: list[str]) -> dict[str, str]:

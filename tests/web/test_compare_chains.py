@@ -160,3 +160,43 @@ def test_an_ancestor_one_entry_off_fails(make_session, tmp_path, shift):
 
     with mock.patch.object(route_parts, "ancestor_depth", off), pytest.raises(AssertionError):
         assert_chains_agree(session, pairs)
+
+
+def test_a_long_part_is_read_as_rows_only_where_the_page_lists_or_aligns(
+    make_session, tmp_path, monkeypatch
+):
+    """The parts after the ancestor are summed from sparse rows (``SparseTail``): full rows
+    are built only for the live ranges and the listed newest entries, never for a whole
+    part, and the answer stays the walked one (with a short listing, so the parts are
+    longer than what is read)."""
+    from explorer.queries import chain_context, compare_tails
+
+    session, pairs = _branched(make_session, tmp_path)
+    monkeypatch.setattr(compare, "ROUTE_SHOWN", 5)
+    built: list[int] = []
+    lives: list[int] = []
+    real_rows, real_live_range = compare_tails.tail_rows, chain_context.live_range
+
+    def counted(route, low, high):
+        rows = real_rows(route, low, high)
+        built.append(len(rows))
+        return rows
+
+    def live(session, route, prefix, tail):
+        out = real_live_range(session, route, prefix, tail)
+        lives.append(len(out))
+        return out
+
+    monkeypatch.setattr(compare_tails, "tail_rows", counted)
+    monkeypatch.setattr(chain_context, "live_range", live)
+    longer = 0
+    for a, b, cursor in pairs:
+        built.clear()
+        lives.clear()
+        shown = compare._compare_by_chains(session, a, b, cursor)
+        if shown is None:
+            continue
+        assert shown == compare.compare_walked(session, a, b, cursor), (a, b, cursor)
+        assert sum(built) <= sum(lives) + 2 * 5, (a, b, cursor)
+        longer += shown["len_a"] + shown["len_b"] > sum(built) + 20
+    assert longer, "no pair's parts were longer than what was read"

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -32,7 +33,7 @@ from explorer import file_use_store, queries, services, storage
 from explorer.analysis.compare import common_ancestor_index
 from explorer.files import store as files_store
 from explorer.models import Entry, FileUse, Session
-from explorer.queries import compare
+from explorer.queries import compare, compare_tails
 from explorer.session import jsonfmt
 from explorer.session.describe import file_uses, files_touched
 from tests.conftest import FIXTURES_DIR, SMALL_SESSION, pi_fixture_files
@@ -266,6 +267,17 @@ def _parsed_uses(session_pk: int, positions) -> dict[int, list[tuple[str, str]]]
     return out
 
 
+@contextmanager
+def _every_reply_parsed() -> Iterator[None]:
+    """Compare as it was before the stored uses: both routes read whole (the walk, not the
+    chains' sparse reading) and every calling reply parsed instead of its row."""
+    with (
+        mock.patch.object(compare, "_compare_by_chains", lambda *args: None),
+        mock.patch.object(compare_tails, "uses_at", _parsed_uses),
+    ):
+        yield
+
+
 @pytest.fixture
 def branched(make_session, tmp_path):
     """A generated session with branches and compactions, plus replies naming several
@@ -317,7 +329,7 @@ def test_random_pairs_show_the_files_parsing_every_reply_gives(branched):
     for a, b in _pairs(branched, 12, seed=27):
         shown = queries.compare_routes(branched, a, b, a)
         assert _files_shown(shown) == _files_by_parse(branched, a, b), (a, b)
-        with mock.patch.object(compare, "uses_at", _parsed_uses):
+        with _every_reply_parsed():
             assert queries.compare_routes(branched, a, b, a) == shown, (a, b)
         seen_files += len(shown["stats_a"]["files_read"]) + len(shown["stats_b"]["files_read"])
     assert seen_files > 10  # the pairs do list files
@@ -364,7 +376,7 @@ def test_page_partial_and_json_are_unchanged_by_the_rows(branched, viewer_client
     for a, b in [*_pairs(branched, 3, seed=5), *_multi_pairs(branched)]:
         answers = []
         for patched in (False, True):
-            with mock.patch.object(compare, "uses_at", _parsed_uses) if patched else nullcontext():
+            with _every_reply_parsed() if patched else nullcontext():
                 cache.clear()
                 page = viewer_client.get(url, {"a": a, "b": b, "leaf": a}).content.decode()
                 cache.clear()
