@@ -13,10 +13,12 @@ slowest of each. The exit status is 1 when a write failed, none was written duri
 import, or one took longer than the goal (2 s).
 
     .venv/bin/python -m benchmarks.bench_lockout [--entries 60000] [--interval 0.05]
-        [--grown 0.1] [--write-results]
+        [--grown 0.1] [--big-lines 0.15] [--write-results]
 
 ``--grown F``: the first F of the big file's lines are imported before the measure, so the
 timed import is a grown file's (the session exists; only the lines beyond it are added).
+``--big-lines S``: that share of its tool results are 1-5 MB (the move of a staged growth
+then carries hundreds of MB).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_appends import _followed_line  # noqa: E402
-from benchmarks.gen_session import generate_session  # noqa: E402
+from benchmarks.gen_session import BigShapes, generate_session  # noqa: E402
 from benchmarks.results import write_section  # noqa: E402
 
 GOAL_SECONDS = 2.0  # issue 28: a write during an import is stored within this
@@ -86,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--grown", type=float, default=0.0, help="import this fraction of the file first"
     )
+    parser.add_argument(
+        "--big-lines",
+        type=float,
+        default=0.0,
+        help="share of read/bash results of 1-5 MB (a session of multi-MB lines; the 2 GB "
+        "shape's is 0.01)",
+    )
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args(argv)
 
@@ -105,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("bench", password="-")
     big = tmp / "big.jsonl"
-    generate_session(big, entries=args.entries, branch_points=50)
+    shapes = BigShapes(huge_result_rate=args.big_lines) if args.big_lines else None
+    generate_session(big, entries=args.entries, branch_points=50, big=shapes)
     small = tmp / "small.jsonl"
     generate_session(small, entries=50, branch_points=2, seed=7)
     other = services.import_file(str(small)).session
