@@ -331,23 +331,7 @@ def rebuild_segments(
     )
     writer.missing = set()
     writer.started = True  # nothing stored counts: every entry is read here, in order
-    after = -1
-    while True:
-        with connection.cursor() as cur:
-            cur.execute(
-                f"SELECT entry_id, parent_id, position FROM {q(entry_table)} "
-                f"WHERE session_id = %s AND position > %s ORDER BY position LIMIT %s",
-                [session_pk, after, BATCH],
-            )
-            rows = cur.fetchall()
-        if not rows:
-            break
-        for entry_id, parent_id, position in rows:
-            writer.add(entry_id, parent_id, position)
-        writer.write()
-        after = rows[-1][2]
-    writer.rebuild = False
-    writer.finish()
+    _place_stored(writer, after=-1)
 
 
 def extend_segments(session_pk: int, after: int) -> None:
@@ -355,17 +339,22 @@ def extend_segments(session_pk: int, after: int) -> None:
     order, as the entry writers place each one as it arrives.
 
     For a grown file's import, which stages its entries in a hidden session and moves them
-    into the stored one in its last transaction (``files.imports``): the segments it grows
+    into the stored one in its last transaction (``files.growth``): the segments it grows
     are the stored session's, which readers see, so they are written only then. The import
     refused any id the session had, so no entry is looked up as a repeat."""
-    writer = SegmentWriter(session_pk, fresh=True)
-    table = connection.ops.quote_name("explorer_entry")
+    _place_stored(SegmentWriter(session_pk, fresh=True), after=after)
+
+
+def _place_stored(writer: SegmentWriter, *, after: int) -> None:
+    """Hand the writer its session's entries stored after position ``after``, in file
+    order a batch at a time, writing as it goes, then finish."""
+    table = writer.entries
     while True:
         with connection.cursor() as cur:
             cur.execute(
                 f"SELECT entry_id, parent_id, position FROM {table} "
                 f"WHERE session_id = %s AND position > %s ORDER BY position LIMIT %s",
-                [session_pk, after, BATCH],
+                [writer.session_pk, after, BATCH],
             )
             rows = cur.fetchall()
         if not rows:

@@ -31,14 +31,13 @@ from explorer import segment_store, survival_writer
 from explorer.files.findings import secrets_current
 from explorer.files.merge import MergePlan, merge_lines
 from explorer.files.progress import _progress, clear_abandoned, discard, import_owner
-from explorer.files.scan import Problem, _count_nl, _ends_nl, _scan_lines, _sha256
+from explorer.files.scan import Problem, _count_nl, _ends_nl, _scan_lines
 from explorer.files.store import (
     _existing_scan,
     _resolve_pending,
-    _save_problems,
     _store_lines,
-    _update_warning_count,
     _Writer,
+    finish_file,
     refresh_counters,
 )
 from explorer.models import (
@@ -192,15 +191,15 @@ def _stage_and_move(data, consumed, session, stage, result, source_path, plan) -
         refresh_counters(session, scan)
         if stats["name"] is not None:
             session.name = stats["name"]
-        # A merged file's lines were stored whole, each with its newline.
-        session.missing_final_newline = plan is None and not _ends_nl(data, consumed)
-        session.source_size = consumed
-        session.source_sha256 = _sha256(data, consumed)
-        if source_path:
-            session.source_path = source_path
-        session.save()
-        _save_problems(session, scan.problems)
-        _update_warning_count(session)
+        finish_file(
+            session,
+            data,
+            consumed,
+            scan.problems,
+            source_path=source_path,
+            # A merged file's lines were stored whole, each with its newline.
+            missing_final_newline=plan is None and not _ends_nl(data, consumed),
+        )
         secrets_current(session)
     # The survival checks of the new compactions read the routes now stored: computed and
     # stored after the move, so the lock every writer waits for is not held meanwhile. Until

@@ -48,6 +48,7 @@ from explorer.files.store import (
     _store_scanned,
     _update_warning_count,
     _Writer,
+    finish_file,
 )
 from explorer.models import Entry, Session
 from explorer.session.diagnostics import ProblemsMixin
@@ -471,14 +472,14 @@ def _import_more(data, consumed, session: Session, result, user, source_path):
     if stored is None:
         return
     stats, writer = stored
-    session.missing_final_newline = not _ends_nl(data, consumed)
-    session.source_size = consumed
-    session.source_sha256 = _sha256(data, consumed)
-    if source_path:
-        session.source_path = source_path
-    session.save()
-    _save_problems(session, scan.problems)
-    _update_warning_count(session)
+    finish_file(
+        session,
+        data,
+        consumed,
+        scan.problems,
+        source_path=source_path,
+        missing_final_newline=not _ends_nl(data, consumed),
+    )
     result.added = stats["entries"]
     result.new_entries = writer.created(result.added)
 
@@ -501,11 +502,7 @@ def _merge_by_id(data, consumed, session: Session, result, user):
     _finish_session(session, scan, writer)
     if stats["name"] is not None:
         session.name = stats["name"]
-    session.missing_final_newline = False
-    session.source_size = consumed
-    session.source_sha256 = _sha256(data, consumed)
-    session.save()
-    _save_problems(session, scan.problems)
-    _update_warning_count(session)
+    # The merged lines were stored whole, each with its newline.
+    finish_file(session, data, consumed, scan.problems, missing_final_newline=False)
     result.added = stats["entries"]
     result.new_entries = writer.created(result.added)

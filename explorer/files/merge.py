@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.files.progress import _progress
-from explorer.files.scan import Problem, _Line, _Scan, _scan_lines
+from explorer.files.scan import Problem, _Line, _Scan, _scan_lines, changed_entry
 from explorer.files.store import _existing_scan
 from explorer.models import Entry, Session
 
@@ -67,16 +67,7 @@ def merge_plan(data: Any, consumed: int, session: Session, result: Any) -> Merge
         if entry_id in stored:
             common += 1
             if stored[entry_id] != _digest(item.raw):
-                scan.add(
-                    Problem(
-                        item.index + 1,
-                        "error",
-                        "conflict",
-                        f"Entry {entry_id} differs from the stored copy; "
-                        "stored history is never changed.",
-                        entry_id,
-                    )
-                )
+                scan.add(changed_entry(item.index + 1, entry_id))
             continue
         fresh.add(entry_id)
         fresh_count += 1

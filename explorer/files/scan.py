@@ -189,6 +189,17 @@ def _excerpt(line: str, limit: int = 60) -> str:
 MAX_ID_LENGTH = 200
 
 
+def changed_entry(line_no: int, entry_id: str) -> Problem:
+    """The blocking problem of a line whose id is stored with other content."""
+    return Problem(
+        line_no,
+        "error",
+        "conflict",
+        f"Entry {entry_id} differs from the stored copy; stored history is never changed.",
+        entry_id,
+    )
+
+
 def _long_id(line_no: int, what: str, value: str) -> Problem:
     return Problem(
         line_no,

@@ -23,6 +23,8 @@ from explorer.files.scan import (
     _Line,
     _long_id,
     _Scan,
+    _sha256,
+    changed_entry,
     entry_fields,
     session_name_of,
 )
@@ -299,16 +301,7 @@ def _store_lines(
                 .first()
             )
             if stored != item.raw:
-                scan.add(
-                    Problem(
-                        line_no,
-                        "error",
-                        "conflict",
-                        f"Entry {entry_id} differs from the stored copy; "
-                        "stored history is never changed.",
-                        entry_id,
-                    )
-                )
+                scan.add(changed_entry(line_no, entry_id))
             continue
         if entry_id in scan.ids:
             scan.add(
@@ -512,6 +505,27 @@ def _save_problems(session: Session, problems: list[Problem]) -> None:
             if p.severity == "warning"
         ]
     )
+
+
+def finish_file(
+    session: Session,
+    data: Any,
+    consumed: int,
+    problems: list[Problem],
+    *,
+    source_path: str = "",
+    missing_final_newline: bool,
+) -> None:
+    """Record that ``consumed`` bytes of the file are stored (size, digest, final newline,
+    path) and save the session with its new warnings: the last step of every growth."""
+    session.missing_final_newline = missing_final_newline
+    session.source_size = consumed
+    session.source_sha256 = _sha256(data, consumed)
+    if source_path:
+        session.source_path = source_path
+    session.save()
+    _save_problems(session, problems)
+    _update_warning_count(session)
 
 
 def _existing_scan(session: Session) -> _Scan:
