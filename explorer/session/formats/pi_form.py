@@ -183,15 +183,14 @@ def part_ids(record: Record) -> list[str]:
 def split_records(session: ForeignSession) -> dict[str, str]:
     """The records stored as several entries: record uuid -> its first part's id."""
     summaries = set(getattr(session, "summary_of", {}).values())
-    return {r.id: part_ids(r)[0] for r in session.entries() if _splits(session, r, summaries, True)}
+    return {r.id: part_ids(r)[0] for r in session.entries() if _splits(session, r, summaries)}
 
 
-def _splits(session: ForeignSession, record: Record, summaries: set[str], split: bool) -> bool:
+def _splits(session: ForeignSession, record: Record, summaries: set[str]) -> bool:
     """A Claude Code user record answering several tool calls at once (or a tool result with
     a text typed beside it), stored as one entry per message."""
     return (
-        split
-        and session.format == "claude-code"
+        session.format == "claude-code"
         and len(record.messages) > 1
         and record.record_type == "user"
         and record.id not in summaries
