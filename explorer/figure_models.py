@@ -140,6 +140,11 @@ class SurvivalCheck(models.Model):
     shows them, so the row holds the masking it was read with (``mask``); a page under
     another (a finding marked a false positive since, new rules) checks the entry itself, as
     it does an entry without a row. ``explorer.survival_store`` writes and reads them.
+
+    A compaction's row also holds its summary beside the previous compaction's on its route
+    (``previous``: a word diff and the references dropped). Both summaries lie above the
+    entry, so that comparison never changes either; it was the one part of the Compactions
+    page still kept in a cache.
     """
 
     # No cascade from the entry, as for RouteFigure: entries go only with their session.
@@ -156,6 +161,14 @@ class SurvivalCheck(models.Model):
         max_length=64,
         help_text="The masking it was read with (survival_store.mask_stamp): another one, and "
         "the page checks the entry itself",
+    )
+    # Added by 0032 (nullable, so SQLite adds the column without rebuilding the table).
+    previous = models.TextField(
+        null=True,
+        blank=True,
+        help_text="A compaction's summary beside the previous compaction's on its route, as "
+        "JSON (survival_store.encode_previous; JSON null: none before it); NULL: not stored, "
+        "the page compares them itself",
     )
 
     def __str__(self) -> str:

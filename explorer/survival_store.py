@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from explorer import conf
@@ -47,12 +48,70 @@ def mask_stamp(allowed: Iterable[str]) -> str:
 def stored_report(session: Any, entry_pk: int) -> SurvivalReport | None:
     """The stored check of the entry with primary key ``entry_pk``, read under the masking
     the page has now (None: not stored, or stored under another masking)."""
+    row = stored_check(session, entry_pk)
+    return None if row is None else row.report
+
+
+@dataclass(frozen=True)
+class StoredCheck:
+    """A compaction's or branch summary's stored row as a page reads it: the survival check
+    and, for a compaction, its summary beside the previous one (``previous``:
+    :func:`decode_previous`'s value, None for none before it; :data:`NOT_STORED` when the
+    row does not hold it)."""
+
+    report: SurvivalReport
+    previous: dict[str, Any] | None | object
+
+
+NOT_STORED = object()
+
+
+def encode_previous(previous: dict[str, Any] | None) -> str:
+    """A compaction's comparison with the previous summary (``queries.compactions
+    .compare_summaries``: the previous compaction's id, the word diff, the references it
+    dropped), or None for none before it, as stored (JSON ``null`` for none)."""
+    if previous is None:
+        return "null"
+    return jsonfmt.dumps(
+        {
+            "id": previous["id"],
+            "diff": [[op, text] for op, text in previous["diff"]],
+            "dropped": [
+                [i.kind, i.value, i.survived, i.partial] for i in previous["dropped"].items
+            ],
+        }
+    )
+
+
+def decode_previous(text: str) -> dict[str, Any] | None:
+    """What :func:`encode_previous` stored, as the page uses it (with ``lost``: the
+    references dropped)."""
+    value = jsonfmt.loads(text)
+    if value is None:
+        return None
+    dropped = SurvivalReport(
+        [SurvivalItem(str(k), str(v), bool(s), bool(p)) for k, v, s, p in value["dropped"]]
+    )
+    return {
+        "id": str(value["id"]),
+        "diff": [(str(op), str(t)) for op, t in value["diff"]],
+        "dropped": dropped,
+        "lost": [i for i in dropped.items if not i.survived],
+    }
+
+
+def stored_check(session: Any, entry_pk: int) -> StoredCheck | None:
+    """The stored row of the entry with primary key ``entry_pk``, read under the masking
+    the page has now (None: not stored, or stored under another masking)."""
     from explorer.models import SurvivalCheck
     from explorer.queries.keep import allowed_fingerprints
 
     if not entry_pk:
         return None
-    row = SurvivalCheck.objects.filter(pk=entry_pk).values_list("report", "mask").first()
+    row = (
+        SurvivalCheck.objects.filter(pk=entry_pk).values_list("report", "mask", "previous").first()
+    )
     if row is None or row[1] != mask_stamp(allowed_fingerprints(session)):
         return None
-    return decode(row[0])
+    previous = NOT_STORED if row[2] is None else decode_previous(row[2])
+    return StoredCheck(decode(row[0]), previous)

@@ -16,10 +16,11 @@ from explorer.queries.compactions import (
     CheckReads,
     branch_summary_check,
     compaction_check,
+    compare_summaries,
     database_reads,
 )
 from explorer.queries.keep import allowed_fingerprints, read_memo
-from explorer.survival_store import CHECKED_TYPES, encode, mask_stamp
+from explorer.survival_store import CHECKED_TYPES, encode, encode_previous, mask_stamp
 
 logger = logging.getLogger(__name__)
 
@@ -104,12 +105,16 @@ def _check(
     checked: logged, left to the page)."""
     from explorer.models import SurvivalCheck
 
+    previous: str | None = None
     try:
         light = reads.route(entry_id)
         if not light or light[-1].entry_id != entry_id or not light[-1].pk:
             return
         if kind == "compaction":
             report = compaction_check(session, light, reads)
+            summary = reads.lines([entry_id]).get(entry_id, {}).get("summary")
+            text = summary if isinstance(summary, str) else ""
+            previous = encode_previous(compare_summaries(reads.lines, light, len(light) - 1, text))
         else:
             report = branch_summary_check(session, light, reads)
     except Exception:  # the page checks it instead
@@ -118,6 +123,10 @@ def _check(
     if report is not None:
         rows.append(
             SurvivalCheck(
-                entry_id=light[-1].pk, session_id=session.pk, report=encode(report), mask=mask
+                entry_id=light[-1].pk,
+                session_id=session.pk,
+                report=encode(report),
+                mask=mask,
+                previous=previous,
             )
         )

@@ -4,7 +4,8 @@ summary the later one dropped.
 A compaction's summary is written from the previous summary plus what happened since, so
 what it drops is usually lost to the model for good; a word diff shows the rewording, the
 reference check shows what matters (file paths, identifiers, ids, URLs, commands, numbers)
-in one list. Pure functions over two strings; the pages cache what they return.
+in one list. Pure functions over two strings; a compaction's comparison is stored with its
+survival check when it arrives (``survival_writer``).
 """
 
 from __future__ import annotations

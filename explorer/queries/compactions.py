@@ -13,7 +13,7 @@ from explorer.analysis.line_texts import kept_row, listed_row
 from explorer.line_text_store import LineTexts, stored_texts
 from explorer.models import Session
 from explorer.queries.entries import load_entries
-from explorer.queries.keep import kept_below, kept_by, mask_key
+from explorer.queries.keep import kept_below
 from explorer.queries.routes import LightEntry, entry_exists, light_path
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ def compaction_detail(
     listed_replaced = replaced_at[win["replaced_from"] : win["replaced_to"]]
     listed_kept = kept_at[win["kept_from"] : win["kept_to"]]
     checked = replaced_at[-REPLACED_SHOWN:]
-    stored_report = survival_store.stored_report(session, light[ci].pk)
+    row = survival_store.stored_check(session, light[ci].pk)
+    stored_report = row.report if row is not None else None
     # A listed multi-MB line shows the texts stored with it (``line_text_store``): its line
     # is read only for the check, when that is not stored either.
     texts = stored_texts(session, [light[j].entry_id for j in (*listed_replaced, *listed_kept)])
@@ -171,7 +172,9 @@ def compaction_detail(
         "report": stored_report
         if stored_report is not None
         else survival_of(entries(checked), summary or ""),
-        "previous": _previous_summary(session, light, ci, summary or ""),
+        "previous": row.previous
+        if row is not None and row.previous is not survival_store.NOT_STORED
+        else compare_summaries(database_reads(session).lines, light, ci, summary or ""),
     }
 
 
@@ -250,33 +253,26 @@ def compaction_check(
     return survival_of(entries, summary if isinstance(summary, str) else "")
 
 
-def _previous_summary(
-    session: Session, light: Sequence[LightEntry], ci: int, summary: str
+def compare_summaries(
+    lines_of: Callable[[Iterable[str]], dict[str, dict]],
+    light: Sequence[LightEntry],
+    ci: int,
+    summary: str,
 ) -> dict[str, Any] | None:
-    """The compaction before the one at ``ci`` on the route, its summary beside this one's:
-    a word diff and the references of the earlier summary that this one dropped.
+    """The compaction at ``ci`` on the route ``light`` (its summary ``summary``) beside the
+    compaction before it on the route: a word diff and the references of the earlier summary
+    that this one dropped (None: no compaction before it). ``lines_of`` reads lines masked as
+    a page shows them (:class:`CheckReads`).
 
-    The one part of the detail still kept between requests (the shared cache, under the two
-    compactions and the masking): a word diff of two long summaries costs more than the
-    rest of the page, and depends on nothing else, since both lie above the compaction."""
+    Both summaries lie above the compaction, so the answer never changes: it is stored with
+    the compaction's survival check when the compaction arrives (``survival_writer``), and a
+    page computes it only for a row stored without it."""
+    from explorer.analysis.summary_diff import dropped_references, word_diff
+
     prev = next((j for j in range(ci - 1, -1, -1) if light[j].type == "compaction"), None)
     if prev is None:
         return None
-    shown = (mask_key(session), light[prev].entry_id, light[ci].entry_id)
-    return kept_by(
-        session,
-        "previous-summary-1",
-        shown,
-        lambda: _compare_summaries(session, light, ci, prev, summary),
-    )
-
-
-def _compare_summaries(
-    session: Session, light: Sequence[LightEntry], ci: int, prev: int, summary: str
-) -> dict[str, Any]:
-    from explorer.analysis.summary_diff import dropped_references, word_diff
-
-    entry = load_entries(session, [light[prev].entry_id]).get(light[prev].entry_id, {})
+    entry = lines_of([light[prev].entry_id]).get(light[prev].entry_id, {})
     before = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
     report = dropped_references(before, summary, (e.entry_id for e in light[: ci + 1]))
     return {

@@ -62,6 +62,33 @@ def _analysis_reports(entries: list[dict[str, Any]]) -> dict[str, SurvivalReport
     return out
 
 
+def _analysis_previous(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    """Each compaction's summary beside the previous compaction's on its path, from the
+    lines alone (the analysis)."""
+    from explorer.analysis.summary_diff import dropped_references, word_diff
+
+    index = build_entry_index(entries)
+    out: dict[str, dict[str, Any] | None] = {}
+    for entry in entries:
+        if entry.get("type") != "compaction":
+            continue
+        path = _walk_up(entry, index)[::-1]
+        prev = next((e for e in reversed(path[:-1]) if e.get("type") == "compaction"), None)
+        if prev is None:
+            out[entry["id"]] = None
+            continue
+        before = prev.get("summary") if isinstance(prev.get("summary"), str) else ""
+        after = entry.get("summary") if isinstance(entry.get("summary"), str) else ""
+        dropped = dropped_references(before, after, [str(e.get("id")) for e in path])
+        out[entry["id"]] = {
+            "id": prev["id"],
+            "diff": word_diff(before, after),
+            "dropped": dropped,
+            "lost": [i for i in dropped.items if not i.survived],
+        }
+    return out
+
+
 def assert_checks(session: Session) -> int:
     """Every compaction and branch summary has its row, equal to the analysis's report, and
     the page's report (stored, then computed without the row) is that report too."""
@@ -72,17 +99,34 @@ def assert_checks(session: Session) -> int:
     assert set(rows) == set(want)
     for entry_id, report in want.items():
         assert survival_store.decode(rows[entry_id]) == report
+    # A compaction's row holds its summary beside the previous one: the analysis's too.
+    want_previous = _analysis_previous(_entries(session))
+    previous = dict(
+        SurvivalCheck.objects.filter(session=session, entry__type="compaction").values_list(
+            "entry__entry_id", "previous"
+        )
+    )
+    assert set(previous) == set(want_previous)
+    for entry_id, stored in previous.items():
+        assert stored is not None
+        assert survival_store.decode_previous(stored) == want_previous[entry_id]
     compactions = [i for i, e in want.items() if _type(session, i) == "compaction"]
     for entry_id in compactions[:5] + compactions[-5:]:
         light = light_path(session, entry_id)
         item = route_compactions(session, light)[-1]
-        assert compaction_detail(session, light, item)["report"] == want[entry_id]
-        text = SurvivalCheck.objects.get(pk=light[-1].pk).report
+        detail = compaction_detail(session, light, item)
+        assert detail["report"] == want[entry_id]
+        assert detail["previous"] == want_previous[entry_id]
+        row = SurvivalCheck.objects.get(pk=light[-1].pk)
+        SurvivalCheck.objects.filter(pk=row.pk).update(previous=None)  # stored before 0032
+        assert compaction_detail(session, light, item)["previous"] == want_previous[entry_id]
         SurvivalCheck.objects.filter(pk=light[-1].pk).delete()
         before = SurvivalCheck.objects.count()
-        assert compaction_detail(session, light, item)["report"] == want[entry_id]
+        detail = compaction_detail(session, light, item)
+        assert detail["report"] == want[entry_id]
+        assert detail["previous"] == want_previous[entry_id]
         assert SurvivalCheck.objects.count() == before  # a read writes nothing
-        SurvivalCheck.objects.create(entry_id=light[-1].pk, session=session, report=text)
+        row.save(force_insert=True)
     return len(want)
 
 
@@ -222,6 +266,59 @@ def test_migration_0026_fills_the_checks_of_sessions_stored_before_it(tmp_path):
         assert survival_store.stored_report(session, light[-1].pk) == want[light[-1].entry_id]
         migrate([("explorer", "0025_session_cost_sum")])  # and back: the table goes
         assert "explorer_survivalcheck" not in connection.introspection.table_names()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0032_fills_the_comparisons_of_checks_stored_before_it(tmp_path):
+    """Compaction checks stored at 0031 get their comparison with the previous summary from
+    0032 (the analysis's, under today's masking; a row under another masking is left to the
+    page); back at 0031 the column goes."""
+    from django.db import connection
+
+    from tests.web.migration_states import migration_states
+
+    f = generate_session(tmp_path / "s.jsonl", entries=900, branch_points=6, seed=5,
+                         compact_after=70)  # fmt: skip
+    values = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines()[1:]]
+    want = _analysis_previous(values)
+    assert sum(v is not None for v in want.values()) > 2 and None in want.values()
+    stale = sorted(want)[0]
+    with migration_states() as migrate:
+        apps = migrate([("explorer", "0031_search_text_update_trigger")])
+        OldSession = apps.get_model("explorer", "Session")
+        OldEntry = apps.get_model("explorer", "Entry")
+        stored = OldSession.objects.create(session_id="s-0032", header_raw="{}")
+        OldEntry.objects.bulk_create(
+            OldEntry(session=stored, entry_id=v["id"], parent_id=v.get("parentId"),
+                     type=v["type"], position=k + 1, line_no=k + 2, raw=json.dumps(v))
+            for k, v in enumerate(values)
+        )  # fmt: skip
+        mask = survival_store.mask_stamp(frozenset())
+        with connection.cursor() as cur:  # raw SQL: today's model has the new column
+            for entry_id in want:
+                cur.execute(
+                    "INSERT INTO explorer_survivalcheck (entry_id, session_id, report, mask) "
+                    "SELECT id, session_id, %s, %s FROM explorer_entry "
+                    "WHERE session_id = %s AND entry_id = %s",
+                    ["[]", "other" if entry_id == stale else mask, stored.pk, entry_id],
+                )
+        migrate([("explorer", "0032_previous_summary")])
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT e.entry_id, c.previous FROM explorer_survivalcheck c "
+                "JOIN explorer_entry e ON e.id = c.entry_id WHERE c.session_id = %s",
+                [stored.pk],
+            )
+            got = dict(cur.fetchall())
+        assert got.pop(stale) is None  # another masking: the page compares them itself
+        assert {k: survival_store.decode_previous(v) for k, v in got.items()} == {
+            k: v for k, v in want.items() if k != stale
+        }
+        migrate([("explorer", "0031_search_text_update_trigger")])  # and back: the column goes
+        with connection.cursor() as cur:
+            columns = connection.introspection.get_table_description(cur, "explorer_survivalcheck")
+        assert "previous" not in {c.name for c in columns}
+        migrate()
 
 
 def test_a_check_that_fails_never_fails_the_import(monkeypatch):
