@@ -10,8 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -21,8 +20,13 @@ from explorer.segment_store import route_rows
 from explorer.session import jsonfmt
 
 
-@dataclass(frozen=True, slots=True)
-class LightEntry:
+class LightEntry(NamedTuple):
+    """An entry's index columns, as a route lists it (no body).
+
+    A named tuple, not a frozen dataclass: a route of thousands of entries is built on
+    every request that reads it, and a tuple costs a third of a frozen dataclass to build
+    (1.8 against 6 ms for a 5,780-entry route); it pickles as its fields in order."""
+
     entry_id: str
     parent_id: str | None
     type: str
@@ -32,15 +36,6 @@ class LightEntry:
     child_count: int
     target_id: str
     pk: int = 0
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Pickled as its fields in order. A slotted dataclass's own state walks its field
-        # list per object: 9 ms for the 2,000 rows of two routes' kept figures each write.
-        return (
-            LightEntry,
-            (self.entry_id, self.parent_id, self.type, self.role, self.position, self.size,
-             self.child_count, self.target_id, self.pk),
-        )  # fmt: skip
 
 
 _LIGHT_COLS = "entry_id, parent_id, type, role, position, size, child_count, target_id, id"
