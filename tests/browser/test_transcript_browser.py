@@ -4,11 +4,17 @@ compaction cards, permalinks and the phone layout."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
+from django.db import OperationalError, transaction
 
 from explorer import queries, services
 from tests.browser.conftest import SHOTS
+
+T = TypeVar("T")
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -107,13 +113,35 @@ def test_the_transcript_fits_a_phone(demo, browser_page):
     assert page.errors == []
 
 
+def _when_unlocked(write: Callable[[], T]) -> T:
+    """``write`` run again while the test database says "table is locked".
+
+    The tests' SQLite database is one in-memory database shared by the test and the live
+    server's threads, where a write that meets a read in progress fails at once instead of
+    waiting (the app's own file databases wait: WAL and a busy timeout). The page polls
+    its tail meanwhile, so the other user's writes here may meet one of its reads."""
+    for _ in range(50):
+        try:
+            with transaction.atomic():
+                return write()
+        except OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            time.sleep(0.1)
+    return write()
+
+
 def test_an_append_by_another_user_arrives_at_the_tip(demo, browser_page, django_user_model):
     page, base = browser_page
     page.goto(f"{base}/sessions/{demo.pk}/transcript/")
     expect(page.locator('li[data-entry="1b2c3d4e"]')).to_be_visible()
-    other = django_user_model.objects.create_user(username="other", password="pw-other-123456")
-    services.move_cursor(demo, other, "1b2c3d4e")
-    result = services.append_message(demo, other, {"role": "user", "content": "a new question"})
+    other = _when_unlocked(
+        lambda: django_user_model.objects.create_user(username="other", password="pw-other-123456")
+    )
+    _when_unlocked(lambda: services.move_cursor(demo, other, "1b2c3d4e"))
+    result = _when_unlocked(
+        lambda: services.append_message(demo, other, {"role": "user", "content": "a new question"})
+    )
     arrived = page.locator(f'li[data-entry="{result.entry.entry_id}"]')
     expect(arrived).to_contain_text("a new question", timeout=15_000)
     assert page.locator("#transcript > li.t-tail").count() == 1  # still listening
