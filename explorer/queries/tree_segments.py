@@ -4,11 +4,15 @@ rows in one query, then the entry index rows of the segments the fold walks
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import connection
 
 from explorer.models import Entry, Segment, SegmentEntry, Session
-from explorer.session.graph import GraphNode
-from explorer.session.segfold import SegmentSpec, SegmentTree
+from explorer.segment_store import q_offset
+from explorer.session.graph import DISTINCT_TYPES, GraphNode
+from explorer.session.segfold import Row, SegmentSpec, SegmentTree
 
 
 def segment_tree(
@@ -34,21 +38,6 @@ def segment_tree(
         # every entry is in a parent loop has no segment, whatever its counter says.
         total = Entry.objects.filter(session=session).count()
 
-    def load(segs: Sequence[int]) -> dict[int, list[tuple[GraphNode, int]]]:
-        rows = (
-            SegmentEntry.objects.filter(segment_id__in=segs)
-            .order_by("segment_id", "offset")
-            .values_list(
-                "segment_id", "entry__entry_id", "entry__parent_id", "entry__type",
-                "entry__role", "entry__position",
-            )
-        )  # fmt: skip
-        out: dict[int, list[tuple[GraphNode, int]]] = {}
-        for seg, eid, parent, kind, role, position in rows:
-            node = GraphNode(eid, parent, kind, role or None, labels.get(eid), flags=marks_of(eid))
-            out.setdefault(seg, []).append((node, position))
-        return out
-
     def place(entry_id: str) -> tuple[int, int] | None:
         # The entry's row by the (session, entry id) key, then its member row by the entry:
         # a join ordered by position made SQLite walk the session's members.
@@ -66,4 +55,84 @@ def segment_tree(
             return None
         return row[0], row[1]
 
-    return SegmentTree(segments, load, place, total)
+    return SegmentTree(segments, _Reader(labels, marks_of), place, total)
+
+
+# Ids named in one statement at most (labelled, pinned, the cursor; offsets of a segment):
+# beyond, the segments are read whole (a fold with thousands of pins) or in batches.
+_MAX_NAMED = 900
+
+
+class _Reader:
+    """A segment's entries for :class:`SegmentTree`: whole, the marked ones (one statement
+    with a condition on type and role: SQLite steps over the plain runs' index rows but
+    makes no Python row of them), or at given offsets."""
+
+    def __init__(self, labels: Mapping[str, str], marks_of: Callable[[str], frozenset[str]]):
+        self.labels = labels
+        self.marks_of = marks_of
+
+    def _rows(self, rows: Iterable[tuple[Any, ...]]) -> dict[int, list[Row]]:
+        out: dict[int, list[Row]] = {}
+        labels, marks_of = self.labels, self.marks_of
+        for seg, offset, eid, parent, kind, role, position in rows:
+            node = GraphNode(eid, parent, kind, role or None, labels.get(eid), flags=marks_of(eid))
+            out.setdefault(seg, []).append((offset, node, position))
+        return out
+
+    def whole(self, segs: Sequence[int]) -> dict[int, list[Row]]:
+        return self._rows(
+            SegmentEntry.objects.filter(segment_id__in=segs)
+            .order_by("segment_id", "offset")
+            .values_list(
+                "segment_id", "offset", "entry__entry_id", "entry__parent_id", "entry__type",
+                "entry__role", "entry__position",
+            )
+        )  # fmt: skip
+
+    def marked(self, segs: Sequence[int], keep: Collection[str]) -> dict[int, list[Row]] | None:
+        ids = sorted({*keep, *self.labels})
+        if len(ids) + len(segs) > _MAX_NAMED:
+            return None
+        types = sorted(DISTINCT_TYPES)
+        named = f"OR e.entry_id IN ({', '.join(['%s'] * len(ids))})" if ids else ""
+        where = (
+            f"m.segment_id IN ({', '.join(['%s'] * len(segs))}) AND "
+            f"(e.type IN ({', '.join(['%s'] * len(types))}) "
+            f"OR (e.type = %s AND e.role = %s) {named})"
+        )
+        return self._rows(_member_rows(where, [*segs, *types, "message", "user", *ids]))
+
+    def at(self, places: Mapping[int, Collection[int]]) -> dict[int, list[Row]]:
+        off = q_offset()
+        out: dict[int, list[Row]] = {}
+        pairs = [(seg, o) for seg, offsets in places.items() for o in offsets]
+        for k in range(0, len(pairs), _MAX_NAMED // 2):
+            batch = pairs[k : k + _MAX_NAMED // 2]
+            by_seg: dict[int, list[int]] = {}
+            for seg, o in batch:
+                by_seg.setdefault(seg, []).append(o)
+            where = " OR ".join(
+                f"(m.segment_id = %s AND m.{off} IN ({', '.join(['%s'] * len(os))}))"
+                for os in by_seg.values()
+            )
+            params = [p for seg, os in by_seg.items() for p in (seg, *os)]
+            for seg, rows in self._rows(_member_rows(where, params)).items():
+                out.setdefault(seg, []).extend(rows)
+        return out
+
+
+def _member_rows(where: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """(segment, offset, id, parent, type, role, position) of the segment members (``m``,
+    their entries ``e``) meeting ``where``."""
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    off = q_offset()
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT m.segment_id, m.{off}, e.entry_id, e.parent_id, e.type, e.role, "
+            f"e.position FROM {members} m JOIN {entries} e ON e.id = m.entry_id "
+            f"WHERE {where}",
+            list(params),
+        )
+        return cur.fetchall()

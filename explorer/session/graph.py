@@ -16,7 +16,7 @@ Pure functions over plain records: no Django, no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -334,6 +334,28 @@ class KeptShape(Protocol):
     def parent(self) -> Mapping[str, str]: ...
 
 
+class QuietRuns(Protocol):
+    """What a tree that knows its plain runs tells :func:`fold_walk` (``explorer.session.
+    segfold``). A plain entry has one child and is not a root, labelled, of a distinct type
+    or kept (pinned, the cursor, and the user turns the walk draws, :meth:`stop_at`): a
+    chain of the fold steps over a run of them at once."""
+
+    def path_candidates(self, path: Sequence[str]) -> tuple[Sequence[str], Collection[str]] | None:
+        """When ``path`` is the tree's route to its last id (every id in the tree): its ids
+        that are not plain or are user messages, in order, and the plain user messages
+        among them. Else None (the walk reads the whole path)."""
+        ...
+
+    def stop_at(self, ids: Collection[str]) -> None:
+        """``ids`` (user turns the walk draws) end the plain runs they are in."""
+        ...
+
+    def quiet_after(self, nid: str) -> tuple[int, str, int, str] | None:
+        """The plain run right after ``nid`` (its one child onwards) as (entries, last id,
+        user messages among them, the id after the run), or None where there is none."""
+        ...
+
+
 def fold_tree(
     nodes: Sequence[GraphNode] | Mapping[str, GraphNode],
     *,
@@ -405,11 +427,17 @@ def fold_walk(
     expanded: Iterable[str] = (),
     pinned: Iterable[str] = (),
     max_nodes: int = DEFAULT_MAX_NODES,
+    quiet: QuietRuns | None = None,
 ) -> FoldedGraph:
     """The walk of :func:`fold_tree` once the tree is known: ``children`` and ``sizes`` are
     read only for the entries the walk reaches (and the starts it closes), ``by_id`` only
     for those and the active path, so lazy mappings (``explorer.session.segfold``) fold a
-    large tree reading only what is drawn. ``len(by_id)`` is the total shown."""
+    large tree reading only what is drawn. ``len(by_id)`` is the total shown.
+
+    ``quiet``: where the tree knows its runs of plain entries (:class:`QuietRuns`), the walk
+    steps over each run at once and reads the active path's candidates only, instead of
+    every entry of the chains it folds; the fold is the same."""
+    active_path = list(active_path)
     active = set(active_path)
     expanded_set = set(expanded)
     keep = set(pinned)
@@ -433,10 +461,17 @@ def fold_walk(
     # into one chain, and the side branches inside that stretch are counted, not drawn.
     active_next: dict[str, str] = {}
     demoted: set[str] = set()
-    path_list = [a for a in active_path if a in by_id] if active else []
+    known = quiet.path_candidates(active_path) if quiet is not None and active else None
+    plain_users: Collection[str] = ()
+    if known is not None:
+        path_list = active_path  # every id is in the tree (``path_candidates`` checked)
+        candidates, plain_users = known
+    else:
+        path_list = [a for a in active_path if a in by_id] if active else []
+        candidates = path_list
     for a, b in zip(path_list, path_list[1:], strict=False):
         active_next[a] = b
-    notable = [a for a in path_list if naturally_interesting(a)]
+    notable = [a for a in candidates if a not in plain_users and naturally_interesting(a)]
     share = max(4, max_nodes // 3)
     if len(notable) > share:
         head = 2
@@ -447,10 +482,16 @@ def fold_walk(
     turn_slots = max_nodes * 2 // 5 - (len(notable) - len(demoted))
     turns = set(
         spread_pick(
-            [a for a in path_list if is_user_turn(by_id[a]) and not naturally_interesting(a)],
+            [
+                a
+                for a in candidates
+                if a in plain_users or (is_user_turn(by_id[a]) and not naturally_interesting(a))
+            ],
             turn_slots,
         )
     )
+    if quiet is not None:
+        quiet.stop_at(turns)
 
     def interesting(nid: str) -> bool:
         return nid not in demoted and (nid in turns or naturally_interesting(nid))
@@ -518,7 +559,8 @@ def fold_walk(
         # Walk one segment: a chain of uninteresting single-child entries, then (maybe) an
         # interesting entry, whose children start new segments.
         nid: str | None = start
-        chain: list[str] = []
+        chain: list[str] = []  # its first and last ids, ``chain_len`` entries in all
+        chain_len = 0
         side_count = 0
         turn_count = 0
         unfold = start in expanded_set
@@ -528,9 +570,11 @@ def fold_walk(
             if interesting(nid) or unfold:
                 if chain:
                     cur_parent = _emit_chain(
-                        chain, cur_parent, active, new_key, attach, side_count, turn_count, by_id
-                    )
+                        chain, chain_len, cur_parent, active, new_key, attach, side_count,
+                        turn_count, by_id,
+                    )  # fmt: skip
                     chain = []
+                    chain_len = 0
                     side_count = 0
                     turn_count = 0
                 item = FoldedItem(
@@ -553,24 +597,40 @@ def fold_walk(
                 for k in kids:
                     push(k, cur_parent, level + 1)
                 break
-            chain.append(nid)
+            chain[min(chain_len, 1) :] = [nid]
+            chain_len += 1
             turn_count += is_user_turn(by_id[nid])
             if nid in demoted:
                 sides = len(children.get(nid, ())) - 1
                 side_count += max(0, sides)
                 if sides:
                     truncated = True
+            elif quiet is not None:
+                run = quiet.quiet_after(nid)
+                if run is not None:
+                    # ``count`` plain entries (one child each, nothing that stops a chain),
+                    # ``users`` of them user messages, end at ``last``; ``after`` follows.
+                    count, last, users, after = run
+                    chain[1:] = [last]
+                    chain_len += count
+                    turn_count += users
+                    nid = after
+                    continue
             nxt = next_in_chain(nid) if children.get(nid) else None
             if nxt is None:
                 break
             nid = nxt
         if chain:
-            _emit_chain(chain, cur_parent, active, new_key, attach, side_count, turn_count, by_id)
+            _emit_chain(
+                chain, chain_len, cur_parent, active, new_key, attach, side_count, turn_count,
+                by_id,
+            )  # fmt: skip
     return FoldedGraph(out_roots, items, total_entries=len(by_id), truncated=truncated)
 
 
 def _emit_chain(
     chain: list[str],
+    count: int,
     parent: FoldedItem | None,
     active: set[str],
     new_key: Callable[[], str],
@@ -581,7 +641,7 @@ def _emit_chain(
 ) -> FoldedItem:
     # Folding one entry hides it behind a "⋯ 1 entry" node that is no shorter than the entry
     # itself: draw it as the entry (unless it stands for side branches it does not draw).
-    if len(chain) == 1 and not side_branches and by_id is not None and chain[0] in by_id:
+    if count == 1 and not side_branches and by_id is not None and chain[0] in by_id:
         single = FoldedItem(
             new_key(),
             "entry",
@@ -597,7 +657,7 @@ def _emit_chain(
         "chain",
         chain[0],
         parent.key if parent else None,
-        count=len(chain),
+        count=count,
         last_id=chain[-1],
         active=chain[0] in active,
         side_branches=side_branches,

@@ -17,12 +17,28 @@ Pure: the caller passes the segment rows and a loader of a segment's entries (as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from .graph import DEFAULT_MAX_NODES, FoldedGraph, GraphNode, fold_walk
+from .graph import (
+    DEFAULT_MAX_NODES,
+    DISTINCT_TYPES,
+    FoldedGraph,
+    GraphNode,
+    fold_walk,
+    is_user_turn,
+)
 
-__all__ = ["SegmentSpec", "SegmentTree", "fold_segments", "size_within", "subtree_total"]
+__all__ = [
+    "MemberReader",
+    "SegmentSpec",
+    "SegmentTree",
+    "fold_segments",
+    "size_within",
+    "subtree_total",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,24 +53,51 @@ class SegmentSpec:
     length: int
 
 
-# Segment ids → their entries in offset order, as (node, file position).
-MemberLoader = Callable[[Sequence[int]], Mapping[int, Sequence[tuple[GraphNode, int]]]]
+# One entry of a segment as read: (offset, node, file position).
+Row = tuple[int, GraphNode, int]
+
+
+class MemberReader(Protocol):
+    """Reads a segment's entries for :class:`SegmentTree`."""
+
+    def whole(self, segs: Sequence[int]) -> Mapping[int, Sequence[Row]]:
+        """Every entry of ``segs``."""
+        ...
+
+    def marked(
+        self, segs: Sequence[int], keep: Collection[str]
+    ) -> Mapping[int, Sequence[Row]] | None:
+        """At least the entries of ``segs`` that are labelled, compactions or branch
+        summaries, user messages or one of ``keep``; None where it cannot (then the
+        segments are read whole)."""
+        ...
+
+    def at(self, places: Mapping[int, Collection[int]]) -> Mapping[int, Sequence[Row]]:
+        """The entries at these offsets of these segments."""
+        ...
 
 
 class SegmentTree:
-    """The tree of ``segments``, its entries loaded per segment on demand (``load``), and
+    """The tree of ``segments``, its entries read per segment on demand (``reader``), and
     ``place`` giving an entry's (segment, offset) for the ones not reached from a loaded
-    segment (the route, a ``root=`` subtree)."""
+    segment (the route, a ``root=`` subtree).
+
+    Once :meth:`sparse` is called, a segment is read sparsely: the entries that can stop a
+    folded chain (its head, tail and branch points, labelled entries, compactions, branch
+    summaries, kept ids, and the user turns the fold draws) with the one before and the two
+    after each, plus its user messages (a folded chain counts them). The plain runs between
+    are not read; the fold steps over them (``graph.QuietRuns``). An entry asked for that a
+    sparse read left out reads its whole segment, as before."""
 
     def __init__(
         self,
         segments: Mapping[int, SegmentSpec],
-        load: MemberLoader,
+        reader: MemberReader,
         place: Callable[[str], tuple[int, int] | None],
         total: int,
     ) -> None:
         self.segments = segments
-        self._load = load
+        self._reader = reader
         self._place = place
         self.total = total
         self.hanging: dict[int, list[tuple[int, int]]] = {}
@@ -70,24 +113,94 @@ class SegmentTree:
         self.where: dict[str, tuple[int, int] | None] = {
             s.head: (sid, 0) for sid, s in segments.items()
         }
-        self.members: dict[int, Sequence[tuple[GraphNode, int]]] = {}
+        # segment → offset → (node, file position): every entry of a segment read whole,
+        # some of one read sparsely.
+        self.members: dict[int, dict[int, tuple[GraphNode, int]]] = {}
+        self.whole: set[int] = set()
         self.nodes: dict[str, GraphNode] = {}
         self._totals: dict[int, tuple[int, int]] = {}
+        self._keep: frozenset[str] | None = None
+        self._stops: dict[int, list[int]] = {}  # sparse segment → stop offsets, sorted
+        self._users: dict[int, list[int]] = {}  # sparse segment → user message offsets
+        self.stop_ids: set[str] = set()
 
     # -- loading -----------------------------------------------------------------------
+
+    def sparse(self, keep: Iterable[str]) -> None:
+        """Read segments sparsely from now on; ``keep``: ids that stop a plain run."""
+        self._keep = frozenset(keep)
 
     def load(self, segs: Iterable[int]) -> None:
         """Read the entries of the segments not read yet (one call for all of them)."""
         wanted = [s for s in dict.fromkeys(segs) if s not in self.members]
         if not wanted:
             return
-        found = self._load(wanted)
+        keep = self._keep
+        found = None if keep is None else self._reader.marked(wanted, keep)
+        if found is None or keep is None:
+            self._read_whole(wanted)
+            return
         for sid in wanted:
-            rows = found.get(sid, ())
-            self.members[sid] = rows
-            for offset, (node, _position) in enumerate(rows):
-                self.where[node.id] = (sid, offset)
-                self.nodes.setdefault(node.id, node)
+            self.members[sid] = {}
+            self._take(sid, found.get(sid, ()))
+            got = self.members[sid]
+            spec = self.segments[sid]
+            stops = {0, spec.length - 1, *(o for o, _c in self.hanging.get(sid, ()))}
+            stops.update(
+                o
+                for o, (node, _p) in got.items()
+                if node.label or node.type in DISTINCT_TYPES or node.id in keep
+            )
+            self._stops[sid] = sorted(stops)
+            self._users[sid] = sorted(o for o, (node, _p) in got.items() if is_user_turn(node))
+        self._fill({sid: self._stops[sid] for sid in wanted})
+
+    def _read_whole(self, segs: list[int]) -> None:
+        found = self._reader.whole(segs)
+        for sid in segs:
+            self.members[sid] = {}
+            self._take(sid, found.get(sid, ()))
+            self.whole.add(sid)
+            self._stops.pop(sid, None)
+            self._users.pop(sid, None)
+
+    def _take(self, sid: int, rows: Iterable[Row]) -> None:
+        got = self.members[sid]
+        for offset, node, position in rows:
+            got[offset] = (node, position)
+            self.where[node.id] = (sid, offset)
+            self.nodes.setdefault(node.id, node)
+
+    def _fill(self, stops: Mapping[int, Iterable[int]]) -> None:
+        """Read the stops given and the entry before and the two after each (what the walk
+        reads around a stop), where not read yet."""
+        need: dict[int, list[int]] = {}
+        for sid, offsets in stops.items():
+            got = self.members[sid]
+            last = self.segments[sid].length - 1
+            want = {o + d for o in offsets for d in (-1, 0, 1, 2)}
+            missing = sorted(o for o in want if 0 <= o <= last and o not in got)
+            if missing:
+                need[sid] = missing
+        if need:
+            found = self._reader.at(need)
+            for sid in need:
+                self._take(sid, found.get(sid, ()))
+        for sid, offsets in stops.items():
+            got = self.members[sid]
+            self.stop_ids.update(got[o][0].id for o in offsets if o in got)
+
+    def member(self, seg: int, offset: int) -> tuple[GraphNode, int]:
+        """The entry at ``offset`` of ``seg`` (its whole segment read if a sparse read left
+        it out)."""
+        self.load([seg])
+        row = self.members[seg].get(offset)
+        if row is None and seg not in self.whole:
+            self._read_whole([seg])
+            row = self.members[seg].get(offset)
+        if row is None:
+            raise KeyError((seg, offset))
+        return row
 
     def spot(self, nid: str) -> tuple[int, int] | None:
         if nid not in self.where:
@@ -111,7 +224,76 @@ class SegmentTree:
         if spot is None:
             return None
         self.load([spot[0]])
+        if nid not in self.nodes and spot[0] not in self.whole:
+            self._read_whole([spot[0]])
         return self.nodes.get(nid)
+
+    # -- the plain runs (graph.QuietRuns) -----------------------------------------------
+
+    def path_candidates(self, path: Sequence[str]) -> tuple[Sequence[str], Collection[str]] | None:
+        if self._keep is None or not path:
+            return None
+        spot = self.spot(path[-1])
+        if spot is None:
+            return None
+        seg, offset = spot
+        chain = self.route_segments(seg)
+        top = self.segments[chain[-1]]
+        length = offset + 1 + sum((self.segments[s].parent_offset or 0) + 1 for s in chain[:-1])
+        if length != len(path) or top.head != path[0]:
+            return None  # not the tree's route to its last id: the walk reads the path
+        self.load(chain)
+        if any(s in self.whole for s in chain):
+            return None
+        plain: set[str] = set()
+        upto = offset
+        for sid in chain:
+            got = self.members[sid]
+            stops = set(self._stops[sid])
+            plain.update(got[o][0].id for o in self._users[sid] if o <= upto and o not in stops)
+            upto = self.segments[sid].parent_offset or 0
+        return [a for a in path if a in self.stop_ids or a in plain], plain
+
+    def stop_at(self, ids: Collection[str]) -> None:
+        added: dict[int, list[int]] = {}
+        for nid in ids:
+            spot = self.spot(nid)
+            if spot is None or spot[0] not in self._stops:
+                continue
+            sid, offset = spot
+            stops = self._stops[sid]
+            at = bisect_right(stops, offset)
+            if not at or stops[at - 1] != offset:
+                stops.insert(at, offset)
+                added.setdefault(sid, []).append(offset)
+        if added:
+            self._fill(added)
+
+    def quiet_after(self, nid: str) -> tuple[int, str, int, str] | None:
+        spot = self.spot(nid)
+        if spot is None:
+            return None
+        seg, offset = spot
+        stops = self._stops.get(seg)
+        if stops is None or seg in self.whole:
+            return None
+        if offset >= self.segments[seg].length - 1 or self._branches(seg, offset):
+            return None  # not one child
+        at = bisect_right(stops, offset)
+        if at == len(stops):
+            return None
+        nxt = stops[at]
+        count = nxt - offset - 1
+        if count <= 0:
+            return None
+        users = self._users[seg]
+        inside = bisect_right(users, nxt - 1) - bisect_right(users, offset)
+        last = self.member(seg, nxt - 1)[0].id
+        after = self.member(seg, nxt)[0].id
+        return count, last, inside, after
+
+    def _branches(self, seg: int, offset: int) -> bool:
+        return any(o == offset for o, _c in self.hanging.get(seg, ()))
 
     # -- the tree ----------------------------------------------------------------------
 
@@ -123,8 +305,7 @@ class SegmentTree:
         spec = self.segments[seg]
         kids: list[tuple[int, str]] = []
         if offset < spec.length - 1:
-            self.load([seg])
-            node, position = self.members[seg][offset + 1]
+            node, position = self.member(seg, offset + 1)
             kids.append((position, node.id))
         for o, child in self.hanging.get(seg, ()):
             if o == offset:
@@ -264,7 +445,11 @@ def fold_segments(
     max_nodes: int = DEFAULT_MAX_NODES,
 ) -> FoldedGraph:
     """What ``fold_tree`` gives for the tree ``tree`` describes (same arguments), reading
-    the entries of the segments the walk enters and of the active path's."""
+    the entries of the segments the walk enters and of the active path's: sparsely, the
+    plain runs between the entries that can stop a chain stepped over, not read."""
+    pinned = list(pinned)
+    keep = {*pinned, *(i for i in (cursor_id, root_id) if i)}
+    tree.sparse(keep)
     if active_path:
         spot = tree.spot(active_path[-1])
         if spot is not None:
@@ -282,4 +467,5 @@ def fold_segments(
         expanded=expanded,
         pinned=pinned,
         max_nodes=max_nodes,
+        quiet=tree,
     )
