@@ -10,6 +10,7 @@ context edits it marks (hide or replace). Nothing is kept between requests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,10 +25,10 @@ from explorer.analysis.timeline import (
 )
 from explorer.key_lookups import rows_for_keys
 from explorer.models import Entry, RouteFigure, Session
-from explorer.queries.routes import LightEntry, light_path
-from explorer.segment_store import route_chain, route_rows
+from explorer.queries.routes import LightEntry, light_path, stored_depth
+from explorer.segment_store import route_rows
 from explorer.session import jsonfmt
-from explorer.session.describe import finite, provider_context_tokens
+from explorer.session.describe import provider_context_tokens
 
 TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
 # The window's start moves in steps this long, so a route growing at its tip keeps the
@@ -43,41 +44,54 @@ def timeline_window(route_length: int) -> int:
     return 0 if over <= 0 else (over // TIMELINE_STEP + 1) * TIMELINE_STEP
 
 
-def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
+# The marks (compactions, context edits, branch summaries) a page draws and lists: the
+# newest of the window's. A route of thousands of edits would otherwise make the page and
+# its JSON grow with it; the counts per kind still say how many there are.
+MARKS_SHOWN = 50
+_MARK_KINDS = {
+    "compaction": ("compaction", "compaction"),
+    "context_edit": ("edit", "hide"),
+    "branch_summary": ("branch_summary", "branch summary"),
+}
+
+# One row of the window the tab reads: (index in the window, entry id, type, role,
+# projected, every message estimated, entry key), for the replies, the marks and the leaf;
+# the role is None where the entry has no figure row.
+_Row = tuple[int, str, str, str | None, float | None, float | None, int]
+
+
+def timeline_figures(
+    session: Session, cursor: str | None, marks_before: int | None = None
+) -> dict[str, Any]:
     """The Timeline tab's figures (its page, htmx partial and JSON all use this).
 
     Every turn of the window comes from its stored row (projected, every message
     estimated); only the drawn turns' lines are parsed (at most about 240, for their time
-    and provider-reported context), so a cold request costs the same on a long route as
-    on a short one, bar the index rows of the route itself."""
-    light = light_path(session, cursor)
-    start = timeline_window(len(light))
-    window = light[start:]
-    rows = _reply_rows(session, light[-1].entry_id, start) if light else {}
-    if rows is None:
-        rows = _figure_rows(session, window)
-    elif window and window[-1].pk not in rows:
-        rows |= _figure_rows(session, window[-1:])  # the context now (:func:`_now_point`)
+    and provider-reported context), and of the marks the newest :data:`MARKS_SHOWN`, so a
+    cold request reads the route's replies and marks (one statement over its segments),
+    never the whole route, and its answer is no longer on a long route than on a short one.
+    ``marks_before``: a window index; the marks shown are then the newest before it (how a
+    reader, or a JSON client, pages back through a window of more marks than are shown)."""
+    path_length, start, rows = _window_rows(session, cursor)
     every: list[TimelinePoint] = []
     marks: list[TimelineMark] = []
-    edits: list[tuple[int, LightEntry]] = []
-    for i, e in enumerate(window):
-        if e.type == "compaction":
-            marks.append(TimelineMark(i, e.entry_id, "compaction", "compaction"))
-        elif e.type == "context_edit":
-            marks.append(TimelineMark(i, e.entry_id, "edit", "hide"))
-            edits.append((len(marks) - 1, e))
-        elif e.type == "branch_summary":
-            marks.append(TimelineMark(i, e.entry_id, "branch_summary", "branch summary"))
-        row = rows.get(e.pk)
-        if row is None or row[0] != "assistant":
-            continue
-        every.append(
-            TimelinePoint(i, e.entry_id, _whole(row[1]), None, len(every) + 1, "", _whole(row[2]))
-        )
+    for i, entry_id, kind, role, projected, estimate, _pk in rows:
+        mark = _MARK_KINDS.get(kind)
+        if mark is not None:
+            marks.append(TimelineMark(i, entry_id, *mark))
+        if role == "assistant":
+            every.append(
+                TimelinePoint(
+                    i, entry_id, _whole(projected), None, len(every) + 1, "", _whole(estimate)
+                )
+            )
     points = sampled_points(every)
-    _read_shown(session, window, points, marks, edits)
-    now = _now_point(window, rows, points, marks)
+    older = marks if marks_before is None else [m for m in marks if m.index < marks_before]
+    shown = older[-MARKS_SHOWN:]
+    keys = {r[1]: r[6] for r in rows}
+    _read_shown(session, keys, points, shown)
+    window_length = path_length - start
+    now = _now_point(window_length, rows, points, marks)
     now_info = None
     if now is not None:  # a compaction or edit after the last reply: the context now
         kind = next(m.kind for m in reversed(marks) if m.kind != "branch_summary")
@@ -85,46 +99,87 @@ def timeline_figures(session: Session, cursor: str | None) -> dict[str, Any]:
             "entry_id": now.entry_id, "projected": now.projected, "estimate": now.estimate,
             "kind": "compaction" if kind == "compaction" else "context edit",
         }  # fmt: skip
+    counts = {"compaction": 0, "edit": 0, "branch_summary": 0}
+    for m in marks:
+        counts[m.kind] += 1
     return {
         # The chart ends at the context now; ``points`` stay the turns (``now`` apart).
-        "chart": timeline_svg_data([*points, now] if now else points, marks, len(window)),
+        "chart": timeline_svg_data([*points, now] if now else points, shown, window_length),
         "points": points,
-        "marks": marks,
+        # The newest MARKS_SHOWN of the window's marks (before ``marks_before`` if asked);
+        # ``marks_total`` and ``mark_counts`` count them all.
+        "marks": shown,
+        "marks_total": len(marks),
+        "marks_not_shown": len(marks) - len(shown),
+        "mark_counts": counts,
+        # The ``?marks_before=`` that asks for the older marks, or None: none left out.
+        "older_marks": shown[0].index if len(older) > len(shown) else None,
         "clipped": start,
         "now_point": now_info,
         # Every turn of the window, not only the drawn ones (at most about 240).
         "peak": peak_of(every, points),
         "turns": len(every),
-        "path_length": len(light),
+        "path_length": path_length,
     }
+
+
+def _window_rows(session: Session, cursor: str | None) -> tuple[int, int, list[_Row]]:
+    """(route length, entries left out at its start, the window's rows the tab reads: its
+    replies, its marks and its last entry, in route order).
+
+    A placed leaf (in a segment) has its depth stored: the length is that, and the rows
+    one statement over the route's segments (:func:`_segment_rows`). A leaf in no segment
+    (a loop, or below one) has its route walked up its parent links instead
+    (:func:`_walked_rows`)."""
+    if not cursor:
+        return 0, 0, []
+    depth = stored_depth(session, cursor)
+    if depth is not None:
+        start = timeline_window(depth + 1)
+        rows = _segment_rows(session, cursor, depth, start)
+        if rows is not None:
+            return depth + 1, start, rows
+    light = light_path(session, cursor)
+    start = timeline_window(len(light))
+    return len(light), start, _walked_rows(session, light, start)
+
+
+def _segment_rows(session: Session, leaf: str, depth: int, start: int) -> list[_Row] | None:
+    """The rows of the window from ``start`` on the route to ``leaf`` (a placed entry
+    ``depth`` entries below its root): the route's segments joined to their figure rows
+    past the start, only the replies, the marks and the leaf, each at its stored depth (its
+    index on the route). None where the statement does not end at the leaf (no figure row
+    for it: the caller walks the route)."""
+    table = connection.ops.quote_name(RouteFigure._meta.db_table)
+    found = route_rows(
+        session.pk,
+        jsonfmt.visible(leaf),
+        "f.depth, e.entry_id, e.type, f.role, f.context_tokens, f.every_estimate, e.id",
+        join=f"JOIN {table} f ON f.entry_id = e.id",
+        where="f.depth >= %s AND (f.role = %s OR f.depth = %s OR e.type IN (%s, %s, %s))",
+        params=[start, "assistant", depth, *_MARK_KINDS],
+    )
+    if not found or found[-1][0] != depth:
+        return None
+    return [(d - start, eid, kind, role or "", *rest) for d, eid, kind, role, *rest in found]
+
+
+def _walked_rows(session: Session, light: Sequence[LightEntry], start: int) -> list[_Row]:
+    """The rows of the window from ``start`` of a walked route (:func:`_segment_rows`'s
+    rows, from the route's index rows and the window's figure rows by key)."""
+    window = light[start:]
+    figures = _figure_rows(session, window)
+    rows: list[_Row] = []
+    for i, e in enumerate(window):
+        role, projected, estimate = figures.get(e.pk, (None, None, None))
+        if role == "assistant" or e.type in _MARK_KINDS or i == len(window) - 1:
+            rows.append((i, e.entry_id, e.type, role, projected, estimate, e.pk))
+    return rows
 
 
 def _whole(value: float | None) -> int:
     """A stored figure as the chart counts it (null, i.e. NaN, is 0)."""
-    return int(finite(float("nan") if value is None else value))
-
-
-def _reply_rows(
-    session: Session, leaf: str, start: int
-) -> dict[int, tuple[str, float | None, float | None]] | None:
-    """:func:`_figure_rows` of the replies at depth ``start`` or below on the route to
-    ``leaf``, the rows the chart reads (bar the leaf's own), in one query over the route's segments (no
-    list of keys); None where the segments do not settle the route."""
-    table = connection.ops.quote_name(RouteFigure._meta.db_table)
-    rows = route_rows(
-        session.pk,
-        leaf,
-        "e.id, f.role, f.context_tokens, f.every_estimate",
-        join=f"JOIN {table} f ON f.entry_id = e.id",
-        where="f.depth >= %s AND f.role = %s",
-        params=[start, "assistant"],
-    )
-    if not rows:
-        # No reply in the window, or a route the segments leave out: the rows decide.
-        if route_chain(session.pk, leaf) is None:
-            return None
-        return {}
-    return {pk: (role, projected, estimate) for pk, role, projected, estimate in rows}
+    return int(value) if value is not None and math.isfinite(value) else 0
 
 
 def _figure_rows(
@@ -147,14 +202,15 @@ def _figure_rows(
 
 def _read_shown(
     session: Session,
-    window: Sequence[LightEntry],
+    keys: dict[str, int],
     points: Sequence[TimelinePoint],
-    marks: list[TimelineMark],
-    edits: Sequence[tuple[int, LightEntry]],
+    marks: Sequence[TimelineMark],
 ) -> None:
     """Parse what the page shows and the rows do not hold: the drawn turns' timestamp and
-    provider-reported context, and whether each marked context edit hides or replaces."""
-    wanted = [window[p.index] for p in points] + [e for _, e in edits]
+    provider-reported context, and whether each shown context edit hides or replaces.
+    ``keys``: the entry key of each id the window's rows hold."""
+    edits = [m for m in marks if m.kind == "edit"]
+    wanted = {keys[x.entry_id]: x.entry_id for x in [*points, *edits] if keys.get(x.entry_id)}
     parsed = _lines(session, wanted)
     for p in points:
         entry = parsed.get(p.entry_id)
@@ -163,20 +219,20 @@ def _read_shown(
         p.reported = provider_context_tokens(entry)
         ts = entry.get("timestamp")
         p.timestamp = ts if isinstance(ts, str) else ""
-    for at, e in edits:
-        entry = parsed.get(e.entry_id)
+    for m in edits:
+        entry = parsed.get(m.entry_id)
         if entry is not None and entry.get("replacement") is not None:
-            marks[at].label = "replace"
+            m.label = "replace"
 
 
-def _lines(session: Session, light: Sequence[LightEntry]) -> dict[str, dict]:
-    """The parsed lines of ``light`` by entry id, read by their keys.
+def _lines(session: Session, expected: dict[int, str]) -> dict[str, dict]:
+    """The parsed lines of the entries ``expected`` (key → id) by entry id, read by their
+    keys.
 
     Not masked (:func:`~explorer.queries.entries.full_path` is): the tab shows no text of
     them, only a timestamp, a usage figure and whether an edit replaces, and the masking's
     findings would cost more to read than these few lines do to parse."""
     table = connection.ops.quote_name(Entry._meta.db_table)
-    expected = {e.pk: e.entry_id for e in light if e.pk}
     pks = list(expected)
     out: dict[str, dict] = {}
     with connection.cursor() as cur:
@@ -200,8 +256,8 @@ def _lines(session: Session, light: Sequence[LightEntry]) -> dict[str, dict]:
 
 
 def _now_point(
-    window: Sequence[LightEntry],
-    rows: dict[int, tuple[str, float | None, float | None]],
+    window_length: int,
+    rows: Sequence[_Row],
     points: Sequence[TimelinePoint],
     marks: Sequence[TimelineMark],
 ) -> TimelinePoint | None:
@@ -209,12 +265,9 @@ def _now_point(
     the last assistant reply, or None. Without it the chart ended at the last reply's
     figure (24,896) while the context after the trailing compaction was 12,454."""
     last = points[-1].index if points else -1
-    if not window or not any(m.index > last and m.kind in ("compaction", "edit") for m in marks):
+    if not rows or not any(m.index > last and m.kind in ("compaction", "edit") for m in marks):
         return None
-    leaf = window[-1]
-    row = rows.get(leaf.pk)
-    if row is None:
-        return None
-    return TimelinePoint(
-        len(window) - 1, leaf.entry_id, _whole(row[1]), None, 0, "", _whole(row[2])
-    )
+    index, entry_id, _type, role, projected, estimate, _pk = rows[-1]
+    if index != window_length - 1 or role is None:
+        return None  # the leaf's figure row is missing
+    return TimelinePoint(index, entry_id, _whole(projected), None, 0, "", _whole(estimate))
