@@ -19,8 +19,8 @@ from django.db import connection
 from explorer.analysis.timeline import (
     TimelineMark,
     TimelinePoint,
-    peak_of,
-    sampled_points,
+    peak_of_values,
+    sample_indices,
     timeline_svg_data,
 )
 from explorer.key_lookups import rows_for_keys
@@ -61,7 +61,7 @@ _Row = tuple[int, str, str, str | None, float | None, float | None, int]
 
 
 def timeline_figures(
-    session: Session, cursor: str | None, marks_before: int | None = None
+    session: Session, cursor: str | None, marks_before: int | None = None, *, chart: bool = True
 ) -> dict[str, Any]:
     """The Timeline tab's figures (its page, htmx partial and JSON all use this).
 
@@ -71,21 +71,26 @@ def timeline_figures(
     cold request reads the route's replies and marks (one statement over its segments),
     never the whole route, and its answer is no longer on a long route than on a short one.
     ``marks_before``: a window index; the marks shown are then the newest before it (how a
-    reader, or a JSON client, pages back through a window of more marks than are shown)."""
+    reader, or a JSON client, pages back through a window of more marks than are shown).
+    ``chart``: False leaves the drawing's coordinates out (None), for the JSON, which has
+    the figures they are drawn from."""
     path_length, start, rows = _window_rows(session, cursor)
-    every: list[TimelinePoint] = []
+    replies: list[_Row] = []
     marks: list[TimelineMark] = []
-    for i, entry_id, kind, role, projected, estimate, _pk in rows:
-        mark = _MARK_KINDS.get(kind)
+    for row in rows:
+        mark = _MARK_KINDS.get(row[2])
         if mark is not None:
-            marks.append(TimelineMark(i, entry_id, *mark))
-        if role == "assistant":
-            every.append(
-                TimelinePoint(
-                    i, entry_id, _whole(projected), None, len(every) + 1, "", _whole(estimate)
-                )
-            )
-    points = sampled_points(every)
+            marks.append(TimelineMark(row[0], row[1], *mark))
+        if row[3] == "assistant":
+            replies.append(row)
+    # A point is built for the drawn turns only (at most about 240 of thousands).
+    projected = [_whole(r[4]) for r in replies]
+    points = [
+        TimelinePoint(
+            replies[k][0], replies[k][1], projected[k], None, k + 1, "", _whole(replies[k][5])
+        )
+        for k in sample_indices(projected)
+    ]
     older = marks if marks_before is None else [m for m in marks if m.index < marks_before]
     shown = older[-MARKS_SHOWN:]
     keys = {r[1]: r[6] for r in rows}
@@ -104,7 +109,11 @@ def timeline_figures(
         counts[m.kind] += 1
     return {
         # The chart ends at the context now; ``points`` stay the turns (``now`` apart).
-        "chart": timeline_svg_data([*points, now] if now else points, shown, window_length),
+        "chart": (
+            timeline_svg_data([*points, now] if now else points, shown, window_length)
+            if chart
+            else None
+        ),
         "points": points,
         # The newest MARKS_SHOWN of the window's marks (before ``marks_before`` if asked);
         # ``marks_total`` and ``mark_counts`` count them all.
@@ -117,8 +126,8 @@ def timeline_figures(
         "clipped": start,
         "now_point": now_info,
         # Every turn of the window, not only the drawn ones (at most about 240).
-        "peak": peak_of(every, points),
-        "turns": len(every),
+        "peak": peak_of_values(projected, points),
+        "turns": len(replies),
         "path_length": path_length,
     }
 

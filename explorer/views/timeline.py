@@ -24,8 +24,9 @@ TEMPLATE = "explorer/timeline.html"
 def timeline_panel(
     request: HtmxHttpRequest, session, cursor: str | None, before: int | None
 ) -> dict[str, Any]:
-    """The panel's figures: one builder (:func:`queries.timeline_figures`) for all forms."""
-    return queries.timeline_figures(session, cursor, before)
+    """The panel's figures: one builder (:func:`queries.timeline_figures`) for all forms
+    (the JSON without the chart's coordinates)."""
+    return queries.timeline_figures(session, cursor, before, chart=not wants_json(request))
 
 
 def _marks_before(request: HtmxHttpRequest) -> int | None:
