@@ -56,7 +56,8 @@ _MARK_KINDS = {
 
 # One row of the window the tab reads: (index in the window, entry id, type, role,
 # projected, every message estimated, entry key), for the replies, the marks and the leaf;
-# the role is None where the entry has no figure row.
+# the role is None where the entry has no figure row. A reply read over the segments has
+# no id here (""): a drawn one's comes with its line (:func:`_read_shown`).
 _Row = tuple[int, str, str, str | None, float | None, float | None, int]
 
 
@@ -76,25 +77,27 @@ def timeline_figures(
     the figures they are drawn from."""
     path_length, start, rows = _window_rows(session, cursor)
     replies: list[_Row] = []
-    marks: list[TimelineMark] = []
+    marked: list[tuple[int, TimelineMark]] = []  # (entry key, mark)
     for row in rows:
         mark = _MARK_KINDS.get(row[2])
         if mark is not None:
-            marks.append(TimelineMark(row[0], row[1], *mark))
+            marked.append((row[6], TimelineMark(row[0], row[1], *mark)))
         if row[3] == "assistant":
             replies.append(row)
+    marks = [m for _pk, m in marked]
     # A point is built for the drawn turns only (at most about 240 of thousands).
     projected = [_whole(r[4]) for r in replies]
-    points = [
-        TimelinePoint(
+    drawn = [
+        (replies[k][6], TimelinePoint(
             replies[k][0], replies[k][1], projected[k], None, k + 1, "", _whole(replies[k][5])
-        )
+        ))
         for k in sample_indices(projected)
-    ]
-    older = marks if marks_before is None else [m for m in marks if m.index < marks_before]
-    shown = older[-MARKS_SHOWN:]
-    keys = {r[1]: r[6] for r in rows}
-    _read_shown(session, keys, points, shown)
+    ]  # fmt: skip
+    points = [p for _pk, p in drawn]
+    older = marked if marks_before is None else [x for x in marked if x[1].index < marks_before]
+    shown_marked = older[-MARKS_SHOWN:]
+    shown = [m for _pk, m in shown_marked]
+    _read_shown(session, drawn, [(pk, m) for pk, m in shown_marked if m.kind == "edit"])
     window_length = path_length - start
     now = _now_point(window_length, rows, points, marks)
     now_info = None
@@ -158,19 +161,44 @@ def _segment_rows(session: Session, leaf: str, depth: int, start: int) -> list[_
     ``depth`` entries below its root): the route's segments joined to their figure rows
     past the start, only the replies, the marks and the leaf, each at its stored depth (its
     index on the route). None where the statement does not end at the leaf (no figure row
-    for it: the caller walks the route)."""
+    for it: the caller walks the route).
+
+    The statement reads the members and their figure rows only: joining the entry table
+    for every entry of the route doubled its time. The figure rows say which entries are
+    replies (their role); a mark is an entry of no role (not a message), whose id and type
+    are then looked up by key, with the leaf's (a few rows: the route's non-messages)."""
     table = connection.ops.quote_name(RouteFigure._meta.db_table)
     found = route_rows(
         session.pk,
         jsonfmt.visible(leaf),
-        "f.depth, e.entry_id, e.type, f.role, f.context_tokens, f.every_estimate, e.id",
-        join=f"JOIN {table} f ON f.entry_id = e.id",
-        where="f.depth >= %s AND (f.role = %s OR f.depth = %s OR e.type IN (%s, %s, %s))",
-        params=[start, "assistant", depth, *_MARK_KINDS],
+        "f.depth, m.entry_id, f.role, f.context_tokens, f.every_estimate",
+        join=f"JOIN {table} f ON f.entry_id = m.entry_id",
+        where="f.depth >= %s AND (f.role = %s OR f.role = %s OR f.depth = %s)",
+        params=[start, "assistant", "", depth],
+        entries_joined=False,
     )
     if not found or found[-1][0] != depth:
         return None
-    return [(d - start, eid, kind, role or "", *rest) for d, eid, kind, role, *rest in found]
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    named = {
+        pk: (entry_id, kind)
+        for pk, session_pk, entry_id, kind in rows_for_keys(
+            f"SELECT id, session_id, entry_id, type FROM {entries} WHERE id IN ({{keys}})",
+            [pk for d, pk, role, *_ in found if role != "assistant" or d == depth],
+        )
+        if session_pk == session.pk
+    }
+    rows: list[_Row] = []
+    for d, pk, role, projected, estimate in found:
+        if role == "assistant" and d != depth:
+            rows.append((d - start, "", "message", role, projected, estimate, pk))
+            continue
+        if pk not in named:
+            return None
+        entry_id, kind = named[pk]
+        if role == "assistant" or kind in _MARK_KINDS or d == depth:
+            rows.append((d - start, entry_id, kind, role or "", projected, estimate, pk))
+    return rows
 
 
 def _walked_rows(session: Session, light: Sequence[LightEntry], start: int) -> list[_Row]:
@@ -211,56 +239,50 @@ def _figure_rows(
 
 def _read_shown(
     session: Session,
-    keys: dict[str, int],
-    points: Sequence[TimelinePoint],
-    marks: Sequence[TimelineMark],
+    points: Sequence[tuple[int, TimelinePoint]],
+    edits: Sequence[tuple[int, TimelineMark]],
 ) -> None:
     """Parse what the page shows and the rows do not hold: the drawn turns' timestamp and
-    provider-reported context, and whether each shown context edit hides or replaces.
-    ``keys``: the entry key of each id the window's rows hold."""
-    edits = [m for m in marks if m.kind == "edit"]
-    wanted = {keys[x.entry_id]: x.entry_id for x in [*points, *edits] if keys.get(x.entry_id)}
-    parsed = _lines(session, wanted)
-    for p in points:
-        entry = parsed.get(p.entry_id)
+    provider-reported context (and id, where the rows left it out), and whether each shown
+    context edit hides or replaces. Each comes with its entry key."""
+    parsed = _lines(session, {pk: x.entry_id for pk, x in [*points, *edits] if pk})
+    for pk, p in points:
+        got = parsed.get(pk)
+        if got is None:
+            continue
+        p.entry_id, entry = got
         if entry is None:
             continue
         p.reported = provider_context_tokens(entry)
         ts = entry.get("timestamp")
         p.timestamp = ts if isinstance(ts, str) else ""
-    for m in edits:
-        entry = parsed.get(m.entry_id)
-        if entry is not None and entry.get("replacement") is not None:
+    for pk, m in edits:
+        got = parsed.get(pk)
+        if got is not None and got[1] is not None and got[1].get("replacement") is not None:
             m.label = "replace"
 
 
-def _lines(session: Session, expected: dict[int, str]) -> dict[str, dict]:
-    """The parsed lines of the entries ``expected`` (key → id) by entry id, read by their
-    keys.
+def _lines(session: Session, expected: dict[int, str]) -> dict[int, tuple[str, dict | None]]:
+    """(entry id, parsed line or None when it is no JSON object) of the entries
+    ``expected`` (key → id, "" when not known yet) by key, read by their keys.
 
     Not masked (:func:`~explorer.queries.entries.full_path` is): the tab shows no text of
     them, only a timestamp, a usage figure and whether an edit replaces, and the masking's
     findings would cost more to read than these few lines do to parse."""
     table = connection.ops.quote_name(Entry._meta.db_table)
-    pks = list(expected)
-    out: dict[str, dict] = {}
-    with connection.cursor() as cur:
-        for k in range(0, len(pks), 500):
-            chunk = pks[k : k + 500]
-            cur.execute(
-                f"SELECT id, session_id, entry_id, raw FROM {table} "
-                f"WHERE id IN ({','.join(['%s'] * len(chunk))})",
-                chunk,
-            )
-            for pk, session_pk, entry_id, raw in cur.fetchall():
-                if session_pk != session.pk or expected.get(pk) != entry_id:
-                    continue
-                try:
-                    value = jsonfmt.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(value, dict):
-                    out[entry_id] = value
+    out: dict[int, tuple[str, dict | None]] = {}
+    rows = rows_for_keys(
+        f"SELECT id, session_id, entry_id, raw FROM {table} WHERE id IN ({{keys}})",
+        list(expected),
+    )
+    for pk, session_pk, entry_id, raw in rows:
+        if session_pk != session.pk or expected.get(pk) not in ("", entry_id):
+            continue
+        try:
+            value = jsonfmt.loads(raw)
+        except ValueError:
+            value = None
+        out[pk] = (entry_id, value if isinstance(value, dict) else None)
     return out
 
 

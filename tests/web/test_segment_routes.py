@@ -157,7 +157,18 @@ def test_the_timelines_rows_are_the_walked_windows(make_session, tmp_path):
         assert depth == len(route) - 1
         for start in range(0, len(route), 3):
             want = timeline._walked_rows(session, route, start)
-            assert timeline._segment_rows(session, leaf, depth, start) == want, (leaf, start)
+            got = timeline._segment_rows(session, leaf, depth, start)
+            assert got is not None
+            # A reply other than the leaf comes without its id (read with its line if drawn).
+            assert all(
+                g[1] == "" and g[3] == "assistant"
+                for g in got
+                if g[1] != route[start + g[0]].entry_id
+            )
+            unnamed = [
+                (w[0], "", *w[2:]) if w[3] == "assistant" and w is not want[-1] else w for w in want
+            ]
+            assert got == unnamed, (leaf, start)
             checked += len(want) > 1
             marks += any(r[2] in timeline._MARK_KINDS for r in want)
     assert checked > 50 and marks > 10
