@@ -43,15 +43,15 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "timeline", cursor)
     before = _marks_before(request)
-    ctx.update(timeline_panel(request, session, cursor, before))
     if wants_json(request):
+        ctx.update(timeline_panel(request, session, cursor, before))
         keys = ("cursor", "points", "marks", "marks_total", "mark_counts", "older_marks",
                 "now_point", "clipped", "peak", "turns", "path_length")  # fmt: skip
         return json_page(plain({k: ctx[k] for k in keys}))
     # The chart is the same for every reader of this cursor: drawn once per version ("5:"
-    # since it draws the newest marks only).
-    chart = {**ctx, "session": session}
+    # since it draws the newest marks only), its figures read only when it is drawn.
+    build = lambda: {**ctx, **timeline_panel(request, session, cursor, before)}  # noqa: E731
     ctx["timeline_html"] = shared_fragment(
-        session, f"5:{before or ''}:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
+        session, f"5:{before or ''}:{cursor or ''}", f"{TEMPLATE}#timeline-panel", build
     )
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

@@ -141,3 +141,23 @@ def test_the_json_is_no_longer_with_more_marks(viewer_client):
         sizes.append(len(data["marks"]))
         session.delete()  # the next one has the same session id
     assert sizes == [MARKS_SHOWN, MARKS_SHOWN]
+
+
+def test_a_drawn_chart_is_not_read_again(viewer_client, monkeypatch):
+    """The page's chart is a shared fragment: once drawn, a page request reads no figures
+    (the JSON still does: it has no fragment)."""
+    session = _long_session(30, edits=3)
+    url = f"/sessions/{session.pk}/timeline/"
+    _cold()
+    first = viewer_client.get(url).content.decode()
+    assert "Context size per turn" in first
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("figures read for a drawn chart")
+
+    monkeypatch.setattr(queries, "timeline_figures", no_read)
+    again = viewer_client.get(url).content.decode()
+    chart = re.search(r'<section id="timeline-panel".*?</section>', first, re.S)
+    assert chart is not None and chart.group(0) in again
+    with pytest.raises(AssertionError, match="figures read"):
+        viewer_client.get(url, {"format": "json"})
