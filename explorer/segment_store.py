@@ -579,6 +579,7 @@ def route_rows(
     join: str = "",
     where: str = "",
     params: Sequence[Any] = (),
+    entries_joined: bool = True,
 ) -> list[tuple[Any, ...]]:
     """The entry rows (``columns`` of the entry table, aliased ``e``) of the route root →
     ``entry_id``, root first, read from the segments in one query: the entry's chain of
@@ -587,6 +588,9 @@ def route_rows(
     not settle it (the id unknown, or the entry in no segment: a loop, or below one); the
     caller then walks the parent links. ``join``, ``where`` and ``params``: a table joined
     to the rows and a condition on them (the route's figure rows past a depth, say).
+    ``entries_joined`` False leaves the entry table out (``columns`` and ``join`` then name
+    the members ``m``, whose ``m.entry_id`` is the entry's key): a lookup per entry saved,
+    half the statement on a route of thousands, when the caller needs no entry column.
 
     The same entries as the walk up the parent links (:func:`on_route_of` says why), read by
     range instead of one key lookup per link: about three times quicker on a route of
@@ -601,7 +605,7 @@ def route_rows(
             f"""{_chain_cte()}
             SELECT {columns} FROM chain
             JOIN {members} m ON m.segment_id = chain.seg AND m.{off} <= chain.upto
-            JOIN {entries} e ON e.id = m.entry_id {join}
+            {f"JOIN {entries} e ON e.id = m.entry_id" if entries_joined else ""} {join}
             {f"WHERE {where}" if where else ""}
             ORDER BY chain.n DESC, m.{off}
             """,

@@ -42,20 +42,32 @@ def sampled_points(points: Sequence[TimelinePoint], max_points: int = 240) -> li
     """At most about ``max_points`` turns, evenly spread, always with the last one and the
     peak among the computed ones (a chart of a long route must not lose its highest turn
     between two samples)."""
-    if len(points) <= max_points:
-        return list(points)
-    step = len(points) / max_points
-    picked = {int(k * step) for k in range(max_points)} | {len(points) - 1}
-    known = [k for k, p in enumerate(points) if p.projected != PENDING]
+    return [points[k] for k in sample_indices([p.projected for p in points], max_points)]
+
+
+def sample_indices(projected: Sequence[int], max_points: int = 240) -> list[int]:
+    """:func:`sampled_points` as indices into the turns' projected figures: a caller holding
+    thousands of turns as plain figures builds a point for the drawn ones only."""
+    n = len(projected)
+    if n <= max_points:
+        return list(range(n))
+    step = n / max_points
+    picked = {int(k * step) for k in range(max_points)} | {n - 1}
+    known = [k for k, v in enumerate(projected) if v != PENDING]
     if known:
-        picked.add(max(known, key=lambda k: points[k].projected))
-    return [points[k] for k in sorted(picked)]
+        picked.add(max(known, key=projected.__getitem__))
+    return sorted(picked)
 
 
 def peak_of(points: Sequence[TimelinePoint], shown: Sequence[TimelinePoint]) -> int:
     """The highest projected context over every turn: those computed, and the ``shown``
     ones (settled: a turn left to compute on demand counts once it is drawn)."""
-    known = [p.projected for p in points if p.projected != PENDING]
+    return peak_of_values([p.projected for p in points], shown)
+
+
+def peak_of_values(projected: Sequence[int], shown: Sequence[TimelinePoint]) -> int:
+    """:func:`peak_of` of the turns' projected figures."""
+    known = [v for v in projected if v != PENDING]
     return max([*known, *(p.projected for p in shown)], default=0)
 
 

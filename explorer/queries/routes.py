@@ -79,6 +79,14 @@ def route_length(session: Session, entry_id: str | None) -> int:
     which is the route the depth counts."""
     if not entry_id:
         return 0
+    depth = stored_depth(session, entry_id)
+    return depth + 1 if depth is not None else len(light_path(session, entry_id))
+
+
+def stored_depth(session: Session, entry_id: str) -> int | None:
+    """Entries above a placed entry on its route (``RouteFigure.depth``, written when it
+    arrived), or None for an unknown id or an entry in no segment (a loop, or below one):
+    there the parent links are walked (:func:`light_path`)."""
     from explorer.models import RouteFigure, SegmentEntry
 
     entries = connection.ops.quote_name(Entry._meta.db_table)
@@ -93,9 +101,7 @@ def route_length(session: Session, entry_id: str | None) -> int:
             [session.pk, jsonfmt.visible(entry_id)],
         )
         row = cur.fetchone()
-    if row is not None and row[0] is not None:
-        return int(row[0]) + 1
-    return len(light_path(session, entry_id))
+    return int(row[0]) if row is not None and row[0] is not None else None
 
 
 _SEGMENT_COLS = ", ".join(f"e.{c}" for c in _PATH_COLS.split(", "))

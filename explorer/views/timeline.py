@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
-from explorer import queries
+from explorer import params, queries
 from explorer.permissions import get_session_for_user, viewer_required
 from explorer.views.common import (
     HtmxHttpRequest,
@@ -21,9 +21,19 @@ from explorer.views.jsonapi import json_page, plain, wants_json
 TEMPLATE = "explorer/timeline.html"
 
 
-def timeline_panel(request: HtmxHttpRequest, session, cursor: str | None) -> dict[str, Any]:
-    """The panel's figures: one builder (:func:`queries.timeline_figures`) for all forms."""
-    return queries.timeline_figures(session, cursor)
+def timeline_panel(
+    request: HtmxHttpRequest, session, cursor: str | None, before: int | None
+) -> dict[str, Any]:
+    """The panel's figures: one builder (:func:`queries.timeline_figures`) for all forms
+    (the JSON without the chart's coordinates)."""
+    return queries.timeline_figures(session, cursor, before, chart=not wants_json(request))
+
+
+def _marks_before(request: HtmxHttpRequest) -> int | None:
+    """``?marks_before=N``: page back through the marks to those before window index N;
+    anything but a positive whole number shows the newest."""
+    before = params.parse_int(request.GET.get("marks_before"))
+    return before if before is not None and before > 0 else None
 
 
 @viewer_required
@@ -32,14 +42,16 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     session = get_session_for_user(request, pk)
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "timeline", cursor)
-    ctx.update(timeline_panel(request, session, cursor))
+    before = _marks_before(request)
     if wants_json(request):
-        keys = ("cursor", "points", "marks", "now_point", "clipped", "peak", "turns", "path_length")
+        ctx.update(timeline_panel(request, session, cursor, before))
+        keys = ("cursor", "points", "marks", "marks_total", "mark_counts", "older_marks",
+                "now_point", "clipped", "peak", "turns", "path_length")  # fmt: skip
         return json_page(plain({k: ctx[k] for k in keys}))
-    # The chart is the same for every reader of this cursor: drawn once per version ("4:"
-    # since its figures are the stored route figures).
-    chart = {**ctx, "session": session}
+    # The chart is the same for every reader of this cursor: drawn once per version ("5:"
+    # since it draws the newest marks only), its figures read only when it is drawn.
+    build = lambda: {**ctx, **timeline_panel(request, session, cursor, before)}  # noqa: E731
     ctx["timeline_html"] = shared_fragment(
-        session, f"4:{cursor or ''}", f"{TEMPLATE}#timeline-panel", chart
+        session, f"5:{before or ''}:{cursor or ''}", f"{TEMPLATE}#timeline-panel", build
     )
     return render_panel(request, TEMPLATE, "timeline-panel", ctx)

@@ -139,28 +139,40 @@ def test_a_cold_route_is_one_query_over_the_segments(make_session, tmp_path):
     assert [e.entry_id for e in route] == [r[0] for r in _walked(session, leaf)]
 
 
-def test_the_timelines_reply_rows_are_the_windows_figure_rows(make_session, tmp_path):
-    """The Timeline reads its window's replies through the route's segments and the stored
-    depth: for every window start, the same rows as looking the window's entries up."""
+def test_the_timelines_rows_are_the_walked_windows(make_session, tmp_path):
+    """The Timeline reads its window's replies, marks and leaf through the route's segments
+    and the stored depth: for every window start, the same rows as walking the route and
+    looking the window's entries up."""
     from explorer.queries import timeline
 
-    path = generate_session(tmp_path / "s.jsonl", entries=400, branch_points=5, seed=4)
+    path = generate_session(
+        tmp_path / "s.jsonl", entries=400, branch_points=5, seed=4, compact_after=20_000
+    )
     session = make_session(path.read_bytes())
     leaves = [c["id"] for c in queries.leaf_choices(session)][:3]
-    checked = 0
+    checked = marks = 0
     for leaf in leaves:
         route = routes.light_path(session, leaf)
+        depth = routes.stored_depth(session, leaf)
+        assert depth == len(route) - 1
         for start in range(0, len(route), 3):
-            window = route[start:]
-            want = {
-                pk: row
-                for pk, row in timeline._figure_rows(session, window).items()
-                if row[0] == "assistant"
-            }
-            assert timeline._reply_rows(session, leaf, start) == want, (leaf, start)
-            checked += bool(want)
-    assert checked > 50
-    assert timeline._reply_rows(session, "gone", 0) is None
+            want = timeline._walked_rows(session, route, start)
+            got = timeline._segment_rows(session, leaf, depth, start)
+            assert got is not None
+            # A reply other than the leaf comes without its id (read with its line if drawn).
+            assert all(
+                g[1] == "" and g[3] == "assistant"
+                for g in got
+                if g[1] != route[start + g[0]].entry_id
+            )
+            unnamed = [
+                (w[0], "", *w[2:]) if w[3] == "assistant" and w is not want[-1] else w for w in want
+            ]
+            assert got == unnamed, (leaf, start)
+            checked += len(want) > 1
+            marks += any(r[2] in timeline._MARK_KINDS for r in want)
+    assert checked > 50 and marks > 10
+    assert routes.stored_depth(session, "gone") is None
 
 
 # -- imported, grown and appended sessions; Pi's own files ---------------------------------
