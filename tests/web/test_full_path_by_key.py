@@ -3,8 +3,6 @@ them by entry id returns, including for index rows whose key does not name their
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from explorer import queries
@@ -49,9 +47,9 @@ def test_rows_whose_key_names_another_entry_are_read_by_id():
     light = queries.light_path(session, "m005")
     foreign = queries.light_path(other, "m005")  # the same ids, rows of another session
     mixed = [
-        replace(light[0], pk=0),  # no key
-        replace(light[1], pk=light[2].pk),  # the key of another entry of the route
-        replace(light[2], pk=foreign[2].pk),  # the same entry id in another session
+        light[0]._replace(pk=0),  # no key
+        light[1]._replace(pk=light[2].pk),  # the key of another entry of the route
+        light[2]._replace(pk=foreign[2].pk),  # the same entry id in another session
         *light[3:],
     ]
     path = queries.full_path(session, mixed)
