@@ -123,6 +123,9 @@ def timeline_figures(
         "marks": shown,
         "marks_total": len(marks),
         "marks_not_shown": len(marks) - len(shown),
+        # Marks newer than the shown ones (paged back with ``marks_before``), not drawn.
+        "marks_newer": len(marks) - len(older),
+        "marks_older": len(older) - len(shown),
         "mark_counts": counts,
         # The ``?marks_before=`` that asks for the older marks, or None: none left out.
         "older_marks": shown[0].index if len(older) > len(shown) else None,

@@ -46,7 +46,7 @@ def timeline_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if wants_json(request):
         ctx.update(timeline_panel(request, session, cursor, before))
         keys = ("cursor", "points", "marks", "marks_total", "mark_counts", "older_marks",
-                "now_point", "clipped", "peak", "turns", "path_length")  # fmt: skip
+                "marks_older", "marks_newer", "now_point", "clipped", "peak", "turns", "path_length")  # fmt: skip
         return json_page(plain({k: ctx[k] for k in keys}))
     # The chart is the same for every reader of this cursor: drawn once per version ("5:"
     # since it draws the newest marks only), its figures read only when it is drawn.

@@ -103,9 +103,11 @@ def test_more_marks_than_shown_are_bounded_counted_and_paged(viewer_client):
     assert len(figures["chart"]["marks"]) == MARKS_SHOWN
     assert figures["older_marks"] == marks[0].index
 
+    assert (figures["marks_older"], figures["marks_newer"]) == (extra, 0)
     older = queries.timeline_figures(session, leaf, figures["older_marks"])
     assert [m.entry_id for m in older["marks"]] == [f"x{k}" for k in range(extra)]
     assert older["older_marks"] is None
+    assert (older["marks_older"], older["marks_newer"]) == (0, MARKS_SHOWN)
     # Everything but the marks is the same figure.
     for key in ("points", "peak", "turns", "path_length", "clipped", "now_point"):
         assert older[key] == figures[key], key
@@ -120,12 +122,16 @@ def test_more_marks_than_shown_are_bounded_counted_and_paged(viewer_client):
     back = viewer_client.get(url, {"marks_before": link.group(2)}).content.decode()
     assert len(re.findall(r'aria-label="hide [^"]*"><line', back)) == extra
     assert 'aria-label="hide x0"' in back and 'aria-label="hide x0"' not in page
+    # Paged back: which marks are left out, and the way back to the newest.
+    assert f"0 older, {MARKS_SHOWN} newer" in back and "Newest marks" in back
+    assert "Newest marks" not in page
 
     data = viewer_client.get(url, {"format": "json"}).json()
     assert len(data["marks"]) == MARKS_SHOWN and data["marks_total"] == MARKS_SHOWN + extra
     assert data["older_marks"] == figures["older_marks"]
     back = viewer_client.get(url, {"format": "json", "marks_before": data["older_marks"]}).json()
     assert [m["entry_id"] for m in back["marks"]] == [f"x{k}" for k in range(extra)]
+    assert (back["marks_older"], back["marks_newer"]) == (0, MARKS_SHOWN)
     for bad in ("x", "-3", "0", "9" * 40):
         answer = viewer_client.get(url, {"format": "json", "marks_before": bad})
         assert answer.status_code == 200 and answer.json()["marks"] == data["marks"], bad
