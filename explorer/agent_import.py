@@ -154,7 +154,9 @@ def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> I
     with services.session_lock(stored_id):
         # A Codex session's stored form: its own Pi form, then the lines of the forks that
         # joined it.
-        data = pi_bytes(foreign, split=not _stored_merged(foreign, stored_id)) + b"".join(
+        parts = split_records(foreign)
+        merged = _stored_merged(stored_id, parts)
+        data = pi_bytes(foreign, split=False if merged else parts) + b"".join(
             codex_forks.joined_lines(stored_id)
         )
         result = files.import_bytes(data, source_path=shown, user=user)
@@ -167,7 +169,7 @@ def _import_foreign(foreign: ForeignSession, shown: str, user, source: str) -> I
     return result
 
 
-def _stored_merged(foreign: ForeignSession, stored_id: str) -> bool:
+def _stored_merged(stored_id: str, split: dict[str, str]) -> bool:
     """True when this Claude Code session was stored before multi-result user records were
     split into one entry per result (``pi_form._part_entries``): one of them is stored under
     its uuid without its first part. Such a session keeps being written in that form, so a
@@ -175,8 +177,8 @@ def _stored_merged(foreign: ForeignSession, stored_id: str) -> bool:
     a conflict that refuses the grown import, and its parts would hang beside it as a stray
     branch); deleting it and importing the file again stores the split form. Re-deriving
     stored sessions in a migration would mean running today's whole import (entries, route
-    figures, segments, search index, secrets) at an old schema state."""
-    split = split_records(foreign)
+    figures, segments, search index, secrets) at an old schema state. ``split``: the
+    session's :func:`split_records`."""
     if not split:
         return False
     session = Session.every.filter(session_id=stored_id).first()

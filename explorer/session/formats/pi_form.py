@@ -22,6 +22,7 @@ Costs are estimated from the price list and marked as such inside `usage.cost`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from explorer.session import jsonfmt
@@ -110,11 +111,14 @@ def _assistant_owner(session: ForeignSession, record: Record) -> Record | None:
     return None
 
 
-def pi_entries(session: ForeignSession, *, split: bool = True) -> list[dict[str, Any]]:
+def pi_entries(
+    session: ForeignSession, *, split: bool | Mapping[str, str] = True
+) -> list[dict[str, Any]]:
     """Header plus one Pi entry per tree entry, in file order (copies: the session's own
     entries are not changed), except that a Claude Code user record holding several tool
     results is several entries (:func:`_part_entries`), unless ``split`` is False (the form
-    stored before, kept for sessions stored so: :func:`explorer.agent_import`)."""
+    stored before, kept for sessions stored so: :func:`explorer.agent_import`). ``split``
+    may also be :func:`split_records`'s answer, when the caller has it already."""
     header = {
         "type": "session",
         "version": 3,
@@ -134,7 +138,7 @@ def pi_entries(session: ForeignSession, *, split: bool = True) -> list[dict[str,
             for key, count in record.usage.items():
                 total[key] += count
     summaries = set(getattr(session, "summary_of", {}).values())
-    first_part = split_records(session) if split else {}
+    first_part = split if not isinstance(split, bool) else split_records(session) if split else {}
     out: list[dict[str, Any]] = [header]
     for record in session.entries():
         assert record.entry is not None
@@ -231,7 +235,7 @@ def _part_entries(record: Record) -> list[dict[str, Any]]:
     return out
 
 
-def pi_bytes(session: ForeignSession, *, split: bool = True) -> bytes:
+def pi_bytes(session: ForeignSession, *, split: bool | Mapping[str, str] = True) -> bytes:
     """The Pi file: one line per entry, serialized as Pi would (JSON.stringify). ``split``
     False writes a multi-result Claude Code record as the one merged entry sessions stored
     before the split were written with (:func:`pi_entries`)."""
