@@ -11,6 +11,7 @@ from django.db import connection
 
 from explorer.models import Entry, Segment, SegmentEntry, Session
 from explorer.segment_store import q_offset
+from explorer.session import jsonfmt
 from explorer.session.graph import DISTINCT_TYPES, GraphNode
 from explorer.session.segfold import Row, SegmentSpec, SegmentTree
 
@@ -91,7 +92,8 @@ class _Reader:
         )  # fmt: skip
 
     def marked(self, segs: Sequence[int], keep: Collection[str]) -> dict[int, list[Row]] | None:
-        ids = sorted({*keep, *self.labels})
+        # Ids as the entry table stores them (a lone surrogate shown as U+FFFD).
+        ids = sorted({jsonfmt.visible(i) for i in (*keep, *self.labels)})
         if len(ids) + len(segs) > _MAX_NAMED:
             return None
         types = sorted(DISTINCT_TYPES)
