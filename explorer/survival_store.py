@@ -25,11 +25,19 @@ CHECKED_TYPES = ("compaction", "branch_summary")
 
 
 def encode(report: SurvivalReport) -> str:
-    return jsonfmt.dumps([[i.kind, i.value, i.survived, i.partial] for i in report.items])
+    return jsonfmt.dumps(_items(report))
 
 
 def decode(text: str) -> SurvivalReport:
-    items = jsonfmt.loads(text)
+    return _report(jsonfmt.loads(text))
+
+
+def _items(report: SurvivalReport) -> list[list[Any]]:
+    """A report as stored: its items as [kind, value, kept, partial]."""
+    return [[i.kind, i.value, i.survived, i.partial] for i in report.items]
+
+
+def _report(items: list[list[Any]]) -> SurvivalReport:
     return SurvivalReport([SurvivalItem(str(k), str(v), bool(s), bool(p)) for k, v, s, p in items])
 
 
@@ -76,9 +84,7 @@ def encode_previous(previous: dict[str, Any] | None) -> str:
         {
             "id": previous["id"],
             "diff": [[op, text] for op, text in previous["diff"]],
-            "dropped": [
-                [i.kind, i.value, i.survived, i.partial] for i in previous["dropped"].items
-            ],
+            "dropped": _items(previous["dropped"]),
         }
     )
 
@@ -89,9 +95,7 @@ def decode_previous(text: str) -> dict[str, Any] | None:
     value = jsonfmt.loads(text)
     if value is None:
         return None
-    dropped = SurvivalReport(
-        [SurvivalItem(str(k), str(v), bool(s), bool(p)) for k, v, s, p in value["dropped"]]
-    )
+    dropped = _report(value["dropped"])
     return {
         "id": str(value["id"]),
         "diff": [(str(op), str(t)) for op, t in value["diff"]],

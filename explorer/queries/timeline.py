@@ -10,7 +10,6 @@ context edits it marks (hide or replace). Nothing is kept between requests.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +27,7 @@ from explorer.models import Entry, RouteFigure, Session
 from explorer.queries.routes import LightEntry, light_path, stored_depth
 from explorer.segment_store import route_rows
 from explorer.session import jsonfmt
-from explorer.session.describe import provider_context_tokens
+from explorer.session.describe import finite, provider_context_tokens
 
 TIMELINE_MAX_PATH = 6000  # newest entries of a route the timeline shows turns of
 # The window's start moves in steps this long, so a route growing at its tip keeps the
@@ -219,7 +218,7 @@ def _walked_rows(session: Session, light: Sequence[LightEntry], start: int) -> l
 
 def _whole(value: float | None) -> int:
     """A stored figure as the chart counts it (null, i.e. NaN, is 0)."""
-    return int(value) if value is not None and math.isfinite(value) else 0
+    return int(finite(value))
 
 
 def _figure_rows(

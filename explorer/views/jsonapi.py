@@ -14,7 +14,6 @@ from typing import Any
 from django.db.models import Model
 from django.http import HttpRequest
 
-from explorer.queries.routes import LightEntry
 from explorer.rendering import VisibleJsonResponse
 
 
@@ -66,8 +65,6 @@ def plain(value: Any) -> Any:
         into, at, v = todo.pop()
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             v = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
-        elif isinstance(v, LightEntry):  # a named tuple answering as the dataclass it was
-            v = v._asdict()
         if isinstance(v, dict):
             copy: dict[str, Any] = {}
             into[at] = copy
