@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import hashlib
 import json
 import re
 import threading
@@ -24,7 +23,6 @@ from typing import Any
 import graphviz
 import markdown
 import nh3
-from django.core.cache import caches
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpResponse
 from django.template import Library
@@ -169,8 +167,6 @@ def image_data_uri(data: Any, mime_type: Any) -> str | None:
 
 # --- DOT and SVG -------------------------------------------------------------------------
 
-SVG_CACHE_ALIAS = "default"
-SVG_CACHE_TIMEOUT = 24 * 3600
 _XML_PROLOG = re.compile(r"^\s*<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
 # Defence in depth: the SVG is ours, but if a future label path forgot to escape, nothing
 # scriptable may reach the page.
@@ -200,11 +196,6 @@ class GraphRenderError(RuntimeError):
     """graphviz failed; the message is safe to show."""
 
 
-def svg_cache_key(dot: str) -> str:
-    """The cache key of a graph: lone surrogates and NUL hash as the U+FFFD they are drawn as."""
-    return "explorer:svg:" + hashlib.sha256(visible(dot).encode("utf-8")).hexdigest()
-
-
 def _layout(dot: str) -> str:
     try:
         out = graphviz.pipe("dot", "svg", dot.encode("utf-8"))
@@ -219,15 +210,9 @@ def _layout(dot: str) -> str:
 
 
 def dot_to_svg(dot: str) -> str:
-    """Lay out DOT with the real `dot` binary; the result is cached by content hash."""
-    dot = visible(dot)  # graphviz reads UTF-8: a lone surrogate or NUL is drawn as U+FFFD
-    cache = caches[SVG_CACHE_ALIAS]
-    key = svg_cache_key(dot)
-    svg = cache.get(key)
-    if svg is None:
-        svg = _layout(dot)
-        cache.set(key, svg, SVG_CACHE_TIMEOUT)
-    return svg
+    """Lay out DOT with the real `dot` binary. Kept by its caller under the DOT's digest
+    (``queries.by_content``): the layout depends on the text alone."""
+    return _layout(visible(dot))  # graphviz reads UTF-8: a lone surrogate or NUL as U+FFFD
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import hashlib
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -154,26 +154,6 @@ def archive_stamp(session: Session | int) -> str:
 def _digest(allow: Iterable[str]) -> str:
     ordered = sorted(allow)
     return hashlib.sha256("\n".join(ordered).encode()).hexdigest()[:16] if ordered else "-"
-
-
-def _mask_keys(sessions: Sequence[Session]) -> dict[int, str]:
-    """:func:`mask_key` of many sessions in one query (a list page must not ask per row)."""
-    found: dict[int, list[str]] = {}
-    rows = SecretFinding.objects.filter(
-        session_id__in=[s.pk for s in sessions], status=SecretFinding.FALSE_POSITIVE
-    ).values_list("session_id", "fingerprint")
-    for pk, fp in rows:
-        found.setdefault(pk, []).append(fp)
-    archived: dict[int, list[str]] = {}
-    for pk, apk, eid in ArchivedBranch.objects.filter(
-        session_id__in=[s.pk for s in sessions]
-    ).values_list("session_id", "pk", "entry_id"):
-        archived.setdefault(pk, []).append(f"{apk}:{eid}")
-    return {
-        s.pk: _digest(found.get(s.pk, ()))
-        + (":" + _digest(archived[s.pk]) if s.pk in archived else "")
-        for s in sessions
-    }
 
 
 def _cache_key(session: Session, name: str, mask: str | None = None) -> str:
@@ -399,6 +379,49 @@ def _grown_copy(
         upto, value = found
         return _GrownCopy(_shared_stamp(key + ":stamp"), upto, value, upto, upto)
     return _GrownCopy(stamp or "", -1, None, -1, saved)
+
+
+def extended(
+    session: Session,
+    name: str,
+    extend: Callable[[int, int], list[T]],
+    *,
+    compute: bool = True,
+) -> list[T] | None:
+    """A list of what the entries up to the session's newest file position yield, kept in
+    the shared cache under the session's identity with the position it reached.
+
+    For a list whose items only ever follow the entries that make them (a search's hits
+    in file order): what the entries up to P yield stays what they yield, so after an
+    append ``extend(P, last)`` adds the items of the positions (P, last] to the kept list;
+    ``extend(-1, last)`` makes the first one. ``compute=False``: None when no list is kept
+    to answer from or extend. The position is read before the rows, so a write landing in
+    between is added next time, never twice."""
+    key = _identity_key(session, f"extended|{name}")
+    last = _last_position(session)
+    kept = cache.get(key)
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == last:
+        return kept[1]
+    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] < last:
+        items = kept[1] + extend(kept[0], last)
+    elif not compute:
+        return None
+    else:
+        items = extend(-1, last)
+    cache.set(key, (last, items), TREE_CACHE_SECONDS)
+    return items
+
+
+def by_content(kind: str, content: str, builder: Callable[[], T]) -> T:
+    """``builder()`` kept under a digest of ``content`` alone, whichever session or version
+    asks: for work whose answer is a function of one input text (a graph's layout by
+    ``dot``, a second or more of a big graph's), so a new session version whose drawn graph
+    is unchanged lays nothing out. Lone surrogates and NUL digest as the U+FFFD they are
+    drawn as."""
+    from explorer.session.jsonfmt import visible
+
+    digest = hashlib.sha256(visible(content).encode("utf-8")).hexdigest()
+    return _through_cache(f"explorer:{kind}:{digest}", builder)
 
 
 def _upto_key(session: Session, mask: str, kind: str, entry_id: str) -> str:

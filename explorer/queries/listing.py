@@ -13,7 +13,6 @@ from django.db.models.functions import Lower
 
 from explorer.models import Entry, Session
 from explorer.queries.entries import load_entries, with_first_message
-from explorer.queries.keep import _cache_key, _mask_keys, cached
 from explorer.queries.routes import default_leaf_id, light_path
 from explorer.secrets import redact_for_search
 from explorer.session import jsonfmt
@@ -87,15 +86,16 @@ def list_row_labels(session: Session) -> dict[str, str]:
 
 def default_path_totals(session: Session) -> dict[str, Any]:
     """Cumulative provider-reported usage (tokens and cost of every request) along the default
-    leaf's path, cached per version. Not a context size: every request is counted."""
-    return cached(session, "pathtotals", lambda: _path_totals(session), timeout=24 * 3600)
+    leaf's path, read from its stored route figures (one row: nothing to keep). Not a
+    context size: every request is counted."""
+    return _path_totals(session)
 
 
 def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
     """``default_path_totals`` for every session of a list page at once (pk → totals).
 
     Read from the stored route figures in two queries for the page; a session without
-    rows (none of the app's writers leaves one so) comes from the cache or its walk."""
+    rows (none of the app's writers leaves one so, bar an empty one) from its walk."""
     from explorer import route_store
 
     items = list(sessions)
@@ -105,14 +105,9 @@ def list_path_totals(sessions: Iterable[Session]) -> dict[int, dict[str, Any]]:
         pk: {"tokens": f.tokens, "cost": f.cost, "path_length": f.depth + 1}
         for pk, f in route_store.figures_at_tips(items).items()
     }
-    items = [s for s in items if s.pk not in out]
-    if not items:
-        return out
-    masks = _mask_keys(items)
-    keys = {s.pk: _cache_key(s, "pathtotals", masks[s.pk]) for s in items}
-    hits = cache.get_many(list(keys.values()))
     for s in items:
-        out[s.pk] = hits.get(keys[s.pk]) or default_path_totals(s)
+        if s.pk not in out:
+            out[s.pk] = _path_totals(s)
     return out
 
 

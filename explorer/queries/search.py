@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection, models
 from django.db.models import Q, QuerySet
 
 from explorer.models import EntryText, Session
 from explorer.queries.entries import importing_pks, with_first_message
-from explorer.queries.keep import TREE_CACHE_SECONDS, _identity_key, _last_position, mask_key
+from explorer.queries.keep import extended, mask_key
 from explorer.queries.routes import light_path
 from explorer.session import jsonfmt
 
@@ -282,20 +281,13 @@ def session_hit_ids(
     index would answer for the whole corpus first). A hit list is read up to the position
     read first, so a write landing in between is matched next time, never twice.
     ``compute=False``: None when no list is kept to answer from or extend."""
-    key = _identity_key(session, f"search-hits|{mask_key(session)}|{entry_type}|{query}")
-    last = _last_position(session)
-    kept = cache.get(key)
-    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == last:
-        return kept[1]
-    if isinstance(kept, tuple) and len(kept) == 2 and kept[0] < last:
-        upto, ids = kept
-        ids = ids + _hit_ids(query, session, entry_type, upto, last, scan=True)
-    elif not compute:
-        return None
-    else:
-        ids = _hit_ids(query, session, entry_type, -1, last, scan=False)
-    cache.set(key, (last, ids), TREE_CACHE_SECONDS)
-    return ids
+    return extended(
+        session,
+        f"search-hits|{mask_key(session)}|{entry_type}|{query}",
+        # The first list asks the trigram index; an extension scans the few rows past it.
+        lambda since, upto: _hit_ids(query, session, entry_type, since, upto, scan=since >= 0),
+        compute=compute,
+    )
 
 
 def _hit_ids(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import html as htmllib
 import itertools
 import re
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -112,20 +111,15 @@ def graph_context(
     hide = frozenset() if params["archived"] else found.ids
     marked = frozenset(found.roots) if params["archived"] else frozenset()
     # The drawn graph and the text tree depend only on the session version, its masking
-    # and these parameters, so each is cached under them: repeated requests cost two
-    # cache reads.
-    key = "explorer:treepage4:" + hashlib.sha256(
-        "|".join(
-            [queries.content_key(session), queries.mask_key(session), cursor or "", params["root"] or "", ",".join(params["expanded"]),
-             params["selected"] or "", "1" if explicit_leaf else "", params["before"] or "",
-             params["after"] or "", "archived" if params["archived"] else ""]
-        ).encode()
-    ).hexdigest()  # fmt: skip
-    parts = cache.get_many([key + ":graph"] + ([key + ":rows"] if rows else []))
-    built = parts.get(key + ":graph")
-    rows_built = parts.get(key + ":rows") if rows else ""
-    if built is None or (svg and built["svg"] is None) or rows_built is None:
-        model = queries.folded_tree(
+    # and these parameters, so each is kept under them (``queries.cached``): a repeated
+    # request costs two cache reads, and the fold is built once for whichever is missing.
+    name = "\x1f".join(
+        [cursor or "", params["root"] or "", ",".join(params["expanded"]),
+         params["selected"] or "", "1" if explicit_leaf else "", params["before"] or "",
+         params["after"] or "", "archived" if params["archived"] else ""]
+    )  # fmt: skip
+    model = functools.cache(
+        lambda: queries.folded_tree(
             session,
             cursor=cursor,
             root=params["root"],
@@ -134,16 +128,32 @@ def graph_context(
             hide=hide,
             archived=marked,
         )
-        if built is None or (svg and built["svg"] is None):
-            built = _graph_part(session, cursor, params, explicit_leaf, model, svg)
-            cache.set(key + ":graph", built, queries.TREE_CACHE_SECONDS)
-        if rows_built is None:
-            rows_built = str(html.render_tree_rows(
-                session, model, params["selected"], cursor, before=params["before"],
-                after=params["after"], keep=_keep_params(params, cursor, explicit_leaf),
-                viewing=explicit_leaf,
-            ))  # fmt: skip
-            cache.set(key + ":rows", rows_built, queries.TREE_CACHE_SECONDS)
+    )
+    built = queries.cached(
+        session,
+        f"treepage5:graph:{'svg' if svg else 'nosvg'}:{name}",
+        lambda: _graph_part(session, cursor, params, explicit_leaf, model(), svg),
+    )
+    rows_built = (
+        queries.cached(
+            session,
+            f"treepage5:rows:{name}",
+            lambda: str(
+                html.render_tree_rows(
+                    session,
+                    model(),
+                    params["selected"],
+                    cursor,
+                    before=params["before"],
+                    after=params["after"],
+                    keep=_keep_params(params, cursor, explicit_leaf),
+                    viewing=explicit_leaf,
+                )
+            ),  # fmt: skip
+        )
+        if rows
+        else ""
+    )
     q_base = [("leaf", cursor)] if explicit_leaf and cursor else []
     shown_q = [(archives.SHOW_PARAM, archives.SHOW_VALUE)] if params["archived"] else []
     toggle_q = q_base + ([("entry", params["selected"])] if params["selected"] else [])
@@ -190,7 +200,10 @@ def graph_context(
             return {**ctx, "session": session, "labels_html": html.trusted(listed)}
 
         ctx["tree_panel_html"] = shared_fragment(
-            session, f"{key}:{params['filter']}", "explorer/session_detail.html#tree-panel", panel
+            session,
+            f"treepage5:{name}:{params['filter']}",
+            "explorer/session_detail.html#tree-panel",
+            panel,
         )
     return ctx
 
@@ -206,7 +219,7 @@ def _graph_part(session, cursor, params, explicit_leaf, model, svg: bool) -> dic
             selected=params["selected"],
         )
         try:
-            drawn = dot_to_svg(dot)
+            drawn = queries.by_content("svg-layout", dot, lambda: dot_to_svg(dot))
         except GraphRenderError as exc:
             drawn, error = "", str(exc)
     return {
