@@ -10,6 +10,7 @@ context edits it marks (hide or replace). Nothing is kept between requests.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -217,7 +218,11 @@ def _walked_rows(session: Session, light: Sequence[LightEntry], start: int) -> l
 
 
 def _whole(value: float | None) -> int:
-    """A stored figure as the chart counts it (null, i.e. NaN, is 0)."""
+    """A stored figure as the chart counts it (null, i.e. NaN, is 0); a stored float, as
+    every figure column holds, is taken as it is (a route's thousands of replies each
+    pass here)."""
+    if type(value) is float and math.isfinite(value):
+        return int(value)
     return int(finite(value))
 
 

@@ -58,13 +58,23 @@ def plain(value: Any) -> Any:
     text, a model row as its primary key, a non-finite number as ``null``.
 
     Iterative, not recursive: an entry nested a thousand levels deep (a crafted file) is
-    past Python's recursion limit, and its JSON answer must not be a 500."""
+    past Python's recursion limit, and its JSON answer must not be a 500. The plain
+    numbers and strings that make up most of an answer are placed first, by their exact
+    type (a Timeline's points are a few thousand of them)."""
     root: list[Any] = [None]
     todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]
     while todo:
         into, at, v = todo.pop()
-        if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            v = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
+        kind = type(v)
+        if kind is str or kind is int or kind is bool or v is None:
+            into[at] = v
+            continue
+        if kind is float:
+            into[at] = v if math.isfinite(v) else None
+            continue
+        names = _field_names(kind)
+        if names is not None:
+            v = {name: getattr(v, name) for name in names}
         if isinstance(v, dict):
             copy: dict[str, Any] = {}
             into[at] = copy
@@ -78,6 +88,24 @@ def plain(value: Any) -> Any:
         else:
             into[at] = _leaf(v)
     return root[0]
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass type in order (None: not one), looked up once per type."""
+    try:
+        return _FIELDS[kind]
+    except KeyError:
+        pass
+    found = (
+        tuple(f.name for f in dataclasses.fields(kind))
+        if dataclasses.is_dataclass(kind) and kind is not type
+        else None
+    )
+    _FIELDS[kind] = found
+    return found
 
 
 def _leaf(value: Any) -> Any:
