@@ -114,5 +114,5 @@ def _leaf(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, str):
-        return str(value)  # a SafeString becomes a plain str
+        return str.__str__(value)  # a SafeString becomes a plain str (str() keeps it one)
     return value
