@@ -12,7 +12,7 @@ from explorer import codex_context, route_store, survival_store
 from explorer.analysis.line_texts import kept_row, listed_row
 from explorer.line_text_store import LineTexts, stored_texts
 from explorer.models import Session
-from explorer.queries.compaction_route import CompactionRoute, as_route
+from explorer.queries.compaction_reads import CompactionRoute, as_route
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import kept_below
 from explorer.queries.routes import LightEntry, entry_exists, light_path
@@ -32,7 +32,7 @@ _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 def route_compactions(
     session: Session, route: CompactionRoute | Sequence[LightEntry]
 ) -> list[dict[str, Any]]:
-    """Every compaction on ``route`` (a :func:`compaction_route`, or a walked route's index
+    """Every compaction on ``route`` (a :func:`~explorer.queries.compaction_reads.compaction_route`, or a walked route's index
     rows), oldest first, as the Compactions tab lists it.
 
     Read from the route's marks (its compactions by depth), the compaction lines
