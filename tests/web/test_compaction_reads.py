@@ -154,27 +154,28 @@ def test_a_short_route_reads_its_marks_by_range(make_session):
     assert long.chain.end + 1 >= marks and any(m.type == "compaction" for m in long.marks)
 
 
-def test_replaced_windows_count_from_the_compactions_alone():
+@st.composite
+def _stretch(draw: st.DrawFn) -> tuple[list[str], tuple[int, int, int | None]]:
+    """A route's types and one compaction's range on it, as ``extend_compaction_ranges``
+    makes it: the compaction on the route, its start at or above it, its first kept entry
+    above it (or none)."""
+    types = draw(st.lists(st.sampled_from(["compaction", "message", "branch_summary"]), min_size=1, max_size=40))  # fmt: skip
+    ci = draw(st.integers(0, len(types) - 1))
+    start = draw(st.integers(0, ci))
+    fk = draw(st.none() | st.integers(0, ci - 1)) if ci else None
+    return types, (ci, start, fk)
+
+
+@settings(deadline=None)
+@given(stretch=_stretch(), first=st.integers(0, 50), size=st.integers(0, 50))
+def test_replaced_windows_count_from_the_compactions_alone(stretch, first, size):
     """``replaced_count`` and ``replaced_window`` (from the compactions' depths) are
     ``replaced_indices`` over the route's types, for any stretch and window."""
-
-    @given(
-        types=st.lists(st.sampled_from(["compaction", "message", "branch_summary"]), max_size=40),
-        ci=st.integers(0, 45),
-        start=st.integers(0, 46),
-        fk=st.none() | st.integers(0, 46),
-        first=st.integers(0, 50),
-        size=st.integers(0, 50),
-    )
-    def check(types, ci, start, fk, first, size):
-        if ci >= len(types):
-            return
-        comps = [i for i, t in enumerate(types) if t == "compaction"]
-        full = replaced_indices(types, (ci, start, fk))
-        assert replaced_count((ci, start, fk), comps) == len(full)
-        assert replaced_window((ci, start, fk), comps, first, first + size) == full[first : first + size]  # fmt: skip
-
-    check()
+    types, rng = stretch
+    comps = [i for i, t in enumerate(types) if t == "compaction"]
+    full = replaced_indices(types, rng)
+    assert replaced_count(rng, comps) == len(full)
+    assert replaced_window(rng, comps, first, first + size) == full[first : first + size]
 
 
 def _panel(page: bytes) -> str:
