@@ -159,19 +159,24 @@ def _stretch(draw: st.DrawFn) -> tuple[list[str], tuple[int, int, int | None]]:
     """A route's types and one compaction's range on it, as ``extend_compaction_ranges``
     makes it: the compaction on the route, its start at or above it, its first kept entry
     above it (or none)."""
-    types = draw(st.lists(st.sampled_from(["compaction", "message", "branch_summary"]), min_size=1, max_size=40))  # fmt: skip
-    ci = draw(st.integers(0, len(types) - 1))
-    start = draw(st.integers(0, ci))
+    n = draw(st.integers(1, 60))
+    kinds = st.sampled_from(["message", "message", "compaction", "branch_summary"])
+    types = draw(st.lists(kinds, min_size=n, max_size=n))
+    ci = draw(st.integers(0, n - 1))
     fk = draw(st.none() | st.integers(0, ci - 1)) if ci else None
+    # Mostly a start at or above where the stretch stops; sometimes below it (empty).
+    start = draw(st.integers(0, fk if fk is not None else ci) | st.integers(0, ci))
     return types, (ci, start, fk)
 
 
-@settings(deadline=None)
-@given(stretch=_stretch(), first=st.integers(0, 50), size=st.integers(0, 50))
-def test_replaced_windows_count_from_the_compactions_alone(stretch, first, size):
+@settings(deadline=None, max_examples=300)
+@given(stretch=_stretch(), data=st.data())
+def test_replaced_windows_count_from_the_compactions_alone(stretch, data):
     """``replaced_count`` and ``replaced_window`` (from the compactions' depths) are
     ``replaced_indices`` over the route's types, for any stretch and window."""
     types, rng = stretch
+    first = data.draw(st.integers(0, len(types) + 1))
+    size = data.draw(st.integers(0, len(types) + 1))
     comps = [i for i, t in enumerate(types) if t == "compaction"]
     full = replaced_indices(types, rng)
     assert replaced_count(rng, comps) == len(full)
