@@ -32,8 +32,8 @@ _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 def route_compactions(
     session: Session, route: CompactionRoute | Sequence[LightEntry]
 ) -> list[dict[str, Any]]:
-    """Every compaction on ``route`` (a :func:`~explorer.queries.compaction_reads.compaction_route`, or a walked route's index
-    rows), oldest first, as the Compactions tab lists it.
+    """Every compaction on ``route`` (as :func:`.compaction_reads.compaction_route` reads it,
+    or a walked route's index rows), oldest first, as the Compactions tab lists it.
 
     Read from the route's marks (its compactions by depth), the compaction lines
     themselves, which are the only bodies parsed, and the depths of their first kept
@@ -125,7 +125,7 @@ def compaction_detail(
     n_replaced = item["replaced_count"]
     win = detail_windows(item, replaced_before=replaced_before, kept_after=kept_after, limit=limit)
     listed_replaced = replaced_window(rng, depths, win["replaced_from"], win["replaced_to"])
-    listed_kept = list(kept_indices(rng))[win["kept_from"] : win["kept_to"]]
+    listed_kept = list(kept_indices(rng)[win["kept_from"] : win["kept_to"]])
     row = survival_store.stored_check(session, mark.pk)
     stored_report = row.report if row is not None else None
     checked = (
