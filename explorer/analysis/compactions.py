@@ -3,6 +3,7 @@ summary kept (the survival check)."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -323,6 +324,46 @@ def replaced_indices(
     if hi is not None:
         stop = min(stop, hi)
     return [j for j in range(max(start, lo), stop) if types[j] != "compaction"]
+
+
+def replaced_count(rng: tuple[int, int, int | None], compactions: Sequence[int]) -> int:
+    """``len(replaced_indices(types, rng))`` from the depths of the route's compactions alone
+    (``compactions``, sorted): the stretch's length less the compactions lying in it. A page
+    counting what a compaction replaced needs no other entry of the route."""
+    ci, start, fk = rng
+    stop = fk if fk is not None else ci
+    if stop <= start:
+        return 0
+    inside = bisect.bisect_left(compactions, stop) - bisect.bisect_left(compactions, start)
+    return stop - start - inside
+
+
+def replaced_window(
+    rng: tuple[int, int, int | None], compactions: Sequence[int], first: int, last: int
+) -> list[int]:
+    """``replaced_indices(types, rng)[first:last]`` (``first``/``last`` within the list,
+    0 <= first) from the depths of the route's compactions alone (``compactions``, sorted):
+    a window of what a compaction replaced is found by counting the compactions before it,
+    without the types of the entries in between."""
+    ci, start, fk = rng
+    stop = fk if fk is not None else ci
+    n = replaced_count(rng, compactions)
+    first, last = max(0, min(first, n)), max(0, min(last, n))
+    if first >= last:
+        return []
+    k = bisect.bisect_left(compactions, start)
+    depth = start + first  # the entry of list position ``first``, compactions before it aside
+    while k < len(compactions) and compactions[k] <= depth:
+        depth += 1
+        k += 1
+    out: list[int] = []
+    while len(out) < last - first and depth < stop:
+        if k < len(compactions) and compactions[k] == depth:
+            k += 1
+        else:
+            out.append(depth)
+        depth += 1
+    return out
 
 
 def kept_indices(rng: tuple[int, int, int | None], lo: int = 0, hi: int | None = None) -> range:

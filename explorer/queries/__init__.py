@@ -11,7 +11,7 @@ Base modules: :mod:`.keep` (every cache mechanism of the reads, in one place),
 :mod:`.routes` (light routes, cursor, children), :mod:`.entries` (loading and masking rows),
 :mod:`.labels`, :mod:`.skeleton` (the tree skeleton and shape), :mod:`.leaves` (the leaf
 picker), :mod:`.costs`. Tab modules: :mod:`.tree`, :mod:`.transcript`, :mod:`.context` (raw
-vs projected), :mod:`.compactions`, :mod:`.compare`, :mod:`.timeline`, :mod:`.search`,
+vs projected), :mod:`.compactions` (its route read by :mod:`.compaction_reads`), :mod:`.compare`, :mod:`.timeline`, :mod:`.search`,
 :mod:`.integrity`, :mod:`.live`, :mod:`.review`, :mod:`.secrets`, :mod:`.listing` (the
 session list); :mod:`.figures` stores their figures when a session is imported or grows
 (``refresh_figures``, called by the write paths only).
@@ -26,6 +26,7 @@ Nothing here writes: the user's cursor is looked up (:func:`routes.cursor_id`), 
 
 from __future__ import annotations
 
+from explorer.queries.compaction_reads import compaction_route
 from explorer.queries.compactions import (
     DETAIL_WINDOW,
     DETAIL_WINDOW_MAX,
@@ -229,6 +230,7 @@ __all__ = [
     "DETAIL_WINDOW",
     "DETAIL_WINDOW_MAX",
     "compaction_detail",
+    "compaction_route",
     "detail_windows",
     "compare_routes",
     "stats_after_ancestor",

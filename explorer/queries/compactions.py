@@ -12,6 +12,7 @@ from explorer import codex_context, route_store, survival_store
 from explorer.analysis.line_texts import kept_row, listed_row
 from explorer.line_text_store import LineTexts, stored_texts
 from explorer.models import Session
+from explorer.queries.compaction_reads import CompactionRoute, as_route
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import kept_below
 from explorer.queries.routes import LightEntry, entry_exists, light_path
@@ -28,41 +29,43 @@ DETAIL_WINDOW_MAX = 1000  # the largest window a reader may ask for
 _BRANCH_SUMMARY_DETAIL = "branch-summary-detail-1"
 
 
-def route_compactions(session: Session, light: Sequence[LightEntry]) -> list[dict[str, Any]]:
-    """Every compaction on the route ``light``, oldest first, as the Compactions tab lists it.
+def route_compactions(
+    session: Session, route: CompactionRoute | Sequence[LightEntry]
+) -> list[dict[str, Any]]:
+    """Every compaction on ``route`` (as :func:`.compaction_reads.compaction_route` reads it,
+    or a walked route's index rows), oldest first, as the Compactions tab lists it.
 
-    Read from the route's index columns (types and ids, no body) and the compaction lines
-    themselves, which are the only bodies parsed: nothing is kept between requests, since
-    a route's compactions are a handful of short lines whatever the session's size.
+    Read from the route's marks (its compactions by depth), the compaction lines
+    themselves, which are the only bodies parsed, and the depths of their first kept
+    entries: what each replaced is counted from the compactions' depths, so a placed
+    route's other entries are not read. Nothing is kept between requests, since a route's
+    compactions are a handful of short lines whatever the session's size.
     """
-    from explorer.analysis.compactions import (
-        extend_compaction_ranges,
-        kept_count,
-        replaced_indices,
-    )
+    from explorer.analysis.compactions import extend_compaction_ranges, kept_count, replaced_count
 
-    types = [e.type for e in light]
-    comps = [i for i, t in enumerate(types) if t == "compaction"]
+    route = as_route(route)
+    comps = [m for m in route.marks if m.type == "compaction"]
     if not comps:
         return []
-    data = load_entries(session, [light[i].entry_id for i in comps])
-    index = {e.entry_id: i for i, e in enumerate(light)}
-    fks = [(ci, data.get(light[ci].entry_id, {}).get("firstKeptEntryId")) for ci in comps]
+    data = load_entries(session, [m.entry_id for m in comps])
+    fks = [(m.depth, data.get(m.entry_id, {}).get("firstKeptEntryId")) for m in comps]
+    index = route.depths_of(fk for _d, fk in fks)
     ranges, _start = extend_compaction_ranges(fks, index, 0)
+    depths = [m.depth for m in comps]
     items: list[dict[str, Any]] = []
-    for ci, begin, fk in ranges:
-        comp = data.get(light[ci].entry_id, {})
+    for m, (ci, begin, fk) in zip(comps, ranges, strict=True):
+        comp = data.get(m.entry_id, {})
         items.append(
             {
-                "id": light[ci].entry_id,
+                "id": m.entry_id,
                 "index": ci,
                 "start": begin,
                 "first_kept_index": fk,
-                "replaced_count": len(replaced_indices(types, (ci, begin, fk))),
+                "replaced_count": replaced_count((ci, begin, fk), depths),
                 "kept_count": kept_count((ci, begin, fk)),
                 "tokens_before": comp.get("tokensBefore"),
                 "first_kept": comp.get("firstKeptEntryId"),
-                "off_path": fk is None and comp.get("firstKeptEntryId") != light[ci].entry_id,
+                "off_path": fk is None and comp.get("firstKeptEntryId") != m.entry_id,
                 "timestamp": comp.get("timestamp", ""),
             }
         )
@@ -93,55 +96,61 @@ def detail_windows(
 
 def compaction_detail(
     session: Session,
-    light: Sequence[LightEntry],
+    route: CompactionRoute | Sequence[LightEntry],
     item: dict[str, Any],
     *,
     replaced_before: int | None = None,
     kept_after: int = 0,
     limit: int = DETAIL_WINDOW,
 ) -> dict[str, Any]:
-    """One compaction (an item of :func:`route_compactions` on ``light``) beside a window of
-    what it replaced and kept (:func:`detail_windows`), with the survival check.
+    """One compaction (an item of :func:`route_compactions` on ``route``) beside a window
+    of what it replaced and kept (:func:`detail_windows`), with the survival check.
 
     Only the entries listed, the newest replaced ones the check reads, the compaction and
-    the one before it are parsed. "Tokens after" is the route figure stored with the
-    compaction (the engine's estimate there, ``pisession context --leaf``); a Codex
-    compaction carrying the context its agent recorded is estimated from that context and
-    the kept entries instead (:func:`explorer.analysis.recorded.projection_of`)."""
-    from explorer.analysis.compactions import kept_indices, replaced_indices, survival_of
+    the one before it are parsed, and of a placed route only their rows are read (by
+    depth). "Tokens after" is the route figure stored with the compaction (the engine's
+    estimate there, ``pisession context --leaf``); a Codex compaction carrying the context
+    its agent recorded is estimated from that context and the kept entries instead
+    (:func:`explorer.analysis.recorded.projection_of`)."""
+    from explorer.analysis.compactions import kept_indices, replaced_window, survival_of
     from explorer.analysis.projection import projected_context_tokens
     from explorer.analysis.recorded import recorded_of
     from explorer.session.describe import finite
 
+    route = as_route(route)
     ci, start, fk = item["index"], item["start"], item["first_kept_index"]
-    types = [e.type for e in light]
-    replaced_at = replaced_indices(types, (ci, start, fk))
-    kept_at = list(kept_indices((ci, start, fk)))
+    rng = (ci, start, fk)
+    depths = [m.depth for m in route.marks if m.type == "compaction"]
+    mark = next(m for m in route.marks if m.depth == ci)
+    n_replaced = item["replaced_count"]
     win = detail_windows(item, replaced_before=replaced_before, kept_after=kept_after, limit=limit)
-    listed_replaced = replaced_at[win["replaced_from"] : win["replaced_to"]]
-    listed_kept = kept_at[win["kept_from"] : win["kept_to"]]
-    checked = replaced_at[-REPLACED_SHOWN:]
-    row = survival_store.stored_check(session, light[ci].pk)
+    listed_replaced = replaced_window(rng, depths, win["replaced_from"], win["replaced_to"])
+    listed_kept = list(kept_indices(rng)[win["kept_from"] : win["kept_to"]])
+    row = survival_store.stored_check(session, mark.pk)
     stored_report = row.report if row is not None else None
+    checked = (
+        replaced_window(rng, depths, n_replaced - REPLACED_SHOWN, n_replaced)
+        if stored_report is None
+        else []
+    )
+    ids = {d: eid for d, (eid, _pk) in route.at({*listed_replaced, *listed_kept, *checked}).items()}
+    ids[ci] = mark.entry_id
     # A listed multi-MB line shows the texts stored with it (``line_text_store``): its line
     # is read only for the check, when that is not stored either.
-    texts = stored_texts(session, [light[j].entry_id for j in (*listed_replaced, *listed_kept)])
-    listed = [j for j in (*listed_replaced, *listed_kept) if light[j].entry_id not in texts]
-    wanted = {*listed, ci, *(checked if stored_report is None else ())}
-    data = load_entries(session, [light[j].entry_id for j in sorted(wanted)])
-
-    def entries(at: Sequence[int]) -> list[dict]:
-        return [data[light[j].entry_id] for j in at if light[j].entry_id in data]
-
-    comp = data.get(light[ci].entry_id, {})
+    texts = stored_texts(session, [ids[j] for j in (*listed_replaced, *listed_kept)])
+    listed = [j for j in (*listed_replaced, *listed_kept) if ids[j] not in texts]
+    wanted = {*listed, ci, *checked}
+    data = load_entries(session, [ids[j] for j in sorted(wanted)])
+    comp = data.get(mark.entry_id, {})
     summary = comp.get("summary")
     summary = summary if isinstance(summary, str) else None
     if recorded_of(comp) is not None:  # a Codex compaction: its recorded context
-        head = load_entries(session, [light[j].entry_id for j in kept_at])
-        route = [head[light[j].entry_id] for j in kept_at if light[j].entry_id in head]
-        tokens_after = projected_context_tokens([*route, comp])
+        kept_ids = [eid for _d, (eid, _pk) in sorted(route.at(kept_indices(rng)).items())]
+        head = load_entries(session, kept_ids)
+        kept_route = [head[eid] for eid in kept_ids if eid in head]
+        tokens_after = projected_context_tokens([*kept_route, comp])
     else:
-        stored = route_store.figures_at(session, light[ci].entry_id)
+        stored = route_store.figures_at(session, mark.entry_id)
         tokens_after = int(finite(stored.context_tokens)) if stored is not None else 0
     details = comp.get("details") if isinstance(comp.get("details"), dict) else {}
 
@@ -161,36 +170,34 @@ def compaction_detail(
             "off_path": item["off_path"],
             **codex_context.recorded_figures(comp),  # a Codex compaction's history
         },
-        "replaced": _rows(light, listed_replaced, data, texts),
-        "kept": _rows(light, listed_kept, data, texts, kept=True),
+        "replaced": _rows([ids[j] for j in listed_replaced], data, texts),
+        "kept": _rows([ids[j] for j in listed_kept], data, texts, kept=True),
         **win,
-        "replaced_count": item["replaced_count"],
+        "replaced_count": n_replaced,
         "kept_count": item["kept_count"],
         "hidden_before": win["replaced_from"],  # replaced entries before the window
-        "checked_count": len(checked),
-        "unchecked_count": len(replaced_at) - len(checked),  # older than the check reads
+        "checked_count": min(n_replaced, REPLACED_SHOWN),
+        "unchecked_count": max(0, n_replaced - REPLACED_SHOWN),  # older than the check reads
         "report": stored_report
         if stored_report is not None
-        else survival_of(entries(checked), summary or ""),
+        else survival_of([data[ids[j]] for j in checked if ids[j] in data], summary or ""),
         "previous": row.previous
         if row is not None and row.previous is not survival_store.NOT_STORED
-        else compare_summaries(database_reads(session).lines, light, ci, summary or ""),
+        else compare_summaries(database_reads(session).lines, route.whole(), ci, summary or ""),
     }
 
 
 def _rows(
-    light: Sequence[LightEntry],
-    at: Sequence[int],
+    ids: Sequence[str],
     data: dict[str, dict],
     texts: dict[str, LineTexts],
     *,
     kept: bool = False,
 ) -> list[dict[str, Any]]:
-    """The listed rows of the entries at ``at`` on ``light``: from their stored texts, else
-    from their parsed lines (``data``; a line that did not parse to an object is left out)."""
+    """The listed rows of the entries ``ids``: from their stored texts, else from their
+    parsed lines (``data``; a line that did not parse to an object is left out)."""
     out: list[dict[str, Any]] = []
-    for j in at:
-        eid = light[j].entry_id
+    for eid in ids:
         stored = texts.get(eid)
         if stored is not None:
             out.append(stored.kept if kept else stored.listed)
@@ -283,9 +290,10 @@ def compare_summaries(
     }
 
 
-def route_branch_summaries(light: Sequence[LightEntry]) -> list[str]:
-    """Ids of the branch summaries on the route ``light``, oldest first."""
-    return [e.entry_id for e in light if e.type == "branch_summary"]
+def route_branch_summaries(route: CompactionRoute | Sequence[LightEntry]) -> list[str]:
+    """Ids of the branch summaries on ``route`` (as :func:`route_compactions` takes it),
+    oldest first."""
+    return [m.entry_id for m in as_route(route).marks if m.type == "branch_summary"]
 
 
 def branch_summary_detail(
@@ -357,7 +365,7 @@ def _branch_summary_detail(
         "from_id": from_id or None,
         "common_ancestor": left[common].entry_id if common >= 0 else None,
         "summary": summary,
-        "summarised": _rows(shown, range(len(shown)), data, texts),
+        "summarised": _rows([e.entry_id for e in shown], data, texts),
         "summarised_count": len(summarised),
         "hidden_before": len(summarised) - len(shown),
         "report": stored

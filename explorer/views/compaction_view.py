@@ -34,38 +34,40 @@ def compactions_panel(
     """The route's compactions (and the stretch of them listed), with a builder of the
     chosen one's detail.
 
-    Nothing here is kept between requests: the list reads the route's index columns and
-    its compaction lines, the detail only the window of entries it lists (``rbefore``,
-    ``kafter``, ``limit``: :func:`queries.detail_windows`). The detail is built only when
-    asked."""
+    Nothing here is kept between requests: the list reads the route's marks (its
+    compactions and branch summaries by depth, :func:`queries.compaction_route`: a placed
+    route is not read whole) and its compaction lines, the detail only the window of
+    entries it lists (``rbefore``, ``kafter``, ``limit``: :func:`queries.detail_windows`).
+    The detail is built only when asked."""
     asked = request.GET.get("c") or None
-    light = queries.light_path(session, cursor)
-    listed = queries.route_compactions(session, light)
+    route = queries.compaction_route(session, cursor)
+    listed = queries.route_compactions(session, route)
     branch_asked = bool(request.GET.get("b"))
     chosen = asked or (listed[-1]["id"] if listed and not branch_asked else None)
     items = [{**c, "chosen": c["id"] == chosen} for c in listed]
     picked = next((c for c in items if c["chosen"]), None)
-    detail = functools.cache(lambda: _detail(request, session, light, picked))  # once if asked
+    detail = functools.cache(lambda: _detail(request, session, route, picked))  # once if asked
     panel = {
         "compactions": items,
         **_list_window(items, request.GET.get("older")),
-        "branch_summaries": queries.route_branch_summaries(light),
+        "branch_summaries": queries.route_branch_summaries(route),
         "chosen_branch": request.GET.get("b") or None,
-        "light": light,
+        "route": route,
     }
     return panel, detail
 
 
-def branch_detail(session, light, summary_id: str) -> dict[str, Any] | None:
-    """A branch summary on the route beside the route it summarised (None: not on it)."""
-    found = queries.branch_summary_detail(session, light, summary_id)
+def branch_detail(session, route, summary_id: str) -> dict[str, Any] | None:
+    """A branch summary on the route beside the route it summarised (None: not on it).
+    It reads the route whole (the summarised route is compared with it)."""
+    found = queries.branch_summary_detail(session, route.whole(), summary_id)
     if found is None:
         return None
     return {**found, "summary_html": render_markdown(found["summary"] or "")}
 
 
 def _detail(
-    request: HtmxHttpRequest, session, light, picked: dict[str, Any] | None
+    request: HtmxHttpRequest, session, route, picked: dict[str, Any] | None
 ) -> dict[str, Any] | None:
     """The detail of ``picked`` (an item of the list, None: no compaction chosen) with the
     windows of its lists the request asks for, as the partial and the JSON answer read it."""
@@ -76,7 +78,7 @@ def _detail(
     detail = dict(
         queries.compaction_detail(
             session,
-            light,
+            route,
             picked,
             replaced_before=params.int_param(q.get("rbefore"), big, 0, big)
             if q.get("rbefore")
@@ -179,7 +181,7 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     cursor = resolve_cursor(request, session)
     ctx = session_frame(request, session, "compactions", cursor)
     panel, detail_of = compactions_panel(request, session, cursor)
-    light = panel.pop("light")
+    route = panel.pop("route")
     ctx.update(panel)
     chosen_branch = panel["chosen_branch"]
     if chosen_branch is not None and chosen_branch not in panel["branch_summaries"]:
@@ -187,7 +189,7 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if wants_json(request):
         ctx["detail"] = detail_of() if chosen_branch is None else None
         if chosen_branch is not None:
-            ctx["branch_detail"] = branch_detail(session, light, chosen_branch)
+            ctx["branch_detail"] = branch_detail(session, route, chosen_branch)
         return json_page(plain(_json_data(request, ctx, cursor)))
     if request.GET.get("older") not in (None, "all") and request.htmx:
         return render_panel(request, TEMPLATE, "comp-older", ctx)
@@ -198,7 +200,7 @@ def compactions_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
             session,
             "branch-1",
             BRANCH_PARTIAL,
-            lambda: {"session": session, "bdetail": branch_detail(session, light, chosen_branch)},
+            lambda: {"session": session, "bdetail": branch_detail(session, route, chosen_branch)},
             below=chosen_branch,
         )
     elif shown is not None:
