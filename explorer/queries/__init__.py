@@ -171,8 +171,13 @@ from explorer.queries.timeline import (
 )
 from explorer.queries.transcript import (
     RouteMap,
+    RouteWindow,
+    edit_marks,
     extend_route_map,
     route_map,
+    tail_window,
+    window_marks,
+    window_of_map,
 )
 from explorer.queries.tree import (
     TREE_BUDGET,
@@ -191,6 +196,7 @@ __all__ = [
     "LightEntry",
     "ROUTE_SHOWN",
     "RouteMap",
+    "RouteWindow",
     "SEARCH_PAGE",
     "SEARCH_SCAN_ENTRIES",
     "SORTS",
@@ -244,6 +250,7 @@ __all__ = [
     "entry_costs",
     "entry_exists",
     "entry_reviews",
+    "edit_marks",
     "extend_route_map",
     "finding_counts",
     "findings_overview",
@@ -287,6 +294,9 @@ __all__ = [
     "route_compactions",
     "route_find",
     "route_map",
+    "tail_window",
+    "window_marks",
+    "window_of_map",
     "search_entries",
     "search_is_counted",
     "search_sessions",
