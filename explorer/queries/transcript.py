@@ -1,12 +1,13 @@
 """The Transcript tab's route map: where each entry of a route sits, extended as entries
-arrive.
+arrive; and the windows of a route its rows are drawn from, cut from the map or, for the
+Live tab's tail, read without the whole route.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
@@ -14,6 +15,9 @@ from explorer.models import Session
 from explorer.queries.entries import load_entries
 from explorer.queries.keep import cached
 from explorer.queries.routes import light_path
+
+if TYPE_CHECKING:
+    from explorer.route_parts import Chain
 
 # ---------------------------------------------------------------------------------------------
 # The transcript: a route read as a conversation, one window at a time
@@ -107,10 +111,10 @@ def window_marks(
 ) -> dict[int, tuple[str, str]]:
     """Route index → ("replaced" | "kept", compaction id) for the window [start, end): the
     entries the Compactions tab and the compaction cards count (``replaced_indices``,
-    ``kept_indices``), a newer compaction's mark over an older one's. ``ranges``: the route's
-    compaction ranges with each compaction's id, of which only those of compactions at ``start`` or later can mark the
-    window (a compaction replaces and keeps entries above it); ``types`` is read only at
-    the window's indices."""
+    ``kept_indices``), a newer compaction's mark over an older one's. ``ranges``: the
+    route's compaction ranges with each compaction's id; only those of compactions at
+    ``start`` or later can mark the window (a compaction replaces and keeps entries above
+    it). ``types`` is read at the window's indices only."""
     from explorer.analysis.compactions import kept_indices, replaced_indices
 
     out: dict[int, tuple[str, str]] = {}
@@ -172,7 +176,7 @@ def edit_marks(
     """Target id → ("hidden" | "replaced", id of the newest edit naming it) of a route's
     context edits (``route_edits``: (id, parsed line) in route order), for the targets in
     ``targets`` (None: every target). The whole route's map and a window's bounded read
-    (:func:`.tail.tail_window`) both call it, so a window's edit marks are the map's."""
+    (:func:`tail_window`) both call it, so a window's edit marks are the map's."""
     from explorer.analysis.projection import entry_edit_effect
 
     edits: dict[str, tuple[str, str]] = {}
@@ -289,7 +293,7 @@ def _ids_in(ids: Sequence[str], column: str = "e.entry_id") -> tuple[str, list[s
 
 
 def _on_route(
-    session: Session, route: Any, index: str | None, where: str, params: Sequence[Any]
+    session: Session, route: Chain, index: str | None, where: str, params: Sequence[Any]
 ) -> list[tuple[int, str]]:
     """(depth, id) of the session's entries meeting ``where`` (on the entry table, ``e``)
     that lie on ``route`` (a ``route_parts.Chain``), in route order: found by ``index`` of
