@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from explorer import archives, html, live_frames, queries
-from explorer.analysis.compactions import kept_count, kept_indices, replaced_indices
 from explorer.queries.tool_pairs import call_of, stored_ancestors
 from explorer.rendering import fill_token_slots, image_data_uri, render_markdown, with_token_slots
 from explorer.session import jsonfmt
@@ -152,23 +151,16 @@ def transcript_url(session, **q: str | None) -> str:
 
 
 def route_marks(rmap: queries.RouteMap, start: int, end: int) -> dict[int, tuple[str, str]]:
-    """Route index → ("replaced" | "kept", compaction id) for the window [start, end): the
-    entries the Compactions tab and the compaction cards count (``replaced_indices``,
-    ``kept_indices``), a newer compaction's mark over an older one's."""
-    out: dict[int, tuple[str, str]] = {}
-    for rng in rmap.compactions:
-        comp_id = rmap.ids[rng[0]]
-        for i in replaced_indices(rmap.types, rng, start, end):
-            out[i] = ("replaced", comp_id)
-        for i in kept_indices(rng, start, end):
-            out[i] = ("kept", comp_id)
-    return out
+    """Route index → ("replaced" | "kept", compaction id) for the window [start, end) of a
+    whole route's map (``queries.window_marks``)."""
+    ranges = [(rng, rmap.ids[rng[0]]) for rng in rmap.compactions]
+    return queries.window_marks(ranges, rmap.types, start, end)
 
 
-def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
+def _item(session, win: queries.RouteWindow, i: int, data: dict[str, Any]) -> dict[str, Any]:
     """One entry of the window as the transcript template shows it."""
-    eid = rmap.ids[i]
-    kind = data.get("type", rmap.types[i])
+    eid = win.ids[i - win.start]
+    kind = data.get("type", win.types[i - win.start])
     m = entry_message(data)
     role = (m or {}).get("role") if m else ""
     blocks: list[dict[str, Any]] = []
@@ -187,7 +179,7 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
     if role == "system" and isinstance((m or {}).get("toolsAdded"), list):
         tools = [t for t in m["toolsAdded"] if isinstance(t, dict)]
     usage, usage_on = own_usage(session, data)
-    edit = rmap.edits.get(eid)
+    edit = win.edits.get(eid)
     return {
         "id": eid,
         "dom": html.dom_id(eid),
@@ -218,7 +210,7 @@ def _item(session, rmap, i: int, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pair_results(
-    session, rmap: queries.RouteMap, start: int, items: list[dict[str, Any]], data: dict
+    session, win: queries.RouteWindow, items: list[dict[str, Any]], data: dict
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """The window's tool results by the call each answers, (call's entry, call id), by the
     pairing rule every page follows (``queries.tool_pairs.call_of``: the nearest assistant
@@ -229,7 +221,7 @@ def _pair_results(
     answers, keeps its own card with a "Result of" line (``result_of``)."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
     in_window = {it["id"] for it in items}
-    above = stored_ancestors(session, rmap.ids[start - 1] if start > 0 else None)
+    above = stored_ancestors(session, win.above)
     for k, it in enumerate(items):
         if it["role"] != "toolResult":
             continue
@@ -263,22 +255,38 @@ def window_items(
     leaf_q: str | None,
     comments: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """The entries of the route between ``start`` and ``end`` as transcript items: tool
-    results paired with their calls, branch switchers, compaction marks and ranges.
-    ``comments``: the window's review comment counts when the caller read them already."""
-    ids = rmap.ids[start:end]
+    """The entries of the route between ``start`` and ``end`` as transcript items
+    (:func:`route_window_items` of the map's window)."""
+    window = queries.window_of_map(rmap, start, end)
+    return route_window_items(session, window, target=target, leaf_q=leaf_q, comments=comments)
+
+
+def route_window_items(
+    session,
+    win: queries.RouteWindow,
+    *,
+    target: str | None,
+    leaf_q: str | None,
+    comments: dict[str, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The entries of a route's window as transcript items: tool results paired with their
+    calls, branch switchers, compaction marks and ranges. The window comes from a whole
+    route's map (the Transcript tab) or from the route's tail alone (the Live tab): the same
+    items either way. ``comments``: the window's review comment counts when the caller read
+    them already."""
+    start, end = win.start, win.end
+    ids = list(win.ids)
     data = queries.load_entries(session, ids)
-    parents = [rmap.ids[i - 1] if i > 0 else None for i in range(start, end)]
+    parents = [win.parent(i) for i in range(start, end)]
     siblings = queries.siblings_of(session, parents)
     hide = archives.archived(session).ids
-    marks = route_marks(rmap, start, end)
     if comments is None:
         comments = queries.comment_counts(session, ids)
-    items = [_item(session, rmap, i, data.get(rmap.ids[i], {})) for i in range(start, end)]
-    results = _pair_results(session, rmap, start, items, data)
+    items = [_item(session, win, i, data.get(ids[i - start], {})) for i in range(start, end)]
+    results = _pair_results(session, win, items, data)
     for k, it in enumerate(items):
         i = start + k
-        it["mark"] = marks.get(i)
+        it["mark"] = win.marks.get(i)
         it["comments"] = comments.get(it["id"], 0)
         it["is_target"] = it["id"] == target
         it["permalink"] = transcript_url(session, leaf=leaf_q, entry=it["id"]) + f"#e-{it['dom']}"
@@ -311,11 +319,10 @@ def window_items(
                 if res is not None:
                     res["paired_to"] = it["id"]
         if it["type"] == "compaction":
-            rng = next((r for r in rmap.compactions if r[0] == i), None)
-            if rng is not None:
-                it["replaced_count"] = len(replaced_indices(rmap.types, rng))
-                it["kept_count"] = kept_count(rng)
-                it["replaced_url"] = transcript_url(session, leaf=rmap.leaf, replaced=it["id"])
+            counted = win.counts.get(i)
+            if counted is not None:
+                it["replaced_count"], it["kept_count"] = counted
+                it["replaced_url"] = transcript_url(session, leaf=win.leaf, replaced=it["id"])
     return items
 
 

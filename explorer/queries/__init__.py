@@ -173,8 +173,13 @@ from explorer.queries.timeline import (
 )
 from explorer.queries.transcript import (
     RouteMap,
+    RouteWindow,
+    edit_marks,
     extend_route_map,
     route_map,
+    tail_window,
+    window_marks,
+    window_of_map,
 )
 from explorer.queries.tree import (
     TREE_BUDGET,
@@ -193,6 +198,7 @@ __all__ = [
     "LightEntry",
     "ROUTE_SHOWN",
     "RouteMap",
+    "RouteWindow",
     "SEARCH_PAGE",
     "SEARCH_SCAN_ENTRIES",
     "SORTS",
@@ -248,6 +254,7 @@ __all__ = [
     "entry_costs",
     "entry_exists",
     "entry_reviews",
+    "edit_marks",
     "extend_route_map",
     "finding_counts",
     "findings_overview",
@@ -291,6 +298,9 @@ __all__ = [
     "route_compactions",
     "route_find",
     "route_map",
+    "tail_window",
+    "window_marks",
+    "window_of_map",
     "search_entries",
     "search_is_counted",
     "search_sessions",

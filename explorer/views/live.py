@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from explorer import conf, html, live_frames, queries, turns
-from explorer.items import shared_rows, window_items
+from explorer.items import route_window_items, shared_rows
 from explorer.permissions import (
     can_edit_model,
     editor_required,
@@ -45,16 +45,15 @@ def tail_window(session, leaf: str | None) -> dict[str, Any]:
 def _tail_window(
     session, leaf: str | None, *, page: int = PAGE, bounded: bool = False
 ) -> dict[str, Any]:
-    rmap = queries.route_map(session, leaf)
-    n = len(rmap.ids)
-    start = max(0, n - page)
-    items = window_items(session, rmap, start, n, target=None, leaf_q=None) if n else []
+    # The route's last ``page`` entries alone (``queries.tail_window``): the Transcript
+    # tab's window of the route's map, without reading the whole route.
+    win = queries.tail_window(session, leaf, page)
+    n, start = win.length, win.start
+    items = route_window_items(session, win, target=None, leaf_q=None) if n else []
     earlier_url = ""
     if start:
         base = reverse("explorer:transcript", args=[session.pk])
-        earlier_url = (
-            f"{base}?{html.urlencode({'leaf': rmap.leaf or '', 'before': rmap.ids[start]})}"
-        )
+        earlier_url = f"{base}?{html.urlencode({'leaf': win.leaf or '', 'before': win.ids[0]})}"
     ctx = {
         "session": session, "items": items, "earlier": start, "later": 0,
         "tail_url": "",  # the websocket brings arrivals; no polling sentinel
@@ -72,7 +71,7 @@ def _tail_window(
         ]
     ctx["rows_html"] = html.join(rows_list)
     rows = render_to_string("explorer/transcript.html#transcript-page", ctx)
-    return {"rows_html": rows, "route_length": n, "tip": rmap.ids[-1] if n else ""}
+    return {"rows_html": rows, "route_length": n, "tip": win.ids[-1] if n else ""}
 
 
 def window_swap(session, leaf: str | None) -> tuple[str, str | None]:
