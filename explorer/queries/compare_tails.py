@@ -55,20 +55,22 @@ class Mark(NamedTuple):
 
 
 def session_marks(session_pk: int) -> list[tuple[Any, ...]]:
-    """(segment, offset, entry id, parent id, type, position, pk) of every placed
-    compaction, thinking level and model change of the session
-    (:data:`chain_context.MARKS`), found by the entries' (session, type, position) index:
-    a few hundred rows where a route holds tens of thousands of entries."""
+    """(segment, offset, type, position, pk) of every placed compaction, thinking level and
+    model change of the session (:data:`chain_context.MARKS`), from the entries' (session,
+    type, position) index alone: a few hundred index rows where a route holds tens of
+    thousands of entries (SQLite is told the index: left to itself it may scan the
+    session's skeleton index instead)."""
     from explorer.models import Entry, SegmentEntry
     from explorer.segment_store import q_offset
 
     entries = connection.ops.quote_name(Entry._meta.db_table)
     members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    hint = "INDEXED BY entry_by_type" if connection.vendor == "sqlite" else ""
     kinds = ", ".join(["%s"] * len(MARKS))
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT m.segment_id, m.{q_offset()}, e.entry_id, e.parent_id, e.type, "  # noqa: S608
-            f"e.position, e.id FROM {entries} e JOIN {members} m ON m.entry_id = e.id "
+            f"SELECT m.segment_id, m.{q_offset()}, e.type, e.position, e.id "  # noqa: S608
+            f"FROM {entries} e {hint} JOIN {members} m ON m.entry_id = e.id "
             f"WHERE e.session_id = %s AND e.type IN ({kinds})",
             [session_pk, *MARKS],
         )
@@ -77,12 +79,23 @@ def session_marks(session_pk: int) -> list[tuple[Any, ...]]:
 
 def marks_on(route: Chain, low: int, high: int, marks: Sequence[tuple[Any, ...]]) -> list[Mark]:
     """The marks of ``marks`` (:func:`session_marks`) the route holds at depths ``low`` to
-    ``high``, in route order."""
-    out = []
-    for seg, offset, eid, parent, kind, position, pk in marks:
+    ``high``, in route order, with their ids and parents (read for these alone)."""
+    from explorer.models import Entry
+
+    kept = []
+    for seg, offset, kind, position, pk in marks:
         depth = route.depth_of(seg, offset)
         if depth is not None and low <= depth <= high:
-            out.append(Mark(depth, eid, parent, kind, position, pk))
+            kept.append((depth, kind, position, pk))
+    if not kept:
+        return []
+    ids = {
+        pk: (eid, parent)
+        for pk, eid, parent in Entry.objects.filter(pk__in=[k[3] for k in kept])
+        .order_by()
+        .values_list("pk", "entry_id", "parent_id")
+    }
+    out = [Mark(d, *ids[pk], kind, position, pk) for d, kind, position, pk in kept if pk in ids]
     out.sort(key=lambda m: m.depth)
     return out
 
@@ -267,6 +280,13 @@ def _part_uses(session_pk: int, route: Chain, first: int) -> list[tuple[str, str
     members = connection.ops.quote_name(SegmentEntry._meta.db_table)
     uses = connection.ops.quote_name(FileUse._meta.db_table)
     off = q_offset()
+    # SQLite is told the plan: the rows by position, each entry's id from the covering
+    # skeleton index (never its row, which holds the line), then its member row. Left to
+    # itself it read each entry's row, or scanned a range of the index per use
+    # (``+ 0``: the position range is the uses', not carried over to the entries).
+    sqlite = connection.vendor == "sqlite"
+    join = "CROSS JOIN" if sqlite else "JOIN"
+    hint = "INDEXED BY entry_skeleton" if sqlite else ""
     out: list[tuple[str, str]] = []
     for seg, f, u in spans:
         lo, hi = start[seg] + f, start[seg] + u
@@ -276,9 +296,9 @@ def _part_uses(session_pk: int, route: Chain, first: int) -> list[tuple[str, str
                 continue
             with connection.cursor() as cur:
                 cur.execute(
-                    f"SELECT m.{off}, e.entry_id, u.uses FROM {uses} u "  # noqa: S608
-                    f"JOIN {entries} e ON e.session_id = u.session_id AND e.position = u.position "
-                    f"JOIN {members} m ON m.entry_id = e.id WHERE u.session_id = %s "
+                    f"SELECT m.{off}, e.entry_id, u.uses FROM {uses} u {join} {entries} e "  # noqa: S608
+                    f"{hint} ON e.session_id = u.session_id AND e.position = u.position + 0 "
+                    f"{join} {members} m ON m.entry_id = e.id WHERE u.session_id = %s "
                     f"AND u.position BETWEEN %s AND %s AND m.segment_id = %s "
                     f"AND m.{off} BETWEEN %s AND %s",
                     [session_pk, at[lo][1], at[hi][1], seg, f, u],
