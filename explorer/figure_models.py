@@ -66,6 +66,16 @@ class RouteFigure(models.Model):
     messages = models.IntegerField(
         default=0, help_text="Messages of the projected context (the live meter's count)"
     )
+    # Added by 0033: what a part of the route adds up to, as the difference of two rows.
+    cost_partials = models.TextField(
+        null=True,
+        blank=True,
+        help_text="Exact sum of the route's costs (exactsum partials, JSON); NULL: not exact",
+    )
+    message_entries = models.IntegerField(default=0, help_text="Entries of type message")
+    file_use_entries = models.IntegerField(
+        default=0, help_text="Entries naming a file (with a FileUse row)"
+    )
 
     def __str__(self) -> str:
         return f"figures of entry {self.entry_id}"

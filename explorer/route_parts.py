@@ -20,7 +20,7 @@ from django.db import connection
 from explorer.segment_store import chain_root_first, q_offset
 from explorer.session import jsonfmt
 
-__all__ = ["Chain", "ancestor_depth", "chain", "rows_between"]
+__all__ = ["Chain", "ancestor_depth", "chain", "figure_rows", "rows_between"]
 
 SPANS_PER_STATEMENT = 200  # (segment, offset range) pairs in one statement's OR
 
@@ -117,3 +117,40 @@ def rows_between(
             out.extend((start[r[0]] + r[1], *r[2:]) for r in cur.fetchall())
     out.sort(key=lambda r: r[0])
     return out
+
+
+def figure_rows(route: Chain, depths: Sequence[int], columns: str) -> dict[int, tuple[Any, ...]]:
+    """Depth → ``columns`` (of the entry, aliased ``e``, and its route figure row, ``f``) of
+    the route's entries at ``depths``, each found by its (segment, offset); an entry
+    without a member or a figure row is left out."""
+    from explorer.models import Entry, RouteFigure, SegmentEntry
+
+    entries = connection.ops.quote_name(Entry._meta.db_table)
+    members = connection.ops.quote_name(SegmentEntry._meta.db_table)
+    figures = connection.ops.quote_name(RouteFigure._meta.db_table)
+    off = q_offset()
+    places = [(s[0], d - start) for d in depths for s, start in _segment_at(route, d)]
+    start = {seg: s for (seg, _u), s in zip(route.segments, route.starts, strict=True)}
+    out: dict[int, tuple[Any, ...]] = {}
+    with connection.cursor() as cur:
+        for k in range(0, len(places), SPANS_PER_STATEMENT):
+            part = places[k : k + SPANS_PER_STATEMENT]
+            where = " OR ".join([f"(m.segment_id = %s AND m.{off} = %s)"] * len(part))
+            cur.execute(
+                f"SELECT m.segment_id, m.{off}, {columns} FROM {members} m "  # noqa: S608
+                f"JOIN {entries} e ON e.id = m.entry_id "
+                f"JOIN {figures} f ON f.entry_id = m.entry_id WHERE {where}",
+                [v for place in part for v in place],
+            )
+            for row in cur.fetchall():
+                out[start[row[0]] + row[1]] = tuple(row[2:])
+    return out
+
+
+def _segment_at(route: Chain, depth: int) -> list[tuple[tuple[int, int], int]]:
+    """The route's (segment, last offset) holding ``depth`` with its first depth (none
+    when the route does not reach it)."""
+    for seg, start in zip(route.segments, route.starts, strict=True):
+        if start <= depth <= start + seg[1]:
+            return [(seg, start)]
+    return []

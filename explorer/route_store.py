@@ -28,7 +28,7 @@ from django.db import connection
 
 from explorer.file_use_store import FileUseWriter
 from explorer.segment_store import SegmentWriter, on_route_of
-from explorer.session import jsonfmt
+from explorer.session import exactsum, jsonfmt
 from explorer.session.edit_delta import EditDelta, edit_difference
 from explorer.session.route_figures import RouteFigures, next_figures, route_span, span_start
 
@@ -67,10 +67,18 @@ FIELDS = (
     "big_usage",
     "every_estimate",
     "messages",
+    "cost_partials",
+    "message_entries",
+    "file_use_entries",
 )
 # Columns added after migration 0021 created the table, each with the value a writer at an
-# older state reads back in its place (that writer never writes it).
-LATER: dict[str, Any] = {"messages": 0}
+# older state reads back in its place (that writer never writes it; 0033 fills its own).
+LATER: dict[str, Any] = {
+    "messages": 0,
+    "cost_partials": None,
+    "message_entries": 0,
+    "file_use_entries": 0,
+}
 KEPT = 4096  # figures of the most recent entries kept in memory while writing
 # Context edits walked back on a route to find the one in force on an edit's target;
 # further back, the edit is estimated afresh.
@@ -139,7 +147,22 @@ def to_row(figures: RouteFigures) -> tuple[Any, ...]:
         _big_usage(figures),
         _real(figures.every_estimate),
         figures.messages,
+        partials_text(figures.cost_partials),
+        figures.message_entries,
+        figures.file_use_entries,
     )
+
+
+def partials_text(partials: tuple[float, ...] | None) -> str | None:
+    """The stored form of a route's exact cost (``exactsum.dumps``; NULL: not exact)."""
+    return exactsum.dumps(list(partials)) if partials is not None else None
+
+
+def partials_of(text: str | None) -> tuple[float, ...] | None:
+    """:func:`partials_text` read back (NULL, or a row an older state wrote: None)."""
+    if text is None:
+        return None
+    return tuple(exactsum.loads(text) or ())
 
 
 def from_row(row: Sequence[Any], fields: Sequence[str] = FIELDS) -> RouteFigures:
@@ -154,6 +177,7 @@ def from_row(row: Sequence[Any], fields: Sequence[str] = FIELDS) -> RouteFigures
         if values[k] is None:
             values[k] = float("nan")
     values[19] = frozenset(json.loads(values[19])) if values[19] else frozenset()
+    values[23] = partials_of(values[23])
     big = values.pop(20)
     if big:  # usage past a BIGINT column: the exact sums
         values[3:7] = json.loads(big)

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from explorer.analysis.recorded import projection_of
+from explorer.session import exactsum
 from explorer.session.describe import (
     compact_json,
     cost_of,
@@ -56,7 +57,9 @@ def route_stats(entries: Sequence[dict]) -> RouteStats:
         entries=len(entries),
         messages=sum(1 for e in entries if e.get("type") == "message"),
         tokens=sum((total_tokens_of(e) for e in entries), 0.0),
-        cost=sum((cost_of(e) for e in entries), 0.0),
+        # Exactly summed, rounded once: the figure whatever order it is added in (Compare
+        # reads it as the difference of two stored exact route sums).
+        cost=exactsum.total(cost_of(e) for e in entries),
         tool_calls=sum(len(tool_calls_of(e)) for e in entries),
         files_read=files["read"],
         files_modified=files["modified"],

@@ -67,12 +67,13 @@ class Prefix:
     """The rows of the prefix two routes share (depths 0 to ``k``), read once and only
     from the lowest depth asked for."""
 
-    def __init__(self, route: Chain, k: int) -> None:
+    def __init__(self, route: Chain, k: int, marks: list[tuple[Any, ...]] | None = None) -> None:
         self.route = route
         self.k = k
         self.low = k + 1
         self.rows: list[LightEntry] = []
-        self._marks: list[tuple[Any, ...]] | None = None
+        # Given: the prefix's marks found already (``compare_tails.marks_on``).
+        self._marks: list[tuple[Any, ...]] | None = marks
 
     def marks(self) -> list[tuple[Any, ...]]:
         """The prefix's compactions, thinking level and model changes (:data:`MARKS`), as

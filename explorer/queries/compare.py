@@ -153,7 +153,7 @@ def _compare_by_chains(
     live range that reaches into it are read (once for both routes), and its costs off the
     cursor's route as costs only (:func:`_chain_costs`)."""
     from explorer.queries.chain_context import Prefix, live_range, tail_rows
-    from explorer.queries.compare_tails import SparseTail
+    from explorer.queries.compare_tails import SparseTail, marks_on, session_marks
     from explorer.route_parts import ancestor_depth, chain
 
     ca, cb = chain(session.pk, a), chain(session.pk, b)
@@ -172,8 +172,12 @@ def _compare_by_chains(
         if len(found) != 1:
             return None  # a member missing: the segments do not settle it
         base = found[0]
-    tail_a, tail_b = SparseTail(ca, first), SparseTail(cb, first)
-    prefix = Prefix(ca, k)
+    marks = session_marks(session.pk)
+    tail_a, tail_b = (
+        SparseTail(session.pk, ca, first, marks),
+        SparseTail(session.pk, cb, first, marks),
+    )
+    prefix = Prefix(ca, k, [tuple(m) for m in marks_on(ca, 0, k, marks)] if k >= 0 else [])
     lives = (live_range(session, ca, prefix, tail_a), live_range(session, cb, prefix, tail_b))
     ends = tuple(
         tail.last(1)[-1].entry_id if tail.length else base.entry_id if base else None
@@ -181,9 +185,13 @@ def _compare_by_chains(
     )
     out = _compare_parts(session, (a, b), base, (tail_a, tail_b), ends, lives)
     if tail_a.broken or tail_b.broken:
-        return None  # a member missing: the segments do not settle it
-    spent = (tail_a.spent(), tail_b.spent())
-    out.update(_chain_costs(session, (a, b), cursor, (ca, cb, cc), k, spent))
+        return None  # a member or a figure row missing: the stored rows do not settle it
+    costs = _chain_costs(session, (a, b), cursor, (ca, cb, cc), k)
+    if costs is None:  # entry rows stored without route figures: their costs added up
+        costs = _chain_costs_by_rows(
+            session, (a, b), cursor, (ca, cb, cc), k, (tail_a.spent(), tail_b.spent())
+        )
+    out.update(costs)
     return out
 
 
@@ -193,32 +201,73 @@ def _chain_costs(
     cursor: str | None,
     chains: tuple[Any, Any, Any],
     k: int,
-    tails: tuple[Sequence[Any], Sequence[Any]],
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """:func:`_compare_costs` from the chains of A, B and the cursor's route (None: no
-    cursor): what each route holds off the cursor's route lies after the depth where their
-    chains part, so the shared prefix's part of it is read as costs only, and the cursor's
-    route's costs likewise (``costs.abandoned_cost`` with ``route_costs``). ``tails``: each
-    route's entries after the ancestor with a cost (depth and cost, in route order; an entry
-    without one adds nothing to a sum)."""
-    from explorer.route_parts import ancestor_depth, rows_between
-    from explorer.session import jsonfmt
+    cursor), or None where a figure row needed is missing or not exact. What each route
+    holds off the cursor's route lies after the depth where their chains part: A's entries
+    after it, and B's after it or the common ancestor, whichever is deeper (B's before the
+    ancestor are A's). Each is an exact route cost less another, from the route figures
+    (``RouteFigures.cost_partials``) of a few entries, so both figures are exactly rounded
+    sums, as the walk's ``fsum`` of the entries' costs."""
+    from explorer.route_parts import ancestor_depth, figure_rows
+    from explorer.session import exactsum, jsonfmt
 
     ca, cb, cc = chains
     part_a = ancestor_depth(ca, cc) if cc is not None else -1  # on the cursor's route up to
+    part_b = ancestor_depth(cb, cc) if cc is not None else -1
+    wanted = [(ca, ca.end), (cb, cb.end), (ca, part_a), (cb, max(part_b, k))]
+    if cc is not None:
+        wanted.append((cc, cc.end))
+    partials: list[tuple[float, ...] | None] = []
+    for route, depth in wanted:
+        if depth < 0:
+            partials.append(())
+            continue
+        row = figure_rows(route, [depth], "f.cost_partials").get(depth)
+        if row is None or row[0] is None:
+            return None
+        partials.append(route_store.partials_of(row[0]))
+    if any(p is None for p in partials):
+        return None
+    end_a, end_b, at_a, at_b, *on = (p or () for p in partials)
+    a, b = pair
+    return {
+        "cursor": cursor,
+        # An id as asked for, on the route when it is a stored id there (as the walk tests).
+        "a_abandoned": part_a != ca.end or jsonfmt.visible(a) != a,
+        "b_abandoned": part_b != cb.end or jsonfmt.visible(b) != b,
+        "wasted": exactsum.rounded([*end_a, *end_b], [*at_a, *at_b]),
+        "abandoned_total": abandoned_cost(session, cursor, route_costs=on[0] if on else []),
+    }
+
+
+def _chain_costs_by_rows(
+    session: Session,
+    pair: tuple[str, str],
+    cursor: str | None,
+    chains: tuple[Any, Any, Any],
+    k: int,
+    tails: tuple[Sequence[tuple[int, float]], Sequence[tuple[int, float]]],
+) -> dict[str, Any]:
+    """:func:`_chain_costs` from the entries' stored costs, for entry rows without route
+    figures: the shared prefix's part off the cursor's route and the cursor's route read
+    as costs. ``tails``: each route's entries after the ancestor with a cost (depth, cost,
+    in route order)."""
+    from explorer.route_parts import ancestor_depth, rows_between
+    from explorer.session import exactsum, jsonfmt
+
+    ca, cb, cc = chains
+    part_a = ancestor_depth(ca, cc) if cc is not None else -1
     part_b = ancestor_depth(cb, cc) if cc is not None else -1
     off: list[float] = []
     if part_a < k:  # the shared prefix's entries off the cursor's route (B's are the same)
         off.extend(c for _d, c in rows_between(ca, part_a + 1, k, "e.cost", where="e.cost <> 0"))
     for tail, part in zip(tails, (part_a, part_b), strict=True):
-        off.extend(r.cost or 0.0 for r in tail if r.depth > part)
+        off.extend(c for d, c in tail if d > part)
     on_cursor: list[float] = []
     if cc is not None:
-        # The cursor's route holds A's (or B's, when it shares more of it) entries down to
-        # where their chains part: those costs are in the tail read already, or the
-        # prefix's; only the rest of its route is read, as costs.
         tail, part = (tails[0], part_a) if part_a >= part_b else (tails[1], part_b)
-        on_cursor.extend(r.cost for r in tail if r.depth <= part and r.cost)
+        on_cursor.extend(c for d, c in tail if d <= part and c)
         for low, high, route in ((0, min(part, k), ca), (part + 1, cc.end, cc)):
             if low <= high:
                 found = rows_between(route, low, high, "e.cost", where="e.cost <> 0")
@@ -226,10 +275,9 @@ def _chain_costs(
     a, b = pair
     return {
         "cursor": cursor,
-        # An id as asked for, on the route when it is a stored id there (as the walk tests).
         "a_abandoned": part_a != ca.end or jsonfmt.visible(a) != a,
         "b_abandoned": part_b != cb.end or jsonfmt.visible(b) != b,
-        "wasted": math.fsum(off),
+        "wasted": exactsum.total(off),
         "abandoned_total": abandoned_cost(session, cursor, route_costs=on_cursor),
     }
 
@@ -393,9 +441,9 @@ def _part_stats(
     """``analysis.compare.RouteStats`` of a route's part after ``base_entry`` (``tail``:
     ``compare_tails.WholeTail`` or ``SparseTail``).
 
-    Counts and integer sums are the leaf's stored prefix sums minus the ancestor's; the cost
-    is the entries' stored costs added in route order from zero, as the engine adds them
-    (a subtraction of two float prefix sums can differ in the last bits). The files read
+    Counts and integer sums are the leaf's stored prefix sums minus the ancestor's, and so
+    is the cost, kept as an exact sum (``RouteFigures.cost_partials``) and rounded once: the
+    engine's correctly rounded sum of the part's costs (``WholeTail`` adds them up). The files read
     and modified are the uses stored with the replies that called tools, in route order;
     only those holding a secret (``holding``) are parsed, masked (in ``parsed``)."""
     from explorer.analysis.compare import RouteStats
@@ -412,9 +460,9 @@ def _part_stats(
     files = files_of_uses(tail.file_uses(session_pk, holding, parsed))
     return RouteStats(
         entries=tail.length,
-        messages=tail.messages(),
+        messages=tail.messages(leaf, base),
         tokens=(leaf.tokens - (base.tokens if base is not None else 0.0)) if leaf else 0.0,
-        cost=tail.cost(),
+        cost=tail.cost(leaf, base),
         tool_calls=(leaf.tool_calls - (base.tool_calls if base is not None else 0)) if leaf else 0,
         files_read=files["read"],
         files_modified=files["modified"],

@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Iterable
 
-__all__ = ["added", "dumps", "loads", "rounded"]
+__all__ = ["added", "added_finite", "dumps", "loads", "rounded", "total"]
 
 
 def added(partials: list[float], values: Iterable[float]) -> list[float]:
@@ -41,9 +41,43 @@ def added(partials: list[float], values: Iterable[float]) -> list[float]:
     return kept
 
 
+def added_finite(partials: tuple[float, ...] | None, value: float) -> tuple[float, ...] | None:
+    """:func:`added` of one finite ``value`` (zero adds nothing) for a running sum that may
+    give up: None stays None, and a sum whose partials leave the floats (finite values past
+    ``±1.8e308`` together) becomes None, not exact any more. A route's exact cost is kept
+    this way (``route_figures.RouteFigures.cost_partials``)."""
+    if partials is None or not value:
+        return partials
+    out = added(list(partials), [value])
+    return tuple(out) if all(math.isfinite(p) for p in out) else None
+
+
+def total(values: Iterable[float]) -> float:
+    """The exact sum of ``values`` rounded once: what a figure "added up" means wherever its
+    order could differ (a route's part after a common ancestor, read as two stored prefix
+    sums or added entry by entry, must be the same figure to the last bit). ``math.fsum``,
+    except where it gives up: an intermediate overflow of finite values is summed exactly
+    as fractions (±infinity only when the sum itself is past the floats), and infinities of
+    both signs give NaN, as a running sum would."""
+    values = list(values)
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        from fractions import Fraction
+
+        exact = sum((Fraction(v) for v in values), Fraction(0))
+        try:
+            return float(exact)
+        except OverflowError:
+            return math.inf if exact > 0 else -math.inf
+    except ValueError:
+        return math.nan
+
+
 def rounded(partials: Iterable[float], minus: Iterable[float] = ()) -> float:
-    """The exact sum of ``partials`` less every one of ``minus``, rounded once."""
-    return math.fsum([*partials, *(-m for m in minus)])
+    """The exact sum of ``partials`` less every one of ``minus``, rounded once
+    (:func:`total`)."""
+    return total([*partials, *(-m for m in minus)])
 
 
 def dumps(partials: list[float]) -> str:

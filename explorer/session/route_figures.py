@@ -23,8 +23,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import exactsum
 from .context import projection_from_path
-from .describe import cost_of, entry_role, entry_text, tool_calls_of, total_tokens_of, usage_of
+from .describe import (
+    cost_of,
+    entry_role,
+    entry_text,
+    file_uses,
+    tool_calls_of,
+    total_tokens_of,
+    usage_of,
+)
 from .edit_delta import EditDelta
 from .messages import session_entry_to_context_messages
 from .tokens import (
@@ -100,6 +109,13 @@ class RouteFigures:
     # Messages of the projected context (``len(projection_from_path(route).messages)``): the
     # live meter's count, read instead of projecting the route.
     messages: int = 0
+    # What a part of the route (between two of its entries) adds up to, as differences of
+    # two rows (``totals_after``): the exact sum of the costs (``exactsum`` partials, None
+    # once past the floats), the entries of type "message", the entries naming a file
+    # (``describe.file_uses``). Compare reads a route's part after the common ancestor so.
+    cost_partials: tuple[float, ...] | None = ()
+    message_entries: int = 0
+    file_use_entries: int = 0
 
     @property
     def usage(self) -> dict[str, int]:
@@ -110,6 +126,23 @@ class RouteFigures:
             "cacheRead": self.cache_read,
             "cacheWrite": self.cache_write,
         }
+
+
+def totals_after(
+    parent: tuple[tuple[float, ...] | None, int, int] | None,
+    cost: float,
+    kind: Any,
+    names_files: bool,
+) -> tuple[tuple[float, ...] | None, int, int]:
+    """(cost partials, message entries, entries naming a file) of a route from its parent's
+    (None: a root) and the entry's cost, type and whether it names a file: the one step
+    the figures and migration 0033's fill both take."""
+    partials, messages, uses = parent if parent is not None else ((), 0, 0)
+    return (
+        exactsum.added_finite(partials, cost),
+        messages + (1 if kind == "message" else 0),
+        uses + (1 if names_files else 0),
+    )
 
 
 def span_start(parent: RouteFigures | None, entry: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -247,6 +280,13 @@ def next_figures(
             else:
                 trailing = trailing + t
                 tokens = usage_tokens + trailing
+    cost = cost_of(entry)
+    partials, message_entries, file_use_entries = totals_after(
+        (base.cost_partials, base.message_entries, base.file_use_entries) if base else None,
+        cost,
+        kind,
+        bool(file_uses(entry)),
+    )
     return RouteFigures(
         depth=base.depth + 1 if base else 0,
         turns=(base.turns if base else 0) + (1 if role == "user" else 0),
@@ -257,7 +297,7 @@ def next_figures(
         cache_write=(base.cache_write if base else 0) + cwrite,
         unpriced=(base.unpriced if base else 0) + unpriced,
         tokens=(base.tokens if base else 0.0) + total_tokens_of(entry),
-        cost=(base.cost if base else 0.0) + cost_of(entry),
+        cost=(base.cost if base else 0.0) + cost,
         tool_calls=(base.tool_calls if base else 0) + len(tool_calls_of(entry)),
         compaction_id=compaction_id,
         edit_id=edit_id,
@@ -270,6 +310,9 @@ def next_figures(
         pending_targets=pending,
         every_estimate=every,
         messages=count,
+        cost_partials=partials,
+        message_entries=message_entries,
+        file_use_entries=file_use_entries,
     )
 
 

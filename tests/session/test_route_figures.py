@@ -15,13 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from explorer.session import exactsum
 from explorer.session.context import (
     _walk_up,
     build_entry_index,
     get_latest_compaction_entry,
     projection_from_path,
 )
-from explorer.session.describe import cost_of, tool_calls_of, total_tokens_of
+from explorer.session.describe import cost_of, file_uses, tool_calls_of, total_tokens_of
 from explorer.session.formats.cli import stats_record_pi
 from explorer.session.manager import SessionManager
 from explorer.session.route_figures import RouteFigures, figures_of_entries, figures_of_route
@@ -83,6 +84,11 @@ def engine_figures(path: list[dict[str, Any]]) -> dict[str, Any]:
         "every_estimate": estimate_every_message(projection.messages).tokens,
         # The live meter's message count.
         "messages": len(projection.messages),
+        # What a part of the route adds up to, as two rows' difference: the route's cost
+        # exactly summed (rounded once), its entries of type "message" and naming a file.
+        "exact_cost": exactsum.total(cost_of(e) for e in path),
+        "message_entries": sum(1 for e in path if e.get("type") == "message"),
+        "file_use_entries": sum(1 for e in path if file_uses(e)),
     }
 
 
@@ -102,6 +108,13 @@ def assert_figures(figures: RouteFigures, path: list[dict[str, Any]]) -> None:
         "context_tokens": figures.context_tokens,
         "every_estimate": figures.every_estimate,
         "messages": figures.messages,
+        "exact_cost": (
+            exactsum.rounded(figures.cost_partials)
+            if figures.cost_partials is not None
+            else "past the floats"
+        ),
+        "message_entries": figures.message_entries,
+        "file_use_entries": figures.file_use_entries,
     }
     assert _same(got.pop("every_estimate"), want.pop("every_estimate")), (
         path[-1].get("id"),
@@ -138,6 +151,10 @@ USAGE = st.sampled_from(
         {"input": 5, "output": 2, "cacheRead": 1, "cacheWrite": 0, "cost": {"total": 0.25}},
         {"input": 7, "output": 0, "cacheRead": 0, "cacheWrite": 3, "totalTokens": 10},
         {"input": 1.5, "output": "x", "cost": {"total": math.nan}},
+        # Costs whose sums depend on the order they are added in (0.1 + 0.2 + 0.3).
+        {"input": 2, "output": 1, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.1}},
+        {"input": 2, "output": 1, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.2}},
+        {"input": 2, "output": 1, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 1e-17}},
     ]
 )
 
@@ -174,6 +191,12 @@ def sessions(draw):
                 usage = draw(USAGE)
                 if usage is not None:
                     base["message"]["usage"] = usage
+                content = base["message"].get("content")
+                if isinstance(content, list) and draw(st.booleans()):  # a file tool call
+                    name = draw(st.sampled_from(["read", "edit", "write"]))
+                    path = draw(st.sampled_from(["a.py", "docs/b.md"]))
+                    content.append({"type": "toolCall", "id": f"f{i}", "name": name,
+                                    "arguments": {"path": path}})  # fmt: skip
         elif kind == "edit":
             base["type"] = "context_edit"
             target = draw(st.integers(0, n))  # earlier, later or nowhere

@@ -22,6 +22,7 @@ from explorer.analysis.compare import (
     projection_diff,
 )
 from explorer.analysis.projection import projected_estimate
+from explorer.session import exactsum
 from explorer.session.describe import cost_of, files_touched, tool_calls_of, total_tokens_of
 from tests.conftest import pi_fixture_files
 
@@ -35,7 +36,9 @@ def _stats(entries: list[dict]) -> dict:
         "entries": len(entries),
         "messages": sum(1 for e in entries if e.get("type") == "message"),
         "tokens": sum((total_tokens_of(e) for e in entries), 0.0),
-        "cost": sum((cost_of(e) for e in entries), 0.0),
+        # The engine's part cost: exactly summed, rounded once (``exactsum.total``; added
+        # in route order it differed in the last bits, 0.44800699999999993 against 0.448007).
+        "cost": exactsum.total(cost_of(e) for e in entries),
         "tool_calls": sum(len(tool_calls_of(e)) for e in entries),
         "files_read": files["read"],
         "files_modified": files["modified"],

@@ -21,6 +21,7 @@ from hypothesis.extra.django import TestCase as HypothesisTestCase
 
 from explorer import route_store, services
 from explorer.files import store as files_store
+from explorer.files.scan import entry_fields
 from explorer.models import Entry, RouteFigure, Session
 from explorer.session import jsonfmt
 from explorer.session.context import _walk_up, build_entry_index
@@ -323,6 +324,7 @@ def test_migration_0021_fills_a_session_stored_at_0020():
                 position=k + 1,
                 line_no=k + 2,
                 raw=json.dumps(v),
+                cost=entry_fields(v)["cost"],  # as every stored entry has it (0013)
             )
             for k, v in enumerate(values)
         )
@@ -366,7 +368,8 @@ def test_migration_0023_fills_the_message_count_of_sessions_stored_before_it():
         stored = OldSession.objects.create(session_id="s-0022", header_raw="{}")
         OldEntry.objects.bulk_create(
             OldEntry(session=stored, entry_id=v["id"], parent_id=v.get("parentId"),
-                     type=v["type"], position=k + 1, line_no=k + 2, raw=json.dumps(v))
+                     type=v["type"], position=k + 1, line_no=k + 2, raw=json.dumps(v),
+                     cost=entry_fields(v)["cost"])  # as every stored entry has it (0013)
             for k, v in enumerate(values)
         )  # fmt: skip
         migrate([("explorer", "0022_segments")])
@@ -534,3 +537,55 @@ def test_usage_past_a_bigint_and_ids_with_lone_surrogates_are_stored_exactly():
     assert row.input == 2**63 - 1 and json.loads(row.big_usage)[0] >= huge
     [figures] = route_store.figures_of(session, ["r\ud83d1"]).values()
     assert figures.input >= huge and isinstance(figures.input, int)
+
+
+def _part_totals(session_pk: int) -> dict[str, tuple[Any, ...]]:
+    with connection.cursor() as cur:  # raw SQL: the columns exist at 0033 on only
+        cur.execute(
+            "SELECT e.entry_id, f.cost_partials, f.message_entries, f.file_use_entries "
+            "FROM explorer_routefigure f JOIN explorer_entry e ON e.id = f.entry_id "
+            "WHERE e.session_id = %s",
+            [session_pk],
+        )
+        return {r[0]: tuple(r[1:]) for r in cur.fetchall()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migration_0033_fills_the_part_totals_of_sessions_stored_before_it(tmp_path):
+    """The exact route costs and the counts 0033 adds are filled for stored sessions from
+    the stored costs, types and file uses alone, equal to what the import wrote (the
+    engine's, ``assert_stored``): on a generated session with branches, compactions and
+    file tool calls, with an entry before its parent and a dangling parent. Back at 0032 the
+    columns go."""
+    from benchmarks.gen_session import generate_session
+
+    path = generate_session(
+        tmp_path / "s.jsonl", entries=600, branch_points=6, seed=3, compact_after=60_000
+    )
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])["id"]
+    spend = {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.1}}
+    reply = lambda i, parent: {  # noqa: E731
+        "type": "message", "id": f"z{i}", "parentId": parent, "timestamp": "t",
+        "message": {"role": "assistant", "usage": spend, "content": [
+            {"type": "toolCall", "id": f"c{i}", "name": "edit", "arguments": {"path": "z.py"}}]},
+    }  # fmt: skip
+    extra = [reply(0, "z1"), reply(1, last), reply(2, "gone")]
+    session = services.import_bytes(path.read_bytes() + _lines(extra)).session
+    assert session is not None
+    want = _part_totals(session.pk)
+    assert len(want) == Entry.objects.filter(session=session).count()
+    assert len({v[0] for v in want.values()}) > 100  # the costs differ along the routes
+    assert max(v[2] for v in want.values()) > 5  # and the entries naming a file
+    # No statement of the import left open on the connection: SQLite refuses a schema
+    # change while one is ("database table is locked: sqlite_master").
+    connection.close()
+    with migration_states() as migrate:
+        migrate([("explorer", "0032_previous_summary")])
+        columns = {c.name for c in connection.introspection.get_table_description(
+            connection.cursor(), "explorer_routefigure")}  # fmt: skip
+        assert not columns & {"cost_partials", "message_entries", "file_use_entries"}
+        migrate([("explorer", "0033_part_totals")])
+        assert _part_totals(session.pk) == want
+        migrate()
+    session = Session.objects.get(pk=session.pk)
+    assert assert_stored(session) == len(want)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from explorer.session import exactsum
 from explorer.session.describe import usage_of
 from explorer.session.manager import TreeNode
 from explorer.session.pricing import CostEstimate, estimate_cost, price_list
@@ -143,7 +144,7 @@ def stats_record_pi(manager: Any, leaf: Any) -> dict[str, Any]:
     messages, usage entries, summary requests) counts once; its recorded cost is used, and
     only usage without a cost is priced from the list."""
     usage = empty_usage()
-    recorded = 0.0
+    recorded: list[float] = []
     estimated = CostEstimate()
     responses = 0
     priced = 0
@@ -160,7 +161,7 @@ def stats_record_pi(manager: Any, leaf: Any) -> dict[str, Any]:
         cost = spend.get("cost")
         total = cost.get("total") if isinstance(cost, dict) else None
         if isinstance(total, int | float) and not isinstance(total, bool) and total == total:
-            recorded += float(total)
+            recorded.append(float(total))
             continue
         message = entry.get("message") if entry.get("type") == "message" else entry
         provider = message.get("provider") if isinstance(message, dict) else None
@@ -178,7 +179,9 @@ def stats_record_pi(manager: Any, leaf: Any) -> dict[str, Any]:
         "format": "pi",
         "usage": usage,
         "responses": responses,
-        "cost": _cost_json(recorded, estimated, priced),
+        # Exactly summed and rounded once, as every route cost the explorer shows of a
+        # route's part (``analysis.compare.route_stats``): the same figure in any order.
+        "cost": _cost_json(exactsum.total(recorded), estimated, priced),
     }
 
 
