@@ -81,6 +81,10 @@ def test_a_new_file_becomes_a_session_and_appended_lines_become_entries(setup, a
     session = Session.objects.get()
     assert session.source_path == str(path)
     assert stored_ids() == ["m0000001"]
+    # The worker sends what is queued per session as one message (a burst is rendered
+    # once): the new session's broadcast goes out before the append is read, so the two
+    # writes are two messages however slow the worker is.
+    assert broadcast.drain(120), "the broadcast worker did not finish in 120 s"
     with open(path, "a") as fh:
         fh.write(msg(2, 1)[30:] + "\n" + msg(3, 2) + "\n")
     poll()
