@@ -576,8 +576,13 @@ def test_migration_0033_fills_the_part_totals_of_sessions_stored_before_it(tmp_p
     assert len(want) == Entry.objects.filter(session=session).count()
     assert len({v[0] for v in want.values()}) > 100  # the costs differ along the routes
     assert max(v[2] for v in want.values()) > 5  # and the entries naming a file
-    # No statement of the import left open on the connection: SQLite refuses a schema
-    # change while one is ("database table is locked: sqlite_master").
+    # No statement of the import left open, on this connection or on the broadcast
+    # workers' (they render the imported entries after its commit, each thread with a
+    # connection of its own to the shared test database): SQLite refuses a schema change
+    # while one is ("database table is locked: sqlite_master").
+    from explorer import broadcast
+
+    assert broadcast.drain(120), "the broadcast workers did not finish in 120 s"
     connection.close()
     with migration_states() as migrate:
         migrate([("explorer", "0032_previous_summary")])
